@@ -1,0 +1,79 @@
+/**
+ * Bearer-key authentication. Keys are stored as SHA-256 hashes; the key from
+ * HOOKRELAY_ADMIN_KEY, if set, is also an admin key. An app-scoped key sees only its app:
+ * anything of another app answers 404, never 403, so existence is not revealed.
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import type { FastifyRequest } from "fastify";
+import type { Queryable } from "../db/pool.ts";
+import { ApiError, notFound } from "../errors.ts";
+import { ID_PREFIX, newId } from "../ids.ts";
+
+export type Principal =
+  | { role: "admin"; keyId: string }
+  | { role: "app"; keyId: string; appId: string };
+
+declare module "fastify" {
+  interface FastifyRequest {
+    principal: Principal;
+  }
+}
+
+export const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
+
+const unauthorized = () =>
+  new ApiError(401, "unauthorized", "missing or invalid API key (Authorization: Bearer <key>)");
+
+/** Resolves the request's principal or throws 401. */
+export function makeAuthenticator(db: Queryable, envAdminKey: string | undefined) {
+  const envHash = envAdminKey ? Buffer.from(hashKey(envAdminKey), "hex") : null;
+  return async function authenticate(request: FastifyRequest): Promise<Principal> {
+    const header = request.headers.authorization;
+    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match || match[1]!.length > 256) throw unauthorized();
+    const hash = hashKey(match[1]!);
+    if (envHash && timingSafeEqual(envHash, Buffer.from(hash, "hex"))) {
+      return { role: "admin", keyId: "env" };
+    }
+    const { rows } = await db.query({
+      name: "hookrelay_auth_key",
+      text: `select id, role, app_id from api_keys where key_hash = $1::text and revoked_at is null`,
+      values: [hash],
+    });
+    const row = rows[0];
+    if (!row) throw unauthorized();
+    return row.role === "admin"
+      ? { role: "admin", keyId: row.id }
+      : { role: "app", keyId: row.id, appId: row.app_id };
+  };
+}
+
+/** Throws 404 unless the principal may see `appId`. */
+export function assertAppAccess(principal: Principal, appId: string): void {
+  if (principal.role === "app" && principal.appId !== appId) throw notFound("application");
+}
+
+/** Creates an API key; returns the key itself, which is never stored. */
+export async function createApiKey(
+  db: Queryable,
+  options: { role: "admin" } | { role: "app"; appId: string },
+  name = "",
+): Promise<{ id: string; key: string }> {
+  const key = `hr_${options.role === "admin" ? "admin" : "app"}_${randomBytes(24).toString("base64url")}`;
+  const id = newId(ID_PREFIX.apiKey);
+  await db.query(
+    `insert into api_keys (id, name, key_hash, role, app_id) values ($1::text, $2::text, $3::text, $4::text, $5::text)`,
+    [id, name, hashKey(key), options.role, options.role === "app" ? options.appId : null],
+  );
+  return { id, key };
+}
+
+/** On first start (no admin key stored yet): creates one and returns it, to be printed once. */
+export async function ensureFirstAdminKey(db: Queryable): Promise<string | null> {
+  const { rows } = await db.query(
+    "select 1 from api_keys where role = 'admin' and revoked_at is null limit 1",
+  );
+  if (rows.length > 0) return null;
+  const { key } = await createApiKey(db, { role: "admin" }, "generated on first start");
+  return key;
+}

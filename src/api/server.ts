@@ -1,0 +1,113 @@
+/**
+ * Builds the HTTP API (no side effects: nothing listens until the caller says so, and tests
+ * use `app.inject()`). Svix-shaped management API under /api/v1, plus /healthz and /docs.
+ */
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import { Ajv } from "ajv";
+import addFormats from "ajv-formats";
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from "fastify";
+import secureJson from "secure-json-parse";
+import type { Config } from "../config.ts";
+import type { Pool } from "../db/pool.ts";
+import { ApiError } from "../errors.ts";
+import type { Logger } from "../logger.ts";
+import { makeAuthenticator } from "./auth.ts";
+import { registerIdempotency } from "./idempotency.ts";
+import { registerApplicationRoutes } from "./routes/applications.ts";
+import { registerAttemptRoutes } from "./routes/attempts.ts";
+import { registerEndpointRoutes } from "./routes/endpoints.ts";
+import { registerHealthRoutes } from "./routes/health.ts";
+import { registerMessageRoutes } from "./routes/messages.ts";
+
+export interface ApiOptions {
+  pool: Pool;
+  config: Config;
+  logger: Logger;
+}
+
+export interface ApiContext extends ApiOptions {}
+
+export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
+  const { pool, config } = options;
+  const app = Fastify({
+    // Per-request logging off (level warn): at thousands of requests a second it is noise.
+    loggerInstance: options.logger.child({ component: "api" }, { level: "warn" }) as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    // Ids and iterators are short; anything longer is junk.
+    routerOptions: { maxParamLength: 256 },
+    trustProxy: false,
+  });
+
+  // Bodies: no type coercion and no silent stripping of unknown fields, so a typo is an
+  // error, not a field quietly ignored. Query strings and params: coerce "5" to 5.
+  const strict = addFormats.default(new Ajv({ removeAdditional: false, coerceTypes: false, allErrors: false, useDefaults: true }));
+  const coercing = addFormats.default(new Ajv({ removeAdditional: false, coerceTypes: "array", allErrors: false, useDefaults: true }));
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === "body" ? strict : coercing).compile(schema),
+  );
+
+  // Keep the raw JSON text: message payloads are stored exactly as sent.
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const text = body as string;
+    request.rawBody = text;
+    if (text.trim() === "") return done(null, undefined);
+    try {
+      done(null, secureJson.parse(text, undefined, { protoAction: "error", constructorAction: "error" }));
+    } catch (err) {
+      done(new ApiError(400, "invalid_json", `request body is not valid JSON: ${(err as Error).message}`), undefined);
+    }
+  });
+
+  app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
+    if (err instanceof ApiError) return reply.code(err.status).send(err.toJSON());
+    if (err.validation) {
+      const first = err.validation[0];
+      const extra = (first?.params as { additionalProperty?: string } | undefined)?.additionalProperty;
+      const detail = extra
+        ? `${err.validationContext ?? "request"}${first?.instancePath ?? ""} has unknown field "${extra}"`
+        : err.message;
+      return reply.code(422).send({ code: "validation_error", detail });
+    }
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      const code =
+        err.code === "FST_ERR_CTP_BODY_TOO_LARGE" ? "payload_too_large"
+        : err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" ? "unsupported_media_type"
+        : err.code === "FST_ERR_CTP_EMPTY_JSON_BODY" ? "empty_body"
+        : "bad_request";
+      return reply.code(status).send({ code, detail: err.message });
+    }
+    request.log.error({ err }, "request failed");
+    return reply.code(500).send({ code: "internal_error", detail: "internal error" });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ code: "not_found", detail: `no route ${request.method} ${request.url.split("?")[0]}` }),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: "hookrelay", version: "0.1.0", description: "Webhook and postback delivery, Svix-compatible API" },
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs" });
+
+  const authenticate = makeAuthenticator(pool, config.adminKey);
+  const ctx: ApiContext = options;
+  registerHealthRoutes(app, ctx);
+  await app.register(async (api) => {
+    api.decorateRequest("principal", null as unknown as never);
+    api.addHook("onRequest", async (request) => {
+      request.principal = await authenticate(request);
+    });
+    registerIdempotency(api, pool, config.idempotencyTtlMs);
+    registerApplicationRoutes(api, ctx);
+    registerEndpointRoutes(api, ctx);
+    registerMessageRoutes(api, ctx);
+    registerAttemptRoutes(api, ctx);
+  }, { prefix: "/api/v1" });
+
+  return app;
+}

@@ -1,0 +1,127 @@
+/**
+ * Configuration, resolved once. This is the only module that reads environment variables;
+ * everything else receives a `Config` (or a slice of it). Every field says its unit and
+ * default; README.md carries the same table.
+ */
+import path from "node:path";
+import { ConfigError } from "./errors.ts";
+
+export interface DeliveryDefaults {
+  /** timeoutMs: absolute deadline of one attempt (connect, headers, body). Default 15_000. */
+  timeoutMs: number;
+  /** maxAttempts: attempts before a delivery is dead-lettered. Default 5. */
+  maxAttempts: number;
+  /** retryBaseMs: full-jitter base; delay after attempt n is random(0, min(cap, base * 2^n)). Default 30_000. */
+  retryBaseMs: number;
+  /** retryCapMs: upper bound of any retry delay, also of Retry-After. Default 3_600_000. */
+  retryCapMs: number;
+  /** maxInFlight: concurrent requests to one endpoint across the claim. Default 20. */
+  maxInFlight: number;
+}
+
+export interface WorkerConfig {
+  /** concurrency: requests in flight per worker process. Default 256. */
+  concurrency: number;
+  /** claimBatch: most rows taken by one claim statement. Default 256. */
+  claimBatch: number;
+  /** pollIntervalMs: idle poll when no NOTIFY arrives. Default 1_000. */
+  pollIntervalMs: number;
+  /** leaseMarginMs: lease = endpoint timeout + this. Default 30_000. */
+  leaseMarginMs: number;
+  /** flushIntervalMs: results are written back at least this often. Default 20. */
+  flushIntervalMs: number;
+  /** flushBatch: results written back as soon as this many are waiting. Default 256. */
+  flushBatch: number;
+  /** shutdownTimeoutMs: how long SIGTERM waits for in-flight requests. Default 30_000. */
+  shutdownTimeoutMs: number;
+  /** maintenanceIntervalMs: how often the maintenance runner wakes. Default 60_000. */
+  maintenanceIntervalMs: number;
+}
+
+export interface Config {
+  /** databaseUrl: external PostgreSQL; undefined = embedded PostgreSQL in dataDir. */
+  databaseUrl: string | undefined;
+  /** dataDir: embedded database and local state. Default ./.hookrelay */
+  dataDir: string;
+  /** embeddedPgPort: port of the embedded PostgreSQL; 0 = pick a free one. Default 0. */
+  embeddedPgPort: number;
+  host: string;
+  port: number;
+  /** adminKey: accepted as an admin API key in addition to the stored ones. */
+  adminKey: string | undefined;
+  ssrfAllowlist: string[];
+  encryptionKey: string | undefined;
+  logLevel: string;
+  /** dbPoolSize: connections per process. Default 10. */
+  dbPoolSize: number;
+  /** bodyLimitBytes: largest accepted API request body. Default 1 MiB. */
+  bodyLimitBytes: number;
+  /** idempotencyTtlMs: how long an idempotency-key's response is replayed. Default 24 h. */
+  idempotencyTtlMs: number;
+  delivery: DeliveryDefaults;
+  worker: WorkerConfig;
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Builds the configuration from environment variables, then applies explicit overrides. */
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const int = (name: string, fallback: number, min = 0): number => {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === "") return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min) {
+      throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+    }
+    return value;
+  };
+  const str = (name: string): string | undefined => {
+    const raw = env[name]?.trim();
+    return raw ? raw : undefined;
+  };
+
+  const config: Config = {
+    databaseUrl: str("DATABASE_URL"),
+    dataDir: path.resolve(str("HOOKRELAY_DATA_DIR") ?? ".hookrelay"),
+    embeddedPgPort: int("HOOKRELAY_EMBEDDED_PG_PORT", 0),
+    host: str("HOOKRELAY_HOST") ?? "127.0.0.1",
+    port: int("HOOKRELAY_PORT", 8787),
+    adminKey: str("HOOKRELAY_ADMIN_KEY"),
+    ssrfAllowlist: (str("HOOKRELAY_SSRF_ALLOWLIST") ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+    encryptionKey: str("HOOKRELAY_ENCRYPTION_KEY"),
+    logLevel: str("HOOKRELAY_LOG_LEVEL") ?? "info",
+    dbPoolSize: int("HOOKRELAY_DB_POOL_SIZE", 10, 2),
+    bodyLimitBytes: int("HOOKRELAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024),
+    idempotencyTtlMs: int("HOOKRELAY_IDEMPOTENCY_TTL_MS", 24 * 3600_000, 1),
+    delivery: {
+      timeoutMs: int("HOOKRELAY_TIMEOUT_MS", 15_000, 1),
+      maxAttempts: int("HOOKRELAY_MAX_ATTEMPTS", 5, 1),
+      retryBaseMs: int("HOOKRELAY_RETRY_BASE_MS", 30_000, 0),
+      retryCapMs: int("HOOKRELAY_RETRY_CAP_MS", 3_600_000, 0),
+      maxInFlight: int("HOOKRELAY_ENDPOINT_MAX_IN_FLIGHT", 20, 1),
+    },
+    worker: {
+      concurrency: int("HOOKRELAY_WORKER_CONCURRENCY", 256, 1),
+      claimBatch: int("HOOKRELAY_CLAIM_BATCH", 256, 1),
+      pollIntervalMs: int("HOOKRELAY_POLL_INTERVAL_MS", 1_000, 1),
+      leaseMarginMs: int("HOOKRELAY_LEASE_MARGIN_MS", 30_000, 0),
+      flushIntervalMs: int("HOOKRELAY_RESULT_FLUSH_MS", 20, 1),
+      flushBatch: int("HOOKRELAY_RESULT_FLUSH_BATCH", 256, 1),
+      shutdownTimeoutMs: int("HOOKRELAY_SHUTDOWN_TIMEOUT_MS", 30_000, 0),
+      maintenanceIntervalMs: int("HOOKRELAY_MAINTENANCE_INTERVAL_MS", 60_000, 10),
+    },
+  };
+  const merged: Config = {
+    ...config,
+    ...overrides,
+    delivery: { ...config.delivery, ...overrides.delivery },
+    worker: { ...config.worker, ...overrides.worker },
+  };
+  if (merged.delivery.retryCapMs < merged.delivery.retryBaseMs) {
+    throw new ConfigError("HOOKRELAY_RETRY_CAP_MS must be >= HOOKRELAY_RETRY_BASE_MS");
+  }
+  return merged;
+}

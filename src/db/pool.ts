@@ -1,0 +1,52 @@
+/** PostgreSQL connection pools and the transaction helper. */
+import pg from "pg";
+import type { Logger } from "../logger.ts";
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+/** Anything that can run a query: the pool or a client inside a transaction. */
+export type Queryable = Pick<pg.Pool, "query">;
+
+// bigint (int8) columns arrive as JS numbers: our identities and counts stay far below 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export interface PoolOptions {
+  connectionString: string;
+  /** max: connections in the pool. */
+  max: number;
+  applicationName?: string;
+  logger?: Logger;
+}
+
+/** A pool whose idle-client errors are logged instead of crashing the process. */
+export function makePool(options: PoolOptions): Pool {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max,
+    application_name: options.applicationName ?? "hookrelay",
+    idleTimeoutMillis: 30_000,
+  });
+  pool.on("error", (err) => {
+    options.logger?.warn({ err }, "idle database connection failed");
+  });
+  return pool;
+}
+
+/** Runs `fn` in a transaction on one client; commits on success, rolls back on error. */
+export async function withTransaction<T>(
+  pool: Pool,
+  fn: (client: PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin");
+    const result = await fn(client);
+    await client.query("commit");
+    return result;
+  } catch (err) {
+    await client.query("rollback").catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

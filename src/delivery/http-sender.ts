@@ -1,0 +1,175 @@
+/**
+ * One HTTP attempt: POST through a shared undici Agent (keep-alive pools per origin), under
+ * one absolute deadline that covers connect, headers and body, so a receiver that drips
+ * bytes cannot outlive its timeout. Redirects are never followed (undici does not follow
+ * them unless asked). At most 64 KiB of the response is read, 1 KiB kept.
+ */
+import { performance } from "node:perf_hooks";
+import { Agent } from "undici";
+import {
+  ErrorKind,
+  type Verdict,
+  classifyStatus,
+  parseRetryAfter,
+  RETRY_AFTER_STATUSES,
+} from "./retry-policy.ts";
+
+export const MAX_RESPONSE_READ_BYTES = 64 * 1024;
+export const MAX_RESPONSE_STORED_BYTES = 1024;
+
+export interface OutboundRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  /** timeoutMs: absolute deadline of the whole attempt. */
+  timeoutMs: number;
+  /** Aborts the attempt early (shutdown). */
+  signal?: AbortSignal;
+}
+
+export interface AttemptResult {
+  startedAt: Date;
+  /** Monotonic milliseconds from sending to the end of reading the response. */
+  latencyMs: number;
+  statusCode: number | null;
+  verdict: Verdict;
+  errorKind: ErrorKind | null;
+  error: string | null;
+  /** First 1 KiB of the response body, if any. */
+  responseBody: string | null;
+  /** Parsed Retry-After of a 429/503, in ms. */
+  retryAfterMs: number | null;
+}
+
+export interface HttpSender {
+  send(request: OutboundRequest): Promise<AttemptResult>;
+  close(): Promise<void>;
+}
+
+export interface HttpSenderOptions {
+  /** connectionsPerOrigin: keep-alive sockets per origin. Default 32. */
+  connectionsPerOrigin?: number;
+  /** A prepared dispatcher (tests, SSRF-guarded connector). */
+  agent?: Agent;
+}
+
+export function makeHttpSender(options: HttpSenderOptions = {}): HttpSender {
+  const agent =
+    options.agent ??
+    new Agent({
+      connections: options.connectionsPerOrigin ?? 32,
+      keepAliveTimeout: 10_000,
+      // The absolute deadline below is what limits an attempt; these only stop undici's own
+      // 300 s defaults from mattering.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+
+  async function send(request: OutboundRequest): Promise<AttemptResult> {
+    const startedAt = new Date();
+    const t0 = performance.now();
+    const deadline = AbortSignal.timeout(request.timeoutMs);
+    const signal = request.signal ? AbortSignal.any([deadline, request.signal]) : deadline;
+    const finish = (partial: Omit<AttemptResult, "startedAt" | "latencyMs">): AttemptResult => ({
+      startedAt,
+      latencyMs: Math.round(performance.now() - t0),
+      ...partial,
+    });
+
+    let url: URL;
+    try {
+      url = new URL(request.url);
+    } catch {
+      return finish(failure("permanent", ErrorKind.invalidRequest, "invalid endpoint URL"));
+    }
+    try {
+      const response = await agent.request({
+        origin: url.origin,
+        path: url.pathname + url.search,
+        method: "POST",
+        headers: request.headers,
+        body: request.body,
+        signal,
+      });
+      const body = await readCapped(response.body, MAX_RESPONSE_READ_BYTES);
+      const status = response.statusCode;
+      const { verdict, errorKind } = classifyStatus(status);
+      const retryAfter = RETRY_AFTER_STATUSES.has(status)
+        ? parseRetryAfter(headerValue(response.headers["retry-after"]))
+        : null;
+      return finish({
+        statusCode: status,
+        verdict,
+        errorKind,
+        error: verdict === "success" ? null : `HTTP ${status}`,
+        responseBody: body.length > 0 ? truncateUtf8(body, MAX_RESPONSE_STORED_BYTES) : null,
+        retryAfterMs: retryAfter,
+      });
+    } catch (err) {
+      const { kind, message } = describeError(err, deadline.aborted, request.timeoutMs);
+      return finish(failure("transient", kind, message));
+    }
+  }
+
+  return {
+    send,
+    async close() {
+      await agent.close();
+    },
+  };
+}
+
+function failure(verdict: Verdict, errorKind: ErrorKind, error: string) {
+  return { statusCode: null, verdict, errorKind, error, responseBody: null, retryAfterMs: null };
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Reads at most `limit` bytes; a longer body is cut off (and its socket dropped). */
+async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, limit: number) {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= limit) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks, Math.min(size, limit));
+}
+
+/** The first `maxBytes` of a body as text, never splitting a UTF-8 character. */
+export function truncateUtf8(bytes: Buffer, maxBytes: number): string {
+  if (bytes.length <= maxBytes) return bytes.toString("utf8");
+  let end = maxBytes;
+  // Step back over continuation bytes (10xxxxxx) so the cut lands on a character boundary.
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString("utf8");
+}
+
+const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EAI_FAIL"]);
+const TIMEOUT_CODES = new Set([
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+  "ETIMEDOUT",
+]);
+
+function describeError(err: unknown, deadlinePassed: boolean, timeoutMs: number) {
+  if (deadlinePassed) {
+    return { kind: ErrorKind.timeout, message: `no complete response within ${timeoutMs} ms` };
+  }
+  const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
+  const code = e.code ?? e.cause?.code ?? "";
+  if (DNS_CODES.has(code)) return { kind: ErrorKind.dns, message: `DNS lookup failed (${code})` };
+  if (TIMEOUT_CODES.has(code)) return { kind: ErrorKind.timeout, message: `timed out (${code})` };
+  if (e.name === "AbortError") return { kind: ErrorKind.connection, message: "request aborted" };
+  return {
+    kind: ErrorKind.connection,
+    message: `connection failed${code ? ` (${code})` : ""}: ${e.message ?? String(err)}`,
+  };
+}

@@ -1,0 +1,87 @@
+/**
+ * When to try again (SPEC §2.4–2.5). The classification table and the defaults are data;
+ * `retryDelayMs` is the one function that computes a delay.
+ */
+
+/** What an attempt's outcome means for its delivery. */
+export const Verdict = {
+  /** 2xx: delivered. */
+  success: "success",
+  /** Worth another attempt later (network trouble, timeouts, 408/425/429/5xx). */
+  transient: "transient",
+  /** Never worth retrying: dead-letter now. */
+  permanent: "permanent",
+} as const;
+export type Verdict = (typeof Verdict)[keyof typeof Verdict];
+
+/** Why an attempt failed, stored in attempts.error_kind and deliveries.last_error_kind. */
+export const ErrorKind = {
+  connection: "connection",
+  dns: "dns",
+  timeout: "timeout",
+  http: "http",
+  redirect: "redirect",
+  credentials: "credentials",
+  gone: "gone",
+  ssrfBlocked: "ssrf_blocked",
+  invalidRequest: "invalid_request",
+} as const;
+export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
+
+/** HTTP statuses outside 2xx/5xx that are still transient. */
+const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([408, 425, 429]);
+/** Statuses whose Retry-After header sets the delay. */
+export const RETRY_AFTER_STATUSES: ReadonlySet<number> = new Set([429, 503]);
+
+export interface StatusClass {
+  verdict: Verdict;
+  errorKind: ErrorKind | null;
+}
+
+/** Classifies an HTTP status. Redirects are never followed, so 3xx is permanent. */
+export function classifyStatus(status: number): StatusClass {
+  if (status >= 200 && status < 300) return { verdict: Verdict.success, errorKind: null };
+  if (status >= 500 || TRANSIENT_STATUSES.has(status)) {
+    return { verdict: Verdict.transient, errorKind: ErrorKind.http };
+  }
+  if (status >= 300 && status < 400) return { verdict: Verdict.permanent, errorKind: ErrorKind.redirect };
+  if (status === 401 || status === 403) {
+    return { verdict: Verdict.permanent, errorKind: ErrorKind.credentials };
+  }
+  if (status === 410) return { verdict: Verdict.permanent, errorKind: ErrorKind.gone };
+  return { verdict: Verdict.permanent, errorKind: ErrorKind.http };
+}
+
+export interface RetryPolicy {
+  /** maxAttempts: attempts per delivery before dead-lettering. */
+  maxAttempts: number;
+  /** baseMs: full-jitter base. */
+  baseMs: number;
+  /** capMs: ceiling of every delay, Retry-After included. */
+  capMs: number;
+}
+
+/**
+ * Delay before the next attempt after failed attempt `attempt` (1-based): full jitter,
+ * random(0, min(cap, base * 2^attempt)). A Retry-After value replaces it, clamped to the cap.
+ */
+export function retryDelayMs(
+  policy: RetryPolicy,
+  attempt: number,
+  retryAfterMs: number | null = null,
+  random: () => number = Math.random,
+): number {
+  if (retryAfterMs !== null) return Math.min(policy.capMs, Math.max(0, retryAfterMs));
+  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** attempt);
+  return Math.floor(random() * ceiling);
+}
+
+/** Parses a Retry-After header (delta seconds or an HTTP date) into milliseconds from `now`. */
+export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | null {
+  if (!value) return null;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return null;
+  return Math.max(0, date - now);
+}

@@ -1,0 +1,41 @@
+/**
+ * One base class with a stable `code`; wrapped errors keep their `cause`.
+ * API errors carry their HTTP status and become `{ code, detail }` bodies.
+ */
+export class HookRelayError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+export class ConfigError extends HookRelayError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("HR_ERR_CONFIG", message, options);
+  }
+}
+
+export class DatabaseError extends HookRelayError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("HR_ERR_DATABASE", message, options);
+  }
+}
+
+/** An error the API answers with its own status and `{ code, detail }` body. */
+export class ApiError extends HookRelayError {
+  readonly status: number;
+  constructor(status: number, code: string, detail: string, options?: { cause?: unknown }) {
+    super(code, detail, options);
+    this.status = status;
+  }
+
+  toJSON(): { code: string; detail: string } {
+    return { code: this.code, detail: this.message };
+  }
+}
+
+export const notFound = (what: string) => new ApiError(404, "not_found", `${what} not found`);
+export const badRequest = (detail: string) => new ApiError(400, "validation_error", detail);
+export const conflict = (detail: string) => new ApiError(409, "conflict", detail);

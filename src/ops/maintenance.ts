@@ -1,0 +1,94 @@
+/**
+ * Periodic housekeeping, run by exactly one process at a time: each tick tries a
+ * session-level advisory lock and skips the tick if another process holds it. Tasks are a
+ * list so later areas (percentiles, retention, alerts) plug in without touching the loop.
+ */
+import type { Pool } from "../db/pool.ts";
+import type { Logger } from "../logger.ts";
+import { makeWakeableSleep } from "../worker/wakeable-sleep.ts";
+
+const MAINTENANCE_LOCK = 0x686f6f6c;
+
+export interface MaintenanceTask {
+  name: string;
+  run(pool: Pool): Promise<void>;
+}
+
+export interface Maintenance {
+  start(): void;
+  stop(): Promise<void>;
+  /** Runs one tick now (if the lock is free); true if it ran. */
+  runOnce(): Promise<boolean>;
+}
+
+export function makeMaintenance(options: {
+  pool: Pool;
+  logger: Logger;
+  intervalMs: number;
+  tasks: MaintenanceTask[];
+}): Maintenance {
+  const { pool, logger } = options;
+  const sleeper = makeWakeableSleep();
+  let loop: Promise<void> | null = null;
+  let stopping = false;
+
+  async function runOnce(): Promise<boolean> {
+    const client = await pool.connect();
+    try {
+      const { rows } = await client.query("select pg_try_advisory_lock($1::bigint) as locked", [MAINTENANCE_LOCK]);
+      if (!rows[0].locked) return false;
+      try {
+        for (const task of options.tasks) {
+          if (stopping) break;
+          try {
+            await task.run(pool);
+          } catch (err) {
+            logger.error({ err, task: task.name }, "maintenance task failed");
+          }
+        }
+      } finally {
+        await client.query("select pg_advisory_unlock($1::bigint)", [MAINTENANCE_LOCK]);
+      }
+      return true;
+    } finally {
+      client.release();
+    }
+  }
+
+  return {
+    start() {
+      if (loop) return;
+      loop = (async () => {
+        while (!stopping) {
+          await runOnce().catch((err) => logger.error({ err }, "maintenance tick failed"));
+          await sleeper.sleep(options.intervalMs);
+        }
+      })();
+    },
+    async stop() {
+      stopping = true;
+      sleeper.wake();
+      await loop;
+    },
+    runOnce,
+  };
+}
+
+/** Deletes idempotency records older than the TTL, in batches so no lock is held long. */
+export function purgeIdempotencyKeys(ttlMs: number): MaintenanceTask {
+  return {
+    name: "purge-idempotency-keys",
+    async run(pool) {
+      for (;;) {
+        const { rowCount } = await pool.query(
+          `delete from idempotency_keys where ctid in (
+             select ctid from idempotency_keys
+             where created_at < now() - $1::integer * interval '1 millisecond'
+             limit 5000)`,
+          [ttlMs],
+        );
+        if ((rowCount ?? 0) < 5000) return;
+      }
+    },
+  };
+}

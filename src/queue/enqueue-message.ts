@@ -1,0 +1,86 @@
+/**
+ * Accepting a message: the message row and one delivery per matching endpoint are written
+ * in one statement, so they commit together (SPEC §2.1). An endpoint matches when it is
+ * enabled, its event-type filter is empty or names the event type, and it listens to all
+ * channels or shares one with the message. A repeated producer `eventId` inserts nothing
+ * and returns the original message.
+ */
+import type { Queryable } from "../db/pool.ts";
+import { ID_PREFIX, newId } from "../ids.ts";
+import { WORK_CHANNEL } from "../worker/work-listener.ts";
+
+export interface NewMessage {
+  appId: string;
+  eventType: string;
+  /** the payload's JSON text, stored and sent as is */
+  payload: string;
+  eventId?: string | null;
+  channels?: string[] | null;
+  tags?: string[] | null;
+  /** scheduled send; null = now */
+  deliverAt?: Date | null;
+}
+
+export interface EnqueueResult {
+  messageId: string;
+  /** false when eventId matched an existing message */
+  created: boolean;
+  deliveries: number;
+}
+
+const ENQUEUE_SQL = `
+with msg as (
+  insert into messages (id, app_id, event_type, event_id, payload, channels, tags)
+  values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text[], $7::text[])
+  on conflict (app_id, event_id) do nothing
+  returning id, app_id, event_type, channels
+),
+fanout as (
+  insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at)
+  select m.id, e.id, m.app_id, coalesce(e.max_attempts, $8::integer),
+         coalesce($9::timestamptz, now())
+  from msg m
+  join endpoints e on e.app_id = m.app_id
+  where not e.disabled
+    and (e.event_types is null or m.event_type = any (e.event_types))
+    and (e.channels is null or e.channels && coalesce(m.channels, '{}'::text[]))
+  returning 1
+),
+counted as (
+  select (select id from msg) as id, (select count(*) from fanout)::int as deliveries
+)
+-- Wake idle workers; the notification is delivered when this statement's transaction commits.
+select c.id, c.deliveries,
+       case when c.deliveries > 0 and $9::timestamptz is null
+            then pg_notify('${WORK_CHANNEL}', '') end as notified
+from counted c
+`;
+
+export async function enqueueMessage(
+  db: Queryable,
+  message: NewMessage,
+  defaultMaxAttempts: number,
+): Promise<EnqueueResult> {
+  const { rows } = await db.query({
+    name: "hookrelay_enqueue_message",
+    text: ENQUEUE_SQL,
+    values: [
+      newId(ID_PREFIX.message),
+      message.appId,
+      message.eventType,
+      message.eventId ?? null,
+      message.payload,
+      message.channels ?? null,
+      message.tags ?? null,
+      defaultMaxAttempts,
+      message.deliverAt ?? null,
+    ],
+  });
+  const row = rows[0];
+  if (row.id) return { messageId: row.id, created: true, deliveries: row.deliveries };
+  const existing = await db.query(
+    "select id from messages where app_id = $1::text and event_id = $2::text",
+    [message.appId, message.eventId],
+  );
+  return { messageId: existing.rows[0].id, created: false, deliveries: 0 };
+}

@@ -1,0 +1,106 @@
+/**
+ * Writes a batch of attempt outcomes back in one statement: every attempt row is inserted
+ * (the request happened), and each delivery moves to its next state only if it still
+ * carries the claim token of the worker reporting it. A worker whose lease lapsed and was
+ * taken over by another cannot overwrite the newer outcome.
+ */
+import type { Queryable } from "../db/pool.ts";
+import type { DeliveryStatus } from "./delivery-states.ts";
+
+export interface DeliveryResult {
+  deliveryId: number;
+  claimToken: string;
+  messageId: string;
+  endpointId: string;
+  appId: string;
+  trigger: string;
+  url: string;
+  /** 1-based number of this attempt */
+  attemptNumber: number;
+  /** delivered | failed | dead_letter */
+  nextStatus: DeliveryStatus;
+  /** for failed: the retry delay from now */
+  retryDelayMs: number;
+  startedAt: Date;
+  latencyMs: number;
+  success: boolean;
+  statusCode: number | null;
+  errorKind: string | null;
+  error: string | null;
+  responseBody: string | null;
+}
+
+const RECORD_SQL = `
+with r as (
+  select *
+  from unnest(
+    $1::bigint[], $2::uuid[], $3::text[], $4::integer[], $5::integer[], $6::timestamptz[],
+    $7::integer[], $8::integer[], $9::text[], $10::text[], $11::text[], $12::text[],
+    $13::text[], $14::text[], $15::text[], $16::text[], $17::text[]
+  ) as r(id, token, status, delay_ms, attempt_number, started_at,
+         latency_ms, status_code, error_kind, error, response_body, outcome,
+         message_id, endpoint_id, app_id, trigger, url)
+),
+updated as (
+  update deliveries d
+  set status = r.status,
+      attempt_count = d.attempt_count + 1,
+      next_attempt_at = case when r.status = 'failed'
+                             then now() + r.delay_ms * interval '1 millisecond'
+                             else d.next_attempt_at end,
+      delivered_at = case when r.status = 'delivered' then now() else d.delivered_at end,
+      lease_expires_at = null,
+      claim_token = null,
+      claimed_by = null,
+      last_attempt_at = r.started_at,
+      last_error_kind = r.error_kind,
+      last_error = r.error,
+      last_status_code = r.status_code,
+      last_response_ms = r.latency_ms,
+      updated_at = now()
+  from r
+  where d.id = r.id and d.claim_token = r.token and d.status = 'in_flight'
+  returning d.id
+),
+inserted as (
+  insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,
+                        url, started_at, latency_ms, outcome, status_code, error_kind, error,
+                        response_body)
+  select r.id, r.message_id, r.endpoint_id, r.app_id, r.attempt_number, r.trigger,
+         r.url, r.started_at, r.latency_ms, r.outcome, r.status_code, r.error_kind, r.error,
+         r.response_body
+  from r
+  returning 1
+)
+select (select count(*) from updated)::int as updated, (select count(*) from inserted)::int as inserted
+`;
+
+/** Records the results; returns how many deliveries changed state (stale ones did not). */
+export async function recordResults(db: Queryable, results: DeliveryResult[]): Promise<number> {
+  if (results.length === 0) return 0;
+  const col = <T>(f: (r: DeliveryResult) => T) => results.map(f);
+  const { rows } = await db.query({
+    name: "hookrelay_record_results",
+    text: RECORD_SQL,
+    values: [
+      col((r) => r.deliveryId),
+      col((r) => r.claimToken),
+      col((r) => r.nextStatus),
+      col((r) => Math.round(r.retryDelayMs)),
+      col((r) => r.attemptNumber),
+      col((r) => r.startedAt),
+      col((r) => r.latencyMs),
+      col((r) => r.statusCode),
+      col((r) => r.errorKind),
+      col((r) => r.error),
+      col((r) => r.responseBody),
+      col((r) => (r.success ? "success" : "failure")),
+      col((r) => r.messageId),
+      col((r) => r.endpointId),
+      col((r) => r.appId),
+      col((r) => r.trigger),
+      col((r) => r.url),
+    ],
+  });
+  return rows[0].updated;
+}

@@ -1,0 +1,112 @@
+/**
+ * Wires the long-lived parts of a hookrelay process and stops them in order:
+ * stop intake (HTTP), drain the worker, close the listener and maintenance, end the pool,
+ * stop the embedded database. `start` and `stop` are safe to call twice.
+ */
+import type { FastifyInstance } from "fastify";
+import { ensureFirstAdminKey } from "./api/auth.ts";
+import { buildApi } from "./api/server.ts";
+import type { Config } from "./config.ts";
+import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded.ts";
+import { migrate } from "./db/migrate.ts";
+import { makePool, type Pool } from "./db/pool.ts";
+import { makeHttpSender } from "./delivery/http-sender.ts";
+import type { Logger } from "./logger.ts";
+import { type Maintenance, makeMaintenance, purgeIdempotencyKeys } from "./ops/maintenance.ts";
+import { makeWorkListener, type WorkListener } from "./worker/work-listener.ts";
+import { makeWorker, type Worker } from "./worker/worker.ts";
+
+export interface Roles {
+  api: boolean;
+  worker: boolean;
+}
+
+export interface Runtime {
+  /** where the API listens, if this process serves it */
+  apiUrl: string | null;
+  /** a newly generated admin key (first start only) */
+  generatedAdminKey: string | null;
+  connectionString: string;
+  pool: Pool;
+  worker: Worker | null;
+  api: FastifyInstance | null;
+  stop(): Promise<void>;
+}
+
+/** Opens the database given by the config: DATABASE_URL, or the embedded cluster. */
+export async function openDatabase(config: Config, logger: Logger) {
+  let embedded: EmbeddedDatabase | null = null;
+  let connectionString = config.databaseUrl;
+  if (!connectionString) {
+    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, logger });
+    connectionString = embedded.connectionString;
+  }
+  const pool = makePool({ connectionString, max: config.dbPoolSize, logger });
+  return { pool, connectionString, embedded };
+}
+
+export async function startRuntime(config: Config, roles: Roles, logger: Logger): Promise<Runtime> {
+  const { pool, connectionString, embedded } = await openDatabase(config, logger);
+  let api: FastifyInstance | null = null;
+  let worker: Worker | null = null;
+  let listener: WorkListener | null = null;
+  let maintenance: Maintenance | null = null;
+  let sender: ReturnType<typeof makeHttpSender> | null = null;
+  let stopping: Promise<void> | null = null;
+
+  async function stopAll(): Promise<void> {
+    await api?.close();
+    await worker?.stop();
+    await listener?.stop();
+    await maintenance?.stop();
+    await sender?.close();
+    await pool.end();
+    await embedded?.stop();
+  }
+
+  try {
+    const applied = await migrate(pool);
+    if (applied.length > 0) logger.info({ applied }, "migrations applied");
+
+    let generatedAdminKey: string | null = null;
+    let apiUrl: string | null = null;
+    if (roles.api) {
+      if (!config.adminKey) generatedAdminKey = await ensureFirstAdminKey(pool);
+      api = await buildApi({ pool, config, logger });
+      await api.listen({ host: config.host, port: config.port });
+      const address = api.server.address();
+      const port = typeof address === "object" && address ? address.port : config.port;
+      apiUrl = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+    }
+    if (roles.worker) {
+      sender = makeHttpSender();
+      const w = makeWorker({ pool, sender, config, logger: logger.child({ component: "worker" }) });
+      worker = w;
+      listener = makeWorkListener({ connectionString, onWork: () => w.wake(), logger });
+      await listener.start();
+      w.start();
+      maintenance = makeMaintenance({
+        pool,
+        logger: logger.child({ component: "maintenance" }),
+        intervalMs: config.worker.maintenanceIntervalMs,
+        tasks: [purgeIdempotencyKeys(config.idempotencyTtlMs)],
+      });
+      maintenance.start();
+    }
+    return {
+      apiUrl,
+      generatedAdminKey,
+      connectionString,
+      pool,
+      worker,
+      api,
+      stop() {
+        stopping ??= stopAll();
+        return stopping;
+      },
+    };
+  } catch (err) {
+    await stopAll().catch(() => undefined);
+    throw err;
+  }
+}

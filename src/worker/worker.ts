@@ -1,0 +1,229 @@
+/**
+ * A delivery worker: claims due deliveries in batches, sends them concurrently (up to
+ * `concurrency` requests at once; the claim already respects each endpoint's in-flight
+ * limit), and hands results to the batched result writer.
+ *
+ * Loop: claim as many rows as there are free slots → start their requests → if the claim
+ * came back full, claim again as soon as slots free up; otherwise sleep until NOTIFY,
+ * a finished request (endpoint room may have opened) or the poll interval.
+ *
+ * stop(): no more claims; in-flight requests get until the drain deadline, their results
+ * are written; requests still running then are aborted and their rows released (due
+ * again at once, no attempt used). Safe to call twice.
+ */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { Config } from "../config.ts";
+import type { Pool } from "../db/pool.ts";
+import type { AttemptResult, HttpSender } from "../delivery/http-sender.ts";
+import { type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
+import { secretKey, signatureHeader } from "../delivery/sign.ts";
+import type { Logger } from "../logger.ts";
+import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
+import { afterAttempt } from "../queue/delivery-states.ts";
+import type { DeliveryResult } from "../queue/record-results.ts";
+import { releaseDeliveries } from "../queue/release-deliveries.ts";
+import { loadSigningSecrets } from "../queue/signing-keys.ts";
+import { makeResultWriter } from "./result-writer.ts";
+import { makeWakeableSleep } from "./wakeable-sleep.ts";
+
+export const USER_AGENT = "hookrelay/0.1 (+webhook delivery)";
+
+export interface Worker {
+  readonly id: string;
+  start(): void;
+  /** Drains and stops; resolves when every result is written and every unsent row released. */
+  stop(): Promise<void>;
+  /** Cuts the idle sleep short (NOTIFY arrived). */
+  wake(): void;
+  readonly inFlight: number;
+}
+
+export interface WorkerOptions {
+  pool: Pool;
+  sender: HttpSender;
+  config: Pick<Config, "delivery" | "worker">;
+  logger: Logger;
+  /** Called after each batch of results is written (metrics, tests). */
+  onResults?: (results: DeliveryResult[]) => void;
+}
+
+interface Running {
+  claim: ClaimedDelivery;
+  token: string;
+  abort: AbortController;
+}
+
+export function makeWorker(options: WorkerOptions): Worker {
+  const { pool, sender, logger } = options;
+  const { worker: cfg, delivery: defaults } = options.config;
+  const id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const sleeper = makeWakeableSleep();
+  const writer = makeResultWriter({
+    pool,
+    logger,
+    flushBatch: cfg.flushBatch,
+    flushIntervalMs: cfg.flushIntervalMs,
+    onWritten: options.onResults,
+  });
+  const running = new Map<number, Running>();
+  const keyCache = new Map<string, Buffer>();
+  let stopping = false;
+  let loop: Promise<void> | null = null;
+  let stopped: Promise<void> | null = null;
+  let lastClaimFull = false;
+
+  async function runLoop(): Promise<void> {
+    while (!stopping) {
+      const free = cfg.concurrency - running.size;
+      // Wait for a meaningful number of free slots rather than claiming one row at a time.
+      const worthClaiming = free >= Math.min(cfg.claimBatch, Math.ceil(cfg.concurrency / 4));
+      if (worthClaiming) {
+        const limit = Math.min(free, cfg.claimBatch);
+        try {
+          const claimed = await claimBatch(limit);
+          lastClaimFull = claimed > 0;
+          if (claimed === limit) continue;
+        } catch (err) {
+          logger.error({ err }, "claim failed");
+          lastClaimFull = false;
+        }
+      }
+      await sleeper.sleep(cfg.pollIntervalMs);
+    }
+  }
+
+  async function claimBatch(limit: number): Promise<number> {
+    const token = randomUUID();
+    const claims = await claimDeliveries(pool, {
+      workerId: id,
+      claimToken: token,
+      limit,
+      defaultMaxInFlight: defaults.maxInFlight,
+      defaultTimeoutMs: defaults.timeoutMs,
+      leaseMarginMs: cfg.leaseMarginMs,
+    });
+    if (claims.length === 0) return 0;
+    const secrets = await loadSigningSecrets(pool, [...new Set(claims.map((c) => c.endpointId))]);
+    for (const claim of claims) {
+      const entry: Running = { claim, token, abort: new AbortController() };
+      running.set(claim.id, entry);
+      void deliver(entry, secrets.get(claim.endpointId) ?? []);
+    }
+    return claims.length;
+  }
+
+  function keysFor(secrets: string[]): Buffer[] {
+    return secrets.map((secret) => {
+      let key = keyCache.get(secret);
+      if (!key) {
+        key = secretKey(secret);
+        if (keyCache.size > 10_000) keyCache.clear();
+        keyCache.set(secret, key);
+      }
+      return key;
+    });
+  }
+
+  async function deliver(entry: Running, secrets: string[]): Promise<void> {
+    const { claim } = entry;
+    try {
+      const timestamp = Math.floor(Date.now() / 1000);
+      const headers: Record<string, string> = {
+        ...claim.headers,
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        "webhook-id": claim.messageId,
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": signatureHeader(keysFor(secrets), claim.messageId, timestamp, claim.payload),
+      };
+      const result = await sender.send({
+        url: claim.url,
+        headers,
+        body: claim.payload,
+        timeoutMs: claim.timeoutMs,
+        signal: entry.abort.signal,
+      });
+      if (entry.abort.signal.aborted) {
+        // Aborted by the drain deadline: released by stop(), not counted as an attempt.
+        return;
+      }
+      writer.add(toResult(entry, result));
+    } catch (err) {
+      logger.error({ err, deliveryId: claim.id }, "delivery crashed; its lease will bring it back");
+    } finally {
+      if (!entry.abort.signal.aborted) running.delete(claim.id);
+      if (lastClaimFull || stopping) sleeper.wake();
+    }
+  }
+
+  function toResult(entry: Running, result: AttemptResult): DeliveryResult {
+    const { claim } = entry;
+    const attemptNumber = claim.attemptCount + 1;
+    const policy: RetryPolicy = {
+      maxAttempts: claim.maxAttempts,
+      baseMs: claim.retryBaseMs ?? defaults.retryBaseMs,
+      capMs: claim.retryCapMs ?? defaults.retryCapMs,
+    };
+    const next = afterAttempt(result.verdict, attemptNumber, policy, result.retryAfterMs);
+    return {
+      deliveryId: claim.id,
+      claimToken: entry.token,
+      messageId: claim.messageId,
+      endpointId: claim.endpointId,
+      appId: claim.appId,
+      trigger: claim.trigger,
+      url: claim.url,
+      attemptNumber,
+      nextStatus: next.status,
+      retryDelayMs: next.retryDelayMs,
+      startedAt: result.startedAt,
+      latencyMs: result.latencyMs,
+      success: result.verdict === Verdict.success,
+      statusCode: result.statusCode,
+      errorKind: result.errorKind,
+      error: result.error,
+      responseBody: result.responseBody,
+    };
+  }
+
+  async function drain(): Promise<void> {
+    stopping = true;
+    sleeper.wake();
+    await loop;
+    const deadline = Date.now() + cfg.shutdownTimeoutMs;
+    while (running.size > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 10));
+      // Keep results flowing while we wait.
+    }
+    const unfinished = [...running.values()];
+    for (const entry of unfinished) entry.abort.abort();
+    await writer.flush();
+    if (unfinished.length > 0) {
+      const released = await releaseDeliveries(
+        pool,
+        unfinished.map((e) => ({ deliveryId: e.claim.id, claimToken: e.token })),
+      );
+      logger.warn({ released }, "requests still running at the drain deadline were released");
+    }
+    running.clear();
+  }
+
+  return {
+    id,
+    start() {
+      if (loop || stopping) return;
+      loop = runLoop();
+    },
+    stop() {
+      stopped ??= drain();
+      return stopped;
+    },
+    wake() {
+      sleeper.wake();
+    },
+    get inFlight() {
+      return running.size;
+    },
+  };
+}
