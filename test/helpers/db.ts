@@ -1,0 +1,44 @@
+/** A fresh database per test file, cloned from the migrated template. */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { inject } from "vitest";
+import { makePool, type Pool } from "../../src/db/pool.ts";
+
+export interface TestDb {
+  name: string;
+  url: string;
+  pool: Pool;
+  drop(): Promise<void>;
+}
+
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: inject("pgAdminUrl") });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function createTestDb(options: { template?: boolean } = {}): Promise<TestDb> {
+  const name = `t_${randomBytes(6).toString("hex")}`;
+  await admin((c) =>
+    c.query(
+      options.template === false
+        ? `create database ${name}`
+        : `create database ${name} template ${c.escapeIdentifier(inject("pgTemplate"))}`,
+    ),
+  );
+  const url = inject("pgAdminUrl").replace(/\/[^/]+$/, `/${name}`);
+  const pool = makePool({ connectionString: url, max: 10 });
+  return {
+    name,
+    url,
+    pool,
+    async drop() {
+      await pool.end();
+      await admin((c) => c.query(`drop database if exists ${name} with (force)`));
+    },
+  };
+}

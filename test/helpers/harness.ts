@@ -1,0 +1,80 @@
+/**
+ * An in-process hookrelay for tests: API (through app.inject or a real port) and a worker
+ * on a test database, with short retry delays set by configuration.
+ */
+import type { FastifyInstance } from "fastify";
+import { createApiKey } from "../../src/api/auth.ts";
+import { buildApi } from "../../src/api/server.ts";
+import { type Config, loadConfig } from "../../src/config.ts";
+import { makeHttpSender } from "../../src/delivery/http-sender.ts";
+import { silentLogger } from "../../src/logger.ts";
+import { makeWorker, type Worker } from "../../src/worker/worker.ts";
+import { createTestDb, type TestDb } from "./db.ts";
+
+export interface Harness {
+  db: TestDb;
+  config: Config;
+  api: FastifyInstance;
+  adminKey: string;
+  /** JSON request through app.inject with the admin key */
+  call(method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Record<string, unknown> }>;
+  startWorker(overrides?: Partial<Config["worker"]>): Worker;
+  close(): Promise<void>;
+}
+
+/** Test configuration: tiny retry delays and drain timeouts, fast polling. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  const base = loadConfig({});
+  return loadConfig({}, {
+    ...overrides,
+    delivery: { ...base.delivery, retryBaseMs: 50, retryCapMs: 200, timeoutMs: 2_000, ...overrides.delivery },
+    worker: { ...base.worker, pollIntervalMs: 50, leaseMarginMs: 1_000, shutdownTimeoutMs: 5_000, ...overrides.worker },
+  });
+}
+
+export async function startHarness(overrides: Partial<Config> = {}): Promise<Harness> {
+  const db = await createTestDb();
+  const config = testConfig({ databaseUrl: db.url, ...overrides });
+  const api = await buildApi({ pool: db.pool, config, logger: silentLogger });
+  const { key: adminKey } = await createApiKey(db.pool, { role: "admin" });
+  const workers: Worker[] = [];
+  const senders: ReturnType<typeof makeHttpSender>[] = [];
+  return {
+    db,
+    config,
+    api,
+    adminKey,
+    async call(method, url, body, headers = {}) {
+      const res = await api.inject({
+        method: method as "GET",
+        url,
+        headers: { authorization: `Bearer ${adminKey}`, ...(body !== undefined && { "content-type": "application/json" }), ...headers },
+        payload: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+      });
+      let parsed: unknown = res.body;
+      try {
+        parsed = res.body ? JSON.parse(res.body) : null;
+      } catch {}
+      return { status: res.statusCode, body: parsed, headers: res.headers };
+    },
+    startWorker(workerOverrides = {}) {
+      const sender = makeHttpSender();
+      senders.push(sender);
+      const worker = makeWorker({
+        pool: db.pool,
+        sender,
+        config: { delivery: config.delivery, worker: { ...config.worker, ...workerOverrides } },
+        logger: silentLogger,
+      });
+      worker.start();
+      workers.push(worker);
+      return worker;
+    },
+    async close() {
+      for (const w of workers) await w.stop();
+      for (const s of senders) await s.close();
+      await api.close();
+      await db.drop();
+    },
+  };
+}
