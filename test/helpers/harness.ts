@@ -11,13 +11,20 @@ import { silentLogger } from "../../src/logger.ts";
 import { makeWorker, type Worker } from "../../src/worker/worker.ts";
 import { createTestDb, type TestDb } from "./db.ts";
 
+export interface CallResult {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: response JSON of many shapes; tests assert on it field by field
+  body: any;
+  headers: Record<string, unknown>;
+}
+
 export interface Harness {
   db: TestDb;
   config: Config;
   api: FastifyInstance;
   adminKey: string;
   /** JSON request through app.inject with the admin key */
-  call(method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Record<string, unknown> }>;
+  call(method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<CallResult>;
   startWorker(overrides?: Partial<Config["worker"]>): Worker;
   close(): Promise<void>;
 }
