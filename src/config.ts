@@ -64,8 +64,14 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
+/** Explicit settings (CLI flags, tests) that take precedence over the environment. */
+export type ConfigOverrides = Partial<Omit<Config, "delivery" | "worker">> & {
+  delivery?: Partial<DeliveryDefaults>;
+  worker?: Partial<WorkerConfig>;
+};
+
 /** Builds the configuration from environment variables, then applies explicit overrides. */
-export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const int = (name: string, fallback: number, min = 0): number => {
     const raw = env[name];
     if (raw === undefined || raw.trim() === "") return fallback;

@@ -22,11 +22,10 @@ interface ServeFlags {
 }
 
 function configFrom(flags: ServeFlags): Config {
-  const base = loadConfig();
-  return loadConfig(process.env, {
+  return loadConfig(undefined, {
     ...(flags.host !== undefined && { host: flags.host }),
     ...(flags.port !== undefined && { port: flags.port }),
-    worker: { ...base.worker, ...(flags.concurrency !== undefined && { concurrency: flags.concurrency }) },
+    ...(flags.concurrency !== undefined && { worker: { concurrency: flags.concurrency } }),
   });
 }
 

@@ -1,0 +1,82 @@
+/**
+ * `HookRelay`: send messages from a Node application straight into the queue. `send()`
+ * can run on the application's own `pg` client inside its own transaction (transactional
+ * outbox): the event is committed if and only if the business write is, and workers are
+ * woken when that transaction commits.
+ */
+import { makePool, type Pool, type Queryable } from "./db/pool.ts";
+import { HookRelayError } from "./errors.ts";
+import { type EnqueueResult, enqueueMessage } from "./queue/enqueue-message.ts";
+
+export interface HookRelayOptions {
+  /** a PostgreSQL URL (a pool is created and owned) ... */
+  connectionString?: string;
+  /** ... or an existing pool (not closed by close()) */
+  pool?: Pool;
+  /** maxAttempts for endpoints without their own. Default 5. */
+  maxAttempts?: number;
+}
+
+export interface SendMessage {
+  eventType: string;
+  /** a JSON object, or its JSON text (stored and sent byte for byte) */
+  payload: unknown;
+  eventId?: string;
+  channels?: string[];
+  tags?: string[];
+  deliverAt?: Date;
+}
+
+export class HookRelay {
+  readonly #pool: Pool;
+  readonly #ownsPool: boolean;
+  readonly #maxAttempts: number;
+
+  constructor(options: HookRelayOptions) {
+    if (options.pool) {
+      this.#pool = options.pool;
+      this.#ownsPool = false;
+    } else if (options.connectionString) {
+      this.#pool = makePool({ connectionString: options.connectionString, max: 5 });
+      this.#ownsPool = true;
+    } else {
+      throw new HookRelayError("HR_ERR_CONFIG", "HookRelay needs a connectionString or a pool");
+    }
+    this.#maxAttempts = options.maxAttempts ?? 5;
+  }
+
+  /**
+   * Queues a message for every matching endpoint of the app (id or uid). Pass `client` to
+   * make it part of your own open transaction.
+   */
+  async send(app: string, message: SendMessage, options: { client?: Queryable } = {}): Promise<EnqueueResult> {
+    const db = options.client ?? this.#pool;
+    if (!/^[a-zA-Z0-9\-_.]{1,256}$/.test(message.eventType)) {
+      throw new HookRelayError("HR_ERR_INVALID_EVENT_TYPE", "eventType must be 1-256 of a-z A-Z 0-9 - _ .");
+    }
+    const payload = typeof message.payload === "string" ? message.payload : JSON.stringify(message.payload);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(payload);
+    } catch (err) {
+      throw new HookRelayError("HR_ERR_INVALID_PAYLOAD", "payload is not valid JSON", { cause: err });
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      throw new HookRelayError("HR_ERR_INVALID_PAYLOAD", "payload must be a JSON object");
+    }
+    const { rows } = await db.query(
+      "select id from applications where id = $1::text or uid = $1::text order by (id = $1::text) desc limit 1",
+      [app],
+    );
+    if (!rows[0]) throw new HookRelayError("HR_ERR_NOT_FOUND", `application ${app} not found`);
+    return enqueueMessage(
+      db,
+      { appId: rows[0].id, eventType: message.eventType, payload, eventId: message.eventId, channels: message.channels, tags: message.tags, deliverAt: message.deliverAt },
+      this.#maxAttempts,
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsPool) await this.#pool.end();
+  }
+}

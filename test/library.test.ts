@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { HookRelay } from "../src/index.ts";
+import { type Harness, startHarness } from "./helpers/harness.ts";
+import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
+
+let h: Harness;
+let receiver: Receiver;
+let relay: HookRelay;
+let appId: string;
+
+beforeAll(async () => {
+  h = await startHarness();
+  receiver = await startReceiver();
+  relay = new HookRelay({ pool: h.db.pool });
+  appId = (await h.call("POST", "/api/v1/app", { name: "lib", uid: "lib" })).body.id;
+  await h.call("POST", `/api/v1/app/${appId}/endpoint`, { url: `${receiver.url}/lib` });
+  h.startWorker();
+});
+afterAll(async () => {
+  await relay.close();
+  await h.close();
+  await receiver.close();
+});
+
+test("send() inside the caller's transaction commits or rolls back with it", async () => {
+  const client = await h.db.pool.connect();
+  try {
+    await client.query("begin");
+    await relay.send("lib", { eventType: "order.paid", payload: { order: 1 } }, { client });
+    await client.query("rollback");
+    await client.query("begin");
+    const sent = await relay.send("lib", { eventType: "order.paid", payload: '{"order":2, "b":1}' }, { client });
+    await client.query("commit");
+    await waitFor(() => receiver.requests.length >= 1, 10_000, "delivery");
+    // Give a rolled-back message every chance to show up (it must not).
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.requests.map((r) => r.body)).toEqual(['{"order":2, "b":1}']);
+    expect(receiver.requests[0]!.headers["webhook-id"]).toBe(sent.messageId);
+    const { rows } = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [appId]);
+    expect(rows[0].n).toBe(1);
+  } finally {
+    client.release();
+  }
+});
+
+test("send() rejects bad input with a clear error", async () => {
+  await expect(relay.send("nope", { eventType: "a", payload: {} })).rejects.toThrow(/not found/);
+  await expect(relay.send("lib", { eventType: "a b", payload: {} })).rejects.toThrow(/eventType/);
+  await expect(relay.send("lib", { eventType: "a", payload: "{oops" })).rejects.toThrow(/valid JSON/);
+  await expect(relay.send("lib", { eventType: "a", payload: [1] })).rejects.toThrow(/object/);
+});
