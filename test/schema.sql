@@ -44,7 +44,6 @@ table attempts (
   error text,
   response_body text,
   created_at timestamp with time zone not null default now(),
-  constraint attempts_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES deliveries(id) ON DELETE CASCADE,
   constraint attempts_outcome_check CHECK ((outcome = ANY (ARRAY['success'::text, 'failure'::text]))),
   constraint attempts_pkey PRIMARY KEY (id)
 );
@@ -147,7 +146,6 @@ CREATE UNIQUE INDEX api_keys_key_hash_key ON public.api_keys USING btree (key_ha
 CREATE UNIQUE INDEX api_keys_pkey ON public.api_keys USING btree (id);
 CREATE UNIQUE INDEX applications_pkey ON public.applications USING btree (id);
 CREATE UNIQUE INDEX applications_uid_key ON public.applications USING btree (uid);
-CREATE INDEX attempts_delivery_idx ON public.attempts USING btree (delivery_id);
 CREATE INDEX attempts_endpoint_idx ON public.attempts USING btree (endpoint_id, id);
 CREATE INDEX attempts_message_idx ON public.attempts USING btree (message_id, id);
 CREATE UNIQUE INDEX attempts_pkey ON public.attempts USING btree (id);

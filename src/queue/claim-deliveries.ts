@@ -33,6 +33,8 @@ export interface ClaimedDelivery {
   timeoutMs: number;
   retryBaseMs: number | null;
   retryCapMs: number | null;
+  /** secrets that sign this request, newest first */
+  secrets: string[];
 }
 
 // Endpoints are visited in random order so that, under a backlog, every endpoint gets its
@@ -88,14 +90,30 @@ claimed as (
   from picked p
   where d.id = p.id
   returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger
+),
+signing as (
+  -- the secrets that sign right now: the current one and any still in a rotation's grace
+  select s.endpoint_id, array_agg(s.secret order by s.id desc) as secrets
+  from endpoint_secrets s
+  where s.endpoint_id in (select endpoint_id from claimed)
+    and (s.expires_at is null or s.expires_at > now())
+  group by s.endpoint_id
 )
+-- "offset 0" keeps each lookup a per-row index probe: flattened into a join, the planner
+-- may hash-join the whole messages table to find a few hundred rows.
 select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
        m.event_type, m.payload,
        e.url, e.headers, coalesce(e.timeout_ms, $5::int) as timeout_ms,
-       e.retry_base_ms, e.retry_cap_ms
+       e.retry_base_ms, e.retry_cap_ms,
+       coalesce(s.secrets, '{}'::text[]) as secrets
 from claimed c
-join messages m on m.id = c.message_id
-join endpoints e on e.id = c.endpoint_id
+cross join lateral (
+  select event_type, payload from messages where id = c.message_id offset 0
+) m
+cross join lateral (
+  select url, headers, timeout_ms, retry_base_ms, retry_cap_ms from endpoints where id = c.endpoint_id offset 0
+) e
+left join signing s on s.endpoint_id = c.endpoint_id
 `;
 
 export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<ClaimedDelivery[]> {
@@ -126,5 +144,6 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     timeoutMs: r.timeout_ms,
     retryBaseMs: r.retry_base_ms,
     retryCapMs: r.retry_cap_ms,
+    secrets: r.secrets,
   }));
 }

@@ -23,7 +23,6 @@ import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries
 import { afterAttempt } from "../queue/delivery-states.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import { releaseDeliveries } from "../queue/release-deliveries.ts";
-import { loadSigningSecrets } from "../queue/signing-keys.ts";
 import { makeResultWriter } from "./result-writer.ts";
 import { makeWakeableSleep } from "./wakeable-sleep.ts";
 
@@ -103,12 +102,10 @@ export function makeWorker(options: WorkerOptions): Worker {
       defaultTimeoutMs: defaults.timeoutMs,
       leaseMarginMs: cfg.leaseMarginMs,
     });
-    if (claims.length === 0) return 0;
-    const secrets = await loadSigningSecrets(pool, [...new Set(claims.map((c) => c.endpointId))]);
     for (const claim of claims) {
       const entry: Running = { claim, token, abort: new AbortController() };
       running.set(claim.id, entry);
-      void deliver(entry, secrets.get(claim.endpointId) ?? []);
+      void deliver(entry);
     }
     return claims.length;
   }
@@ -125,7 +122,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     });
   }
 
-  async function deliver(entry: Running, secrets: string[]): Promise<void> {
+  async function deliver(entry: Running): Promise<void> {
     const { claim } = entry;
     try {
       const timestamp = Math.floor(Date.now() / 1000);
@@ -135,7 +132,7 @@ export function makeWorker(options: WorkerOptions): Worker {
         "user-agent": USER_AGENT,
         "webhook-id": claim.messageId,
         "webhook-timestamp": String(timestamp),
-        "webhook-signature": signatureHeader(keysFor(secrets), claim.messageId, timestamp, claim.payload),
+        "webhook-signature": signatureHeader(keysFor(claim.secrets), claim.messageId, timestamp, claim.payload),
       };
       const result = await sender.send({
         url: claim.url,

@@ -173,7 +173,14 @@ export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiCon
     { schema: { tags: ["application"], params: appParams } },
     async (request, reply) => {
       const id = await resolveAppId(pool, request.principal, request.params.appId);
-      await pool.query("delete from applications where id = $1::text", [id]);
+      // attempts have no foreign key (hot-path inserts); they go with their endpoints here
+      await pool.query(
+        `with attempts_gone as (
+           delete from attempts where endpoint_id in (select id from endpoints where app_id = $1::text)
+         )
+         delete from applications where id = $1::text`,
+        [id],
+      );
       return reply.code(204).send();
     },
   );

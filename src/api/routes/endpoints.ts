@@ -307,7 +307,12 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool }: ApiContex
     { schema: { tags: ["endpoint"], params: endpointParams } },
     async (request, reply) => {
       const { endpointId } = await target(request);
-      await pool.query("delete from endpoints where id = $1::text", [endpointId]);
+      // attempts have no foreign key (hot-path inserts); they go with their endpoint here
+      await pool.query(
+        `with attempts_gone as (delete from attempts where endpoint_id = $1::text)
+         delete from endpoints where id = $1::text`,
+        [endpointId],
+      );
       return reply.code(204).send();
     },
   );

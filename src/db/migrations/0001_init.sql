@@ -116,10 +116,12 @@ create index deliveries_due_idx on deliveries (endpoint_id, next_attempt_at)
 create index deliveries_in_flight_idx on deliveries (endpoint_id)
   where status = 'in_flight';
 
--- One row per HTTP attempt.
+-- One row per HTTP attempt. Written in batches on the hot path, so it carries no foreign
+-- keys (a per-row trigger each) and only the indexes its listings need; deleting an
+-- endpoint or app deletes its attempts explicitly, and retention purges by age.
 create table attempts (
   id bigint generated always as identity primary key,
-  delivery_id bigint not null references deliveries (id) on delete cascade,
+  delivery_id bigint not null,
   message_id text not null,
   endpoint_id text not null,
   app_id text not null,
@@ -141,8 +143,6 @@ create table attempts (
 -- "attempts of this message", "attempts to this endpoint", newest first.
 create index attempts_message_idx on attempts (message_id, id);
 create index attempts_endpoint_idx on attempts (endpoint_id, id);
--- for the cascade from deliveries
-create index attempts_delivery_idx on attempts (delivery_id);
 
 create table api_keys (
   id text primary key,
