@@ -27,7 +27,9 @@ export function makePool(options: PoolOptions): Pool {
     idleTimeoutMillis: 30_000,
   });
   pool.on("error", (err) => {
-    options.logger?.warn({ err }, "idle database connection failed");
+    // 57P01: the server is shutting down (e.g. the embedded cluster stopping at exit).
+    const level = (err as { code?: string }).code === "57P01" ? "debug" : "warn";
+    options.logger?.[level]({ err }, "idle database connection failed");
   });
   return pool;
 }

@@ -191,11 +191,19 @@ export function makeWorker(options: WorkerOptions): Worker {
     const deadline = Date.now() + cfg.shutdownTimeoutMs;
     while (running.size > 0 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 10));
-      // Keep results flowing while we wait.
     }
     const unfinished = [...running.values()];
     for (const entry of unfinished) entry.abort.abort();
-    await writer.flush();
+    // If the database is unreachable, results cannot be written: give up after a grace
+    // period rather than hang; the rows are still leased and will be retried.
+    const flushed = await Promise.race([
+      writer.flush().then(() => true),
+      new Promise<false>((r) => setTimeout(() => r(false), Math.max(5_000, deadline - Date.now())).unref()),
+    ]);
+    if (!flushed) {
+      logger.error({ waiting: writer.waiting }, "could not write results before exit; leases will retry them");
+      return;
+    }
     if (unfinished.length > 0) {
       const released = await releaseDeliveries(
         pool,
