@@ -19,6 +19,27 @@ export interface DeliveryDefaults {
   maxInFlight: number;
 }
 
+export interface HealthConfig {
+  /** failureThreshold: consecutive failed attempts that open the circuit. Default 10. */
+  failureThreshold: number;
+  /** cooldownMs: first cooldown of an open circuit. Default 300_000. */
+  cooldownMs: number;
+  /** cooldownCapMs: the cooldown doubles on every failed probe up to this. Default 3_600_000. */
+  cooldownCapMs: number;
+  /** slowP95Ms: an endpoint with a higher p95 is reported slow. Default 2_000. */
+  slowP95Ms: number;
+  /** verySlowP95Ms: above this p95 the lowered threshold applies. Default 5_000. */
+  verySlowP95Ms: number;
+  /** verySlowFailureThreshold: the lowered threshold. Default 3. */
+  verySlowFailureThreshold: number;
+  /** minSamples: fewer samples than this never make an endpoint slow. Default 20. */
+  minSamples: number;
+  /** windowMs: the rolling latency window. Default 24 h. */
+  windowMs: number;
+  /** statsIntervalMs: how often maintenance refreshes the percentiles. Default 60_000. */
+  statsIntervalMs: number;
+}
+
 export interface WorkerConfig {
   /** concurrency: requests in flight per worker process. Default 256. */
   concurrency: number;
@@ -59,14 +80,16 @@ export interface Config {
   /** idempotencyTtlMs: how long an idempotency-key's response is replayed. Default 24 h. */
   idempotencyTtlMs: number;
   delivery: DeliveryDefaults;
+  health: HealthConfig;
   worker: WorkerConfig;
 }
 
 type Env = Record<string, string | undefined>;
 
 /** Explicit settings (CLI flags, tests) that take precedence over the environment. */
-export type ConfigOverrides = Partial<Omit<Config, "delivery" | "worker">> & {
+export type ConfigOverrides = Partial<Omit<Config, "delivery" | "health" | "worker">> & {
   delivery?: Partial<DeliveryDefaults>;
+  health?: Partial<HealthConfig>;
   worker?: Partial<WorkerConfig>;
 };
 
@@ -109,6 +132,17 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       retryCapMs: int("HOOKRELAY_RETRY_CAP_MS", 3_600_000, 0),
       maxInFlight: int("HOOKRELAY_ENDPOINT_MAX_IN_FLIGHT", 20, 1),
     },
+    health: {
+      failureThreshold: int("HOOKRELAY_FAILURE_THRESHOLD", 10, 1),
+      cooldownMs: int("HOOKRELAY_COOLDOWN_MS", 300_000, 0),
+      cooldownCapMs: int("HOOKRELAY_COOLDOWN_CAP_MS", 3_600_000, 0),
+      slowP95Ms: int("HOOKRELAY_SLOW_P95_MS", 2_000, 1),
+      verySlowP95Ms: int("HOOKRELAY_VERY_SLOW_P95_MS", 5_000, 1),
+      verySlowFailureThreshold: int("HOOKRELAY_VERY_SLOW_FAILURE_THRESHOLD", 3, 1),
+      minSamples: int("HOOKRELAY_SLOW_MIN_SAMPLES", 20, 1),
+      windowMs: int("HOOKRELAY_LATENCY_WINDOW_MS", 24 * 3_600_000, 60_000),
+      statsIntervalMs: int("HOOKRELAY_STATS_INTERVAL_MS", 60_000, 100),
+    },
     worker: {
       concurrency: int("HOOKRELAY_WORKER_CONCURRENCY", 256, 1),
       claimBatch: int("HOOKRELAY_CLAIM_BATCH", 256, 1),
@@ -124,6 +158,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     ...config,
     ...overrides,
     delivery: { ...config.delivery, ...overrides.delivery },
+    health: { ...config.health, ...overrides.health },
     worker: { ...config.worker, ...overrides.worker },
   };
   if (merged.delivery.retryCapMs < merged.delivery.retryBaseMs) {

@@ -48,6 +48,17 @@ table attempts (
   constraint attempts_pkey PRIMARY KEY (id)
 );
 
+table circuit_events (
+  id bigint not null generated always as identity,
+  endpoint_id text not null,
+  at timestamp with time zone not null default now(),
+  from_state text not null,
+  to_state text not null,
+  reason text not null,
+  constraint circuit_events_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
+  constraint circuit_events_pkey PRIMARY KEY (id)
+);
+
 table deliveries (
   id bigint not null generated always as identity,
   message_id text not null,
@@ -74,6 +85,36 @@ table deliveries (
   constraint deliveries_message_id_fkey FOREIGN KEY (message_id) REFERENCES messages(id) ON DELETE CASCADE,
   constraint deliveries_pkey PRIMARY KEY (id),
   constraint deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'delivered'::text, 'failed'::text, 'dead_letter'::text, 'canceled'::text])))
+);
+
+table endpoint_health (
+  endpoint_id text not null,
+  circuit_state text not null default 'closed'::text,
+  consecutive_failures integer not null default 0,
+  cooldown_ms integer,
+  opened_at timestamp with time zone,
+  open_until timestamp with time zone,
+  probe_delivery_id bigint,
+  probe_until timestamp with time zone,
+  in_flight integer not null default 0,
+  paused_until timestamp with time zone,
+  tokens_second double precision,
+  tokens_minute double precision,
+  tokens_hour double precision,
+  tokens_at timestamp with time zone,
+  last_success_at timestamp with time zone,
+  last_failure_at timestamp with time zone,
+  p50_ms integer,
+  p95_ms integer,
+  p99_ms integer,
+  samples integer not null default 0,
+  success_rate double precision,
+  slow boolean not null default false,
+  very_slow boolean not null default false,
+  stats_at timestamp with time zone,
+  constraint endpoint_health_circuit_state_check CHECK ((circuit_state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text]))),
+  constraint endpoint_health_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
+  constraint endpoint_health_pkey PRIMARY KEY (endpoint_id)
 );
 
 table endpoint_secrets (
@@ -106,6 +147,11 @@ table endpoints (
   max_in_flight integer,
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
+  failure_threshold integer,
+  cooldown_ms integer,
+  rate_per_second integer,
+  rate_per_minute integer,
+  rate_per_hour integer,
   constraint endpoints_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
   constraint endpoints_app_id_uid_key UNIQUE (app_id, uid),
   constraint endpoints_pkey PRIMARY KEY (id)
@@ -126,6 +172,13 @@ table idempotency_keys (
   response_body text,
   created_at timestamp with time zone not null default now(),
   constraint idempotency_keys_pkey PRIMARY KEY (principal, key)
+);
+
+table latency_samples (
+  endpoint_id text not null,
+  at timestamp with time zone not null,
+  latency_ms integer not null,
+  ok boolean not null
 );
 
 table messages (
@@ -149,10 +202,13 @@ CREATE UNIQUE INDEX applications_uid_key ON public.applications USING btree (uid
 CREATE INDEX attempts_endpoint_idx ON public.attempts USING btree (endpoint_id, id);
 CREATE INDEX attempts_message_idx ON public.attempts USING btree (message_id, id);
 CREATE UNIQUE INDEX attempts_pkey ON public.attempts USING btree (id);
+CREATE INDEX circuit_events_endpoint_idx ON public.circuit_events USING btree (endpoint_id, id);
+CREATE UNIQUE INDEX circuit_events_pkey ON public.circuit_events USING btree (id);
 CREATE INDEX deliveries_due_idx ON public.deliveries USING btree (endpoint_id, next_attempt_at) WHERE (status = ANY (ARRAY['pending'::text, 'failed'::text, 'in_flight'::text]));
 CREATE INDEX deliveries_in_flight_idx ON public.deliveries USING btree (endpoint_id) WHERE (status = 'in_flight'::text);
 CREATE UNIQUE INDEX deliveries_message_id_endpoint_id_key ON public.deliveries USING btree (message_id, endpoint_id);
 CREATE UNIQUE INDEX deliveries_pkey ON public.deliveries USING btree (id);
+CREATE UNIQUE INDEX endpoint_health_pkey ON public.endpoint_health USING btree (endpoint_id);
 CREATE INDEX endpoint_secrets_endpoint_idx ON public.endpoint_secrets USING btree (endpoint_id);
 CREATE UNIQUE INDEX endpoint_secrets_pkey ON public.endpoint_secrets USING btree (id);
 CREATE UNIQUE INDEX endpoints_app_id_uid_key ON public.endpoints USING btree (app_id, uid);
@@ -161,6 +217,8 @@ CREATE UNIQUE INDEX endpoints_pkey ON public.endpoints USING btree (id);
 CREATE UNIQUE INDEX hookrelay_migrations_pkey ON public.hookrelay_migrations USING btree (id);
 CREATE INDEX idempotency_keys_created_idx ON public.idempotency_keys USING btree (created_at);
 CREATE UNIQUE INDEX idempotency_keys_pkey ON public.idempotency_keys USING btree (principal, key);
+CREATE INDEX latency_samples_at_brin ON public.latency_samples USING brin (at);
+CREATE INDEX latency_samples_endpoint_idx ON public.latency_samples USING btree (endpoint_id, at);
 CREATE UNIQUE INDEX messages_app_id_event_id_key ON public.messages USING btree (app_id, event_id);
 CREATE INDEX messages_app_idx ON public.messages USING btree (app_id, id);
 CREATE UNIQUE INDEX messages_pkey ON public.messages USING btree (id);

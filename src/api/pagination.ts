@@ -4,6 +4,7 @@
  * id prefixed with "-", which pages backwards. Ids sort by creation time.
  */
 import { badRequest } from "../errors.ts";
+import { looksLikeId } from "../ids.ts";
 
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 250;
@@ -37,12 +38,21 @@ export const pageQuerySchema = {
   order: { type: "string", enum: ["ascending", "descending"] },
 } as const;
 
-/** Plans the query for a page; `natural` is the listing's default order. */
-export function planPage(q: PageQuery, natural: "ascending" | "descending"): PagePlan {
+/**
+ * Plans the query for a page; `natural` is the listing's default order. With `idPrefix`,
+ * an iterator must be an id of that kind.
+ */
+export function planPage(
+  q: PageQuery,
+  natural: "ascending" | "descending",
+  idPrefix?: string,
+): PagePlan {
   const ascending = (q.order ?? natural) === "ascending";
   const backwards = q.iterator?.startsWith("-") ?? false;
   const cursor = q.iterator ? (backwards ? q.iterator.slice(1) : q.iterator) : null;
-  if (cursor !== null && cursor.length === 0) throw badRequest("iterator is empty");
+  if (cursor !== null && (cursor.length === 0 || (idPrefix && !looksLikeId(cursor, idPrefix)))) {
+    throw badRequest("iterator is not valid for this listing");
+  }
   const forwardAsc = ascending !== backwards;
   return {
     limit: q.limit ?? DEFAULT_LIMIT,

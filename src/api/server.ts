@@ -6,11 +6,16 @@ import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import { Ajv } from "ajv";
 import addFormats from "ajv-formats";
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from "fastify";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+} from "fastify";
 import secureJson from "secure-json-parse";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, badRequest } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { makeAuthenticator } from "./auth.ts";
 import { registerIdempotency } from "./idempotency.ts";
@@ -31,8 +36,16 @@ export interface ApiContext extends ApiOptions {}
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   const { pool, config } = options;
   const app = Fastify({
-    // Per-request logging off (level warn): at thousands of requests a second it is noise.
-    loggerInstance: options.logger.child({ component: "api" }, { level: "warn" }) as FastifyBaseLogger,
+    // Per-request logging off (at least warn): at thousands of requests a second it is noise.
+    loggerInstance: options.logger.child(
+      { component: "api" },
+      { level: options.logger.levelVal > 40 ? options.logger.level : "warn" },
+    ) as FastifyBaseLogger,
+    // Router-level failures (bad %-encoding, over-long params) in the same { code, detail } shape.
+    frameworkErrors: (err, _request, reply) => {
+      // The generic reply type here knows no routes; the body is our usual error shape.
+      (reply as unknown as FastifyReply).code(err.statusCode ?? 400).send({ code: "bad_request", detail: err.message });
+    },
     bodyLimit: config.bodyLimitBytes,
     // Ids and iterators are short; anything longer is junk.
     routerOptions: { maxParamLength: 256 },
@@ -47,7 +60,9 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     (httpPart === "body" ? strict : coercing).compile(schema),
   );
 
-  // Keep the raw JSON text: message payloads are stored exactly as sent.
+  // JSON only (anything else is 415), and keep the raw text: message payloads are stored
+  // exactly as sent.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     const text = body as string;
     request.rawBody = text;
@@ -56,6 +71,16 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       done(null, secureJson.parse(text, undefined, { protoAction: "error", constructorAction: "error" }));
     } catch (err) {
       done(new ApiError(400, "invalid_json", `request body is not valid JSON: ${(err as Error).message}`), undefined);
+    }
+  });
+
+  // PostgreSQL text cannot hold NUL, and no identifier or name needs one.
+  app.addHook("onRequest", async (request) => {
+    if (/%00/.test(request.url)) throw badRequest("NUL characters are not allowed in the URL");
+  });
+  app.addHook("preValidation", async (request) => {
+    if (request.body && typeof request.body === "object" && containsNul(request.body, true)) {
+      throw badRequest("NUL characters are not allowed in strings (outside the payload)");
     }
   });
 
@@ -110,4 +135,17 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   }, { prefix: "/api/v1" });
 
   return app;
+}
+
+/** True if any string (key or value) holds U+0000; the top-level payload is stored as text and exempt. */
+function containsNul(value: unknown, top = false): boolean {
+  if (typeof value === "string") return value.includes("\u0000");
+  if (Array.isArray(value)) return value.some((v) => containsNul(v));
+  if (value && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      if (top && k === "payload") continue;
+      if (k.includes("\u0000") || containsNul(v)) return true;
+    }
+  }
+  return false;
 }

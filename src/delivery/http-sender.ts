@@ -106,6 +106,10 @@ export function makeHttpSender(options: HttpSenderOptions = {}): HttpSender {
         retryAfterMs: retryAfter,
       });
     } catch (err) {
+      if ((err as { code?: string }).code === "UND_ERR_INVALID_ARG") {
+        // The request itself cannot be sent (e.g. an invalid header): retrying cannot help.
+        return finish(failure("permanent", ErrorKind.invalidRequest, `invalid request: ${(err as Error).message}`));
+      }
       const { kind, message } = describeError(err, deadline.aborted, request.timeoutMs);
       return finish(failure("transient", kind, message));
     }

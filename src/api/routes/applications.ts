@@ -5,7 +5,7 @@ import { ID_PREFIX, newId } from "../../ids.ts";
 import type { Queryable } from "../../db/pool.ts";
 import { pageQuerySchema, planPage, toPage, type PageQuery } from "../pagination.ts";
 import { resolveAppId } from "../resolve.ts";
-import { appParams, iso, metadataSchema, uidSchema } from "../schemas.ts";
+import { appParams, checkPathUid, iso, metadataSchema, uidSchema } from "../schemas.ts";
 import type { ApiContext } from "../server.ts";
 
 interface AppRow {
@@ -87,7 +87,8 @@ async function updateApp(db: Queryable, id: string, body: AppIn, replace: boolea
       [
         id, body.name ?? null, body.uid ?? null, rate ?? null, body.metadata ?? {},
         body.name !== undefined,
-        replace || body.uid !== undefined,
+        // a PUT without uid keeps it: upsert-by-uid callers (the svix client) omit it
+        body.uid !== undefined,
         replace || rate !== undefined,
         replace || body.metadata !== undefined,
       ],
@@ -102,7 +103,7 @@ export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiCon
     "/app",
     { schema: { tags: ["application"], querystring: { type: "object", properties: pageQuerySchema } } },
     async (request) => {
-      const plan = planPage(request.query, "ascending");
+      const plan = planPage(request.query, "ascending", ID_PREFIX.app);
       const scoped = request.principal.role === "app" ? request.principal.appId : null;
       const { rows } = await pool.query(
         `select ${COLUMNS} from applications
@@ -153,7 +154,7 @@ export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiCon
         if (!(err instanceof ApiError) || err.status !== 404 || request.principal.role !== "admin") throw err;
         // Upsert: an unknown id or uid creates the app, with the path segment as its uid.
         reply.code(201);
-        return appOut(await insertApp(pool, { ...request.body, uid: request.body.uid ?? request.params.appId }));
+        return appOut(await insertApp(pool, { ...request.body, uid: request.body.uid ?? checkPathUid(request.params.appId) }));
       }
       return appOut(await updateApp(pool, id, request.body, true));
     },

@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { badRequest, conflict, notFound } from "../../errors.ts";
+import { ID_PREFIX } from "../../ids.ts";
 import { WORK_CHANNEL } from "../../worker/work-listener.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
@@ -155,7 +156,7 @@ export function registerAttemptRoutes(app: FastifyInstance, { pool, config }: Ap
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const msg = await findMessage(pool, appId, request.params.msgId);
-      const plan = planPage(request.query, "ascending");
+      const plan = planPage(request.query, "ascending", ID_PREFIX.endpoint);
       const { rows } = await pool.query(
         `select e.id, e.uid, e.url, e.description, e.disabled, e.event_types, e.channels,
                 e.created_at, e.updated_at, d.status, d.attempt_count, d.next_attempt_at,

@@ -7,7 +7,7 @@ import { ID_PREFIX, newId } from "../../ids.ts";
 import { WORK_CHANNEL } from "../../worker/work-listener.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
-import { appParams, iso, metadataSchema, nameListSchema, uidSchema } from "../schemas.ts";
+import { appParams, checkPathUid, iso, metadataSchema, nameListSchema, uidSchema } from "../schemas.ts";
 import type { ApiContext } from "../server.ts";
 
 interface EndpointRow {
@@ -71,7 +71,8 @@ const endpointProperties = {
   metadata: metadataSchema,
   headers: {
     type: ["object", "null"],
-    additionalProperties: { type: "string", maxLength: 4096 },
+    // visible ASCII, tab and obs-text; CR/LF would split the request
+    additionalProperties: { type: "string", maxLength: 4096, pattern: "^[\\t\\x20-\\x7e\\x80-\\xff]*$" },
     propertyNames: { pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$", maxLength: 256 },
     maxProperties: 32,
   },
@@ -155,7 +156,7 @@ function toColumns(body: EndpointIn): Record<string, unknown> {
 /** Defaults a PUT gives to the fields it leaves out. */
 const REPLACE_DEFAULTS: Record<string, unknown> = {
   description: "", event_types: null, channels: null, disabled: false, disabled_reason: null,
-  metadata: {}, uid: null, throttle_rate: null, timeout_ms: null, max_attempts: null,
+  metadata: {}, throttle_rate: null, timeout_ms: null, max_attempts: null,
   retry_base_ms: null, retry_cap_ms: null, max_in_flight: null,
 };
 
@@ -170,6 +171,9 @@ function checkUrl(raw: string): string {
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw badRequest(`url must use http or https, not ${url.protocol.replace(":", "")}`);
+  }
+  if (url.username || url.password) {
+    throw badRequest("url must not contain credentials; send them in custom headers instead");
   }
   return raw;
 }
@@ -241,7 +245,7 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool }: ApiContex
     { schema: { tags: ["endpoint"], params: appParams, querystring: { type: "object", properties: pageQuerySchema } } },
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
-      const plan = planPage(request.query, "ascending");
+      const plan = planPage(request.query, "ascending", ID_PREFIX.endpoint);
       const { rows } = await pool.query(
         `select ${COLUMNS} from endpoints
          where app_id = $1::text and ($2::text is null or id ${plan.op} $2::text)
@@ -284,7 +288,7 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool }: ApiContex
       } catch (err) {
         if (!(err instanceof ApiError) || err.status !== 404) throw err;
         reply.code(201);
-        const body = { ...request.body, uid: request.body.uid ?? request.params.endpointId };
+        const body = { ...request.body, uid: request.body.uid ?? checkPathUid(request.params.endpointId) };
         return endpointOut(await insertEndpoint(pool, appId, body));
       }
       if (request.body.secret !== undefined) throw badRequest("secret cannot be changed by PUT; use secret/rotate");

@@ -1,6 +1,7 @@
 /** /api/v1/app/{appId}/msg: accepting and reading messages. */
 import type { FastifyInstance } from "fastify";
 import { notFound } from "../../errors.ts";
+import { ID_PREFIX } from "../../ids.ts";
 import { enqueueMessage } from "../../queue/enqueue-message.ts";
 import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
@@ -123,7 +124,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
     async (request, reply) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const q = request.query;
-      const plan = planPage(q, "descending");
+      const plan = planPage(q, "descending", ID_PREFIX.message);
       // event_types arrives comma-joined from the svix client.
       const types = q.event_types?.flatMap((t) => t.split(",")).filter(Boolean);
       const { rows } = await pool.query(

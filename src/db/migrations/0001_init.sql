@@ -2,11 +2,13 @@
 --
 -- Ids of user-visible resources are text with a type prefix (app_, ep_, msg_) followed by a
 -- time-sortable suffix, so "order by id" is creation order and listings can page by id.
+-- They are collate "C" (byte order): under a locale collation such as en_US, base62 ids
+-- would not sort by creation time.
 -- Queue rows (deliveries, attempts) use bigint identities: they are the hot path, and
 -- unnest($1::bigint[]) batches are cheap.
 
 create table applications (
-  id text primary key,
+  id text collate "C" primary key,
   uid text unique,
   name text not null,
   rate_limit integer,
@@ -16,8 +18,8 @@ create table applications (
 );
 
 create table endpoints (
-  id text primary key,
-  app_id text not null references applications (id) on delete cascade,
+  id text collate "C" primary key,
+  app_id text collate "C" not null references applications (id) on delete cascade,
   uid text,
   url text not null,
   description text not null default '',
@@ -48,7 +50,7 @@ create index endpoints_app_idx on endpoints (app_id, id);
 -- expires_at on the old one (now + grace) so it keeps signing beside the new one until then.
 create table endpoint_secrets (
   id bigint generated always as identity primary key,
-  endpoint_id text not null references endpoints (id) on delete cascade,
+  endpoint_id text collate "C" not null references endpoints (id) on delete cascade,
   secret text not null,
   created_at timestamptz not null default now(),
   expires_at timestamptz
@@ -57,8 +59,8 @@ create table endpoint_secrets (
 create index endpoint_secrets_endpoint_idx on endpoint_secrets (endpoint_id);
 
 create table messages (
-  id text primary key,
-  app_id text not null references applications (id) on delete cascade,
+  id text collate "C" primary key,
+  app_id text collate "C" not null references applications (id) on delete cascade,
   event_type text not null,
   -- the producer's own id for idempotent creation: unique per app
   event_id text,
@@ -81,9 +83,9 @@ create index messages_app_idx on messages (app_id, id);
 -- become due again by the same rule and the claim needs a single index.
 create table deliveries (
   id bigint generated always as identity primary key,
-  message_id text not null references messages (id) on delete cascade,
-  endpoint_id text not null references endpoints (id) on delete cascade,
-  app_id text not null,
+  message_id text collate "C" not null references messages (id) on delete cascade,
+  endpoint_id text collate "C" not null references endpoints (id) on delete cascade,
+  app_id text collate "C" not null,
   status text not null default 'pending'
     check (status in ('pending', 'in_flight', 'delivered', 'failed', 'dead_letter', 'canceled')),
   attempt_count integer not null default 0,
@@ -122,9 +124,9 @@ create index deliveries_in_flight_idx on deliveries (endpoint_id)
 create table attempts (
   id bigint generated always as identity primary key,
   delivery_id bigint not null,
-  message_id text not null,
-  endpoint_id text not null,
-  app_id text not null,
+  message_id text collate "C" not null,
+  endpoint_id text collate "C" not null,
+  app_id text collate "C" not null,
   attempt_number integer not null,
   trigger text not null,
   url text not null,
@@ -145,12 +147,12 @@ create index attempts_message_idx on attempts (message_id, id);
 create index attempts_endpoint_idx on attempts (endpoint_id, id);
 
 create table api_keys (
-  id text primary key,
+  id text collate "C" primary key,
   name text not null default '',
   -- sha256 hex of the whole key; the key itself is shown once and never stored
   key_hash text not null unique,
   role text not null check (role in ('admin', 'app')),
-  app_id text references applications (id) on delete cascade,
+  app_id text collate "C" references applications (id) on delete cascade,
   created_at timestamptz not null default now(),
   revoked_at timestamptz,
   check ((role = 'app') = (app_id is not null))
