@@ -18,7 +18,7 @@ interface AppRow {
   updated_at: Date;
 }
 
-interface AppIn {
+export interface AppIn {
   name?: string;
   uid?: string | null;
   throttleRate?: number | null;
@@ -33,7 +33,7 @@ const appProperties = {
   rateLimit: { type: ["integer", "null"], minimum: 1, maximum: 1_000_000 },
   metadata: metadataSchema,
 } as const;
-const appIn = { type: "object", additionalProperties: false, properties: appProperties, required: ["name"] } as const;
+export const appIn = { type: "object", additionalProperties: false, properties: appProperties, required: ["name"] } as const;
 const appPatch = { type: "object", additionalProperties: false, properties: appProperties } as const;
 
 export const appOut = (r: AppRow) => ({
@@ -60,7 +60,7 @@ function uniqueUid(err: unknown): never {
   throw err;
 }
 
-async function insertApp(db: Queryable, body: AppIn): Promise<AppRow> {
+export async function insertApp(db: Queryable, body: AppIn): Promise<AppRow> {
   const { rows } = await db
     .query(
       `insert into applications (id, uid, name, rate_limit, metadata)

@@ -14,7 +14,8 @@ import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
 import type { ApiContext } from "../server.ts";
-import { findMessage } from "./messages.ts";
+import { rawSlots } from "../raw-json.ts";
+import { findMessage, messageOut } from "./messages.ts";
 
 const ATTEMPT_PREFIX = "atmpt_";
 
@@ -190,6 +191,71 @@ export function registerAttemptRoutes(app: FastifyInstance, { pool, config }: Ap
           deliveredAt: iso(r.delivered_at),
         };
       });
+    },
+  );
+
+  app.get<{
+    Params: { appId: string; endpointId: string };
+    Querystring: PageQuery & { status?: number; with_content: boolean; event_types?: string[]; channel?: string; tag?: string; before?: string; after?: string };
+  }>(
+    "/app/:appId/endpoint/:endpointId/msg",
+    {
+      schema: {
+        tags: ["attempt"],
+        params: params("appId", "endpointId"),
+        querystring: {
+          type: "object",
+          properties: {
+            ...pageQuerySchema,
+            status: { type: "integer", enum: [0, 1, 2, 3, 4] },
+            with_content: { type: "boolean", default: true },
+            event_types: { type: "array", items: str, maxItems: 64 },
+            channel: str,
+            tag: str,
+            before: { type: "string", format: "date-time" },
+            after: { type: "string", format: "date-time" },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const appId = await resolveAppId(pool, request.principal, request.params.appId);
+      const endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
+      const q = request.query;
+      const plan = planPage(q, "descending", ID_PREFIX.message);
+      const statuses = q.status === undefined ? null : Object.entries(DELIVERY_TO_SVIX)
+        .filter(([, svix]) => MessageStatus[svix] === q.status)
+        .map(([delivery]) => delivery);
+      const types = q.event_types?.flatMap((t) => t.split(",")).filter(Boolean);
+      const { rows } = await pool.query(
+        `select m.id, m.event_type, m.event_id, m.payload, m.channels, m.tags, m.created_at,
+                d.status, d.next_attempt_at
+         from deliveries d join messages m on m.id = d.message_id
+         where d.endpoint_id = $1::text and ($2::text is null or d.message_id ${plan.op} $2::text)
+           and ($4::text[] is null or d.status = any ($4::text[]))
+           and ($5::text[] is null or m.event_type = any ($5::text[]))
+           and ($6::text is null or $6::text = any (m.channels))
+           and ($7::text is null or $7::text = any (m.tags))
+           and ($8::timestamptz is null or m.created_at < $8::timestamptz)
+           and ($9::timestamptz is null or m.created_at > $9::timestamptz)
+         order by d.message_id ${plan.direction} limit $3::integer`,
+        [
+          endpointId, plan.cursor, plan.limit + 1, statuses, types?.length ? types : null,
+          q.channel ?? null, q.tag ?? null, q.before ?? null, q.after ?? null,
+        ],
+      );
+      const slots = rawSlots();
+      const page = toPage(rows, plan, (r) => r.id, (r) => {
+        const status = DELIVERY_TO_SVIX[r.status] ?? "pending";
+        return {
+          ...messageOut(r, slots, q.with_content),
+          status: MessageStatus[status],
+          statusText: status,
+          nextAttempt: r.status === "pending" || r.status === "failed" ? iso(r.next_attempt_at) : null,
+          deliveryStatus: r.status,
+        };
+      });
+      return reply.type("application/json").send(slots.stringify(page));
     },
   );
 

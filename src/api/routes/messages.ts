@@ -1,14 +1,15 @@
 /** /api/v1/app/{appId}/msg: accepting and reading messages. */
 import type { FastifyInstance } from "fastify";
-import { notFound } from "../../errors.ts";
+import { ApiError, notFound } from "../../errors.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import { enqueueMessage } from "../../queue/enqueue-message.ts";
 import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { type RawSlots, rawSlots } from "../raw-json.ts";
 import { resolveAppId } from "../resolve.ts";
-import { appParams, iso, nameListSchema } from "../schemas.ts";
+import { appParams, checkPathUid, iso, nameListSchema } from "../schemas.ts";
 import type { ApiContext } from "../server.ts";
+import { type AppIn, appIn, insertApp } from "./applications.ts";
 
 interface MessageRow {
   id: string;
@@ -21,6 +22,7 @@ interface MessageRow {
 }
 
 interface MessageIn {
+  application?: AppIn;
   eventType: string;
   payload: Record<string, unknown>;
   eventId?: string | null;
@@ -40,6 +42,8 @@ const messageIn = {
     channels: { ...nameListSchema, maxItems: 10 },
     tags: { ...nameListSchema, maxItems: 10 },
     deliverAt: { type: ["string", "null"], format: "date-time" },
+    // Svix: create the application alongside when the path names none that exists
+    application: { ...appIn, type: ["object", "null"] },
   },
 } as const;
 
@@ -72,8 +76,14 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
       },
     },
     async (request, reply) => {
-      const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const body = request.body;
+      const appId = await resolveAppId(pool, request.principal, request.params.appId).catch(async (err) => {
+        if (!body.application || !(err instanceof ApiError) || err.status !== 404 || request.principal.role !== "admin") {
+          throw err;
+        }
+        const created = await insertApp(pool, { ...body.application, uid: body.application.uid ?? checkPathUid(request.params.appId) });
+        return created.id;
+      });
       // The payload exactly as sent (the body was parsed already, so this cannot fail).
       const payload = rawMember(request.rawBody ?? "", "payload") ?? JSON.stringify(body.payload);
       const deliverAt = body.deliverAt ? new Date(body.deliverAt) : null;
@@ -101,7 +111,14 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
 
   app.get<{
     Params: { appId: string };
-    Querystring: PageQuery & { with_content: boolean; event_types?: string[]; channel?: string; before?: string; after?: string };
+    Querystring: PageQuery & {
+      with_content: boolean;
+      event_types?: string[];
+      channel?: string;
+      tag?: string;
+      before?: string;
+      after?: string;
+    };
   }>(
     "/app/:appId/msg",
     {
@@ -115,6 +132,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
             ...contentQuery,
             event_types: { type: "array", items: { type: "string", maxLength: 256 }, maxItems: 64 },
             channel: { type: "string", maxLength: 256 },
+            tag: { type: "string", maxLength: 256 },
             before: { type: "string", format: "date-time" },
             after: { type: "string", format: "date-time" },
           },
@@ -134,8 +152,12 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
            and ($5::text is null or $5::text = any (channels))
            and ($6::timestamptz is null or created_at < $6::timestamptz)
            and ($7::timestamptz is null or created_at > $7::timestamptz)
+           and ($8::text is null or $8::text = any (tags))
          order by id ${plan.direction} limit $3::integer`,
-        [appId, plan.cursor, plan.limit + 1, types?.length ? types : null, q.channel ?? null, q.before ?? null, q.after ?? null],
+        [
+          appId, plan.cursor, plan.limit + 1, types?.length ? types : null, q.channel ?? null,
+          q.before ?? null, q.after ?? null, q.tag ?? null,
+        ],
       );
       const slots = rawSlots();
       const page = toPage(rows as MessageRow[], plan, (r) => r.id, (r) => messageOut(r, slots, q.with_content));

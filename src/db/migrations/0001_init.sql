@@ -114,6 +114,9 @@ create table deliveries (
 create index deliveries_due_idx on deliveries (endpoint_id, next_attempt_at)
   where status in ('pending', 'failed', 'in_flight');
 
+-- "messages sent to this endpoint", newest first (the unique index leads with message_id).
+create index deliveries_endpoint_message_idx on deliveries (endpoint_id, message_id);
+
 -- Counting each endpoint's in-flight rows (per-endpoint concurrency limit) reads only these.
 create index deliveries_in_flight_idx on deliveries (endpoint_id)
   where status = 'in_flight';
