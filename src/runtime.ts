@@ -12,7 +12,14 @@ import { migrate } from "./db/migrate.ts";
 import { makePool, type Pool } from "./db/pool.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
 import type { Logger } from "./logger.ts";
-import { type Maintenance, makeMaintenance, purgeIdempotencyKeys } from "./ops/maintenance.ts";
+import { reconcileInFlight } from "./health/in-flight.ts";
+import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
+import {
+  type Maintenance,
+  type MaintenanceTask,
+  makeMaintenance,
+  purgeIdempotencyKeys,
+} from "./ops/maintenance.ts";
 import { makeWorkListener, type WorkListener } from "./worker/work-listener.ts";
 import { makeWorker, type Worker } from "./worker/worker.ts";
 
@@ -43,6 +50,17 @@ export async function openDatabase(config: Config, logger: Logger) {
   }
   const pool = makePool({ connectionString, max: config.dbPoolSize, logger });
   return { pool, connectionString, embedded };
+}
+
+/** The periodic housekeeping every deployment runs (in one process at a time). */
+export function maintenanceTasks(config: Config): MaintenanceTask[] {
+  const every = config.worker.maintenanceIntervalMs;
+  return [
+    { name: "latency-stats", everyMs: config.health.statsIntervalMs, run: (pool) => refreshLatencyStats(pool, config.health).then(() => undefined) },
+    { name: "purge-latency-samples", everyMs: every, run: (pool) => purgeLatencySamples(pool, config.health.windowMs).then(() => undefined) },
+    { name: "reconcile-in-flight", everyMs: every, run: (pool) => reconcileInFlight(pool).then(() => undefined) },
+    { ...purgeIdempotencyKeys(config.idempotencyTtlMs), everyMs: every },
+  ];
 }
 
 export async function startRuntime(config: Config, roles: Roles, logger: Logger): Promise<Runtime> {
@@ -88,8 +106,8 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
       maintenance = makeMaintenance({
         pool,
         logger: logger.child({ component: "maintenance" }),
-        intervalMs: config.worker.maintenanceIntervalMs,
-        tasks: [purgeIdempotencyKeys(config.idempotencyTtlMs)],
+        intervalMs: Math.min(config.worker.maintenanceIntervalMs, config.health.statsIntervalMs),
+        tasks: maintenanceTasks(config),
       });
       maintenance.start();
     }

@@ -204,6 +204,7 @@ CREATE INDEX attempts_message_idx ON public.attempts USING btree (message_id, id
 CREATE UNIQUE INDEX attempts_pkey ON public.attempts USING btree (id);
 CREATE INDEX circuit_events_endpoint_idx ON public.circuit_events USING btree (endpoint_id, id);
 CREATE UNIQUE INDEX circuit_events_pkey ON public.circuit_events USING btree (id);
+CREATE INDEX deliveries_dead_letter_idx ON public.deliveries USING btree (endpoint_id, updated_at) WHERE (status = 'dead_letter'::text);
 CREATE INDEX deliveries_due_idx ON public.deliveries USING btree (endpoint_id, next_attempt_at) WHERE (status = ANY (ARRAY['pending'::text, 'failed'::text, 'in_flight'::text]));
 CREATE INDEX deliveries_endpoint_message_idx ON public.deliveries USING btree (endpoint_id, message_id);
 CREATE INDEX deliveries_in_flight_idx ON public.deliveries USING btree (endpoint_id) WHERE (status = 'in_flight'::text);

@@ -21,6 +21,7 @@ import { makeAuthenticator } from "./auth.ts";
 import { registerIdempotency } from "./idempotency.ts";
 import { registerApplicationRoutes } from "./routes/applications.ts";
 import { registerAttemptRoutes } from "./routes/attempts.ts";
+import { registerEndpointHealthRoutes } from "./routes/endpoint-health.ts";
 import { registerEndpointRoutes } from "./routes/endpoints.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
@@ -132,6 +133,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     registerEndpointRoutes(api, ctx);
     registerMessageRoutes(api, ctx);
     registerAttemptRoutes(api, ctx);
+    registerEndpointHealthRoutes(api, ctx);
   }, { prefix: "/api/v1" });
 
   return app;

@@ -11,6 +11,8 @@ const MAINTENANCE_LOCK = 0x686f6f6c;
 
 export interface MaintenanceTask {
   name: string;
+  /** run at most this often; undefined = every tick */
+  everyMs?: number;
   run(pool: Pool): Promise<void>;
 }
 
@@ -24,6 +26,7 @@ export interface Maintenance {
 export function makeMaintenance(options: {
   pool: Pool;
   logger: Logger;
+  /** how often the runner wakes; tasks with a longer everyMs skip ticks */
   intervalMs: number;
   tasks: MaintenanceTask[];
 }): Maintenance {
@@ -31,6 +34,7 @@ export function makeMaintenance(options: {
   const sleeper = makeWakeableSleep();
   let loop: Promise<void> | null = null;
   let stopping = false;
+  const lastRun = new Map<string, number>();
 
   async function runOnce(): Promise<boolean> {
     const client = await pool.connect();
@@ -40,6 +44,9 @@ export function makeMaintenance(options: {
       try {
         for (const task of options.tasks) {
           if (stopping) break;
+          const last = lastRun.get(task.name);
+          if (task.everyMs !== undefined && last !== undefined && Date.now() - last < task.everyMs) continue;
+          lastRun.set(task.name, Date.now());
           try {
             await task.run(pool);
           } catch (err) {

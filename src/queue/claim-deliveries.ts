@@ -35,48 +35,87 @@ export interface ClaimedDelivery {
   retryCapMs: number | null;
   /** secrets that sign this request, newest first */
   secrets: string[];
+  /** the single half-open probe of its endpoint's circuit */
+  isProbe: boolean;
 }
 
-// Endpoints are visited in random order so that, under a backlog, every endpoint gets its
-// share of each batch: a partner with 100k queued rows cannot push newer rows for the
-// others to the back of the line. Per endpoint, the lateral subquery takes at most its
-// free in-flight room, oldest due first, through deliveries_due_idx.
+// One statement, in four steps:
 //
-// "skip locked": rows another worker is claiming this instant are simply passed over, so
-// claimers never wait on each other. in_flight rows whose lease has run out
-// (next_attempt_at <= now()) are due again: that is how a crashed worker's rows come back.
-//
-// The in-flight count is read without locking, so two workers claiming at the same
-// instant can together exceed an endpoint's limit by one batch's share.
+// ready    Endpoints that may send now: enabled, not paused by a Retry-After, below their
+//          in-flight limit, circuit closed (or open with its cooldown over, or half-open
+//          with its probe lost), and with at least one due row. Their endpoint_health rows
+//          are locked for the length of this statement with "skip locked": an endpoint
+//          another worker is claiming for (or recording results of) at this instant is
+//          left for the next round, so claimers never wait on each other, and the
+//          in-flight count and token buckets read here are exact across all workers.
+// budget   Per endpoint: free in-flight room, capped by the refilled token buckets; an
+//          endpoint whose cooldown is over gets room for exactly one probe.
+// picked   Endpoints in random order (under a backlog every endpoint gets its share of a
+//          batch: a partner with 100k queued rows cannot push the others back), and per
+//          endpoint its oldest due rows up to its budget, through deliveries_due_idx.
+//          in_flight rows whose lease ran out are due again: that is how a crashed
+//          worker's rows come back (they are still counted in in_flight, so taking them
+//          over adds nothing there).
+// claimed  The rows become in_flight under a lease with this claim's token; the health
+//          rows take the new in-flight count, the spent tokens and, for a probe, the
+//          half_open state (recorded in circuit_events).
 const CLAIM_SQL = `
-with busy as (
-  select endpoint_id, count(*)::int as n
-  from deliveries
-  where status = 'in_flight' and next_attempt_at > now()
-  group by endpoint_id
-),
-candidates as (
-  select e.id, e.timeout_ms,
-         coalesce(e.max_in_flight, $4::int) - coalesce(b.n, 0) as room
-  from endpoints e
-  left join busy b on b.endpoint_id = e.id
+with ready as (
+  select h.endpoint_id, h.circuit_state, h.in_flight, h.tokens_second, h.tokens_minute,
+         h.tokens_hour, h.tokens_at, e.timeout_ms, coalesce(e.max_in_flight, $4::int) as max_in_flight,
+         -- Svix's throttleRate is a per-second limit
+         coalesce(e.rate_per_second, e.throttle_rate) as rate_per_second,
+         e.rate_per_minute, e.rate_per_hour
+  from endpoint_health h
+  join endpoints e on e.id = h.endpoint_id
   where not e.disabled
+    and (h.paused_until is null or h.paused_until <= now())
+    and h.in_flight < coalesce(e.max_in_flight, $4::int)
+    and (h.circuit_state = 'closed'
+         or (h.circuit_state = 'open' and h.open_until <= now())
+         or (h.circuit_state = 'half_open' and h.probe_until <= now()))
+    and exists (
+      select 1 from deliveries d
+      where d.endpoint_id = h.endpoint_id
+        and d.status in ('pending', 'failed', 'in_flight')
+        and d.next_attempt_at <= now())
+  for update of h skip locked
+),
+budget as (
+  select r.*,
+         -- each bucket refills continuously up to its capacity (= its limit: the burst)
+         least(r.rate_per_second::float8,
+               coalesce(r.tokens_second, r.rate_per_second)
+                 + extract(epoch from now() - coalesce(r.tokens_at, now())) * r.rate_per_second) as ts,
+         least(r.rate_per_minute::float8,
+               coalesce(r.tokens_minute, r.rate_per_minute)
+                 + extract(epoch from now() - coalesce(r.tokens_at, now())) * r.rate_per_minute / 60.0) as tm,
+         least(r.rate_per_hour::float8,
+               coalesce(r.tokens_hour, r.rate_per_hour)
+                 + extract(epoch from now() - coalesce(r.tokens_at, now())) * r.rate_per_hour / 3600.0) as th
+  from ready r
+),
+room as (
+  select b.*,
+         least(case when b.circuit_state = 'closed' then b.max_in_flight - b.in_flight else 1 end,
+               floor(least(coalesce(b.ts, 1e9), coalesce(b.tm, 1e9), coalesce(b.th, 1e9))))::int as room
+  from budget b
   order by random()
 ),
 picked as (
-  select d.id, coalesce(c.timeout_ms, $5::int) as timeout_ms
-  from candidates c
+  select d.id, d.endpoint_id, d.status as was, coalesce(r.timeout_ms, $5::int) as timeout_ms
+  from room r
   cross join lateral (
-    select d.id
+    select d.id, d.endpoint_id, d.status
     from deliveries d
-    where d.endpoint_id = c.id
+    where d.endpoint_id = r.endpoint_id
       and d.status in ('pending', 'failed', 'in_flight')
       and d.next_attempt_at <= now()
     order by d.next_attempt_at
-    limit greatest(c.room, 0)
+    limit greatest(r.room, 0)
     for update skip locked
   ) d
-  where c.room > 0
+  where r.room > 0
   limit $3::int
 ),
 claimed as (
@@ -90,6 +129,34 @@ claimed as (
   from picked p
   where d.id = p.id
   returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger
+),
+taken as (
+  select p.endpoint_id, count(*)::int as n,
+         (count(*) filter (where p.was <> 'in_flight'))::int as added,
+         min(p.id) as first_id, max(p.timeout_ms) as timeout_ms
+  from picked p
+  group by p.endpoint_id
+),
+health as (
+  update endpoint_health h
+  set in_flight = h.in_flight + t.added,
+      tokens_second = r.ts - t.n,
+      tokens_minute = r.tm - t.n,
+      tokens_hour = r.th - t.n,
+      tokens_at = now(),
+      circuit_state = case when r.circuit_state = 'closed' then 'closed' else 'half_open' end,
+      probe_delivery_id = case when r.circuit_state = 'closed' then h.probe_delivery_id else t.first_id end,
+      probe_until = case when r.circuit_state = 'closed' then h.probe_until
+                         else now() + (t.timeout_ms + $6::int) * interval '1 millisecond' end
+  from taken t
+  join room r on r.endpoint_id = t.endpoint_id
+  where h.endpoint_id = t.endpoint_id
+  returning h.endpoint_id, r.circuit_state as before
+),
+probe_events as (
+  insert into circuit_events (endpoint_id, from_state, to_state, reason)
+  select endpoint_id, 'open', 'half_open', 'cooldown over; one probe sent'
+  from health where before = 'open'
 ),
 signing as (
   -- the secrets that sign right now: the current one and any still in a rotation's grace
@@ -105,7 +172,8 @@ select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attem
        m.event_type, m.payload,
        e.url, e.headers, coalesce(e.timeout_ms, $5::int) as timeout_ms,
        e.retry_base_ms, e.retry_cap_ms,
-       coalesce(s.secrets, '{}'::text[]) as secrets
+       coalesce(s.secrets, '{}'::text[]) as secrets,
+       (h.before is not null and h.before <> 'closed') as is_probe
 from claimed c
 cross join lateral (
   select event_type, payload from messages where id = c.message_id offset 0
@@ -114,6 +182,7 @@ cross join lateral (
   select url, headers, timeout_ms, retry_base_ms, retry_cap_ms from endpoints where id = c.endpoint_id offset 0
 ) e
 left join signing s on s.endpoint_id = c.endpoint_id
+left join health h on h.endpoint_id = c.endpoint_id
 `;
 
 export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<ClaimedDelivery[]> {
@@ -145,5 +214,6 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     retryBaseMs: r.retry_base_ms,
     retryCapMs: r.retry_cap_ms,
     secrets: r.secrets,
+    isProbe: r.is_probe,
   }));
 }

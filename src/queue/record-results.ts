@@ -1,10 +1,17 @@
 /**
- * Writes a batch of attempt outcomes back in one statement: every attempt row is inserted
- * (the request happened), and each delivery moves to its next state only if it still
- * carries the claim token of the worker reporting it. A worker whose lease lapsed and was
- * taken over by another cannot overwrite the newer outcome.
+ * Writes a batch of attempt outcomes back, in one short transaction:
+ *
+ * 1. lock the endpoints' health rows in id order (concurrent writers cannot deadlock);
+ * 2. one statement inserts every attempt row and latency sample (the requests happened)
+ *    and moves each delivery to its next state, but only if it still carries the claim
+ *    token of the worker reporting it: a worker whose lease lapsed and was taken over
+ *    cannot overwrite the newer outcome;
+ * 3. one statement applies the per-endpoint outcome (in-flight slots, failure counts,
+ *    circuit transitions, Retry-After pauses).
  */
-import type { Queryable } from "../db/pool.ts";
+import type { HealthConfig } from "../config.ts";
+import { type Pool, withTransaction } from "../db/pool.ts";
+import { applyOutcomes, lockHealthRows, summarizeOutcomes } from "../health/circuit-breaker.ts";
 import type { DeliveryStatus } from "./delivery-states.ts";
 
 export interface DeliveryResult {
@@ -28,6 +35,10 @@ export interface DeliveryResult {
   errorKind: string | null;
   error: string | null;
   responseBody: string | null;
+  /** this attempt was its endpoint's half-open probe */
+  isProbe: boolean;
+  /** pause the whole endpoint this long (429/503 Retry-After, clamped to the cap) */
+  pauseMs: number | null;
 }
 
 const RECORD_SQL = `
@@ -62,6 +73,10 @@ updated as (
   where d.id = r.id and d.claim_token = r.token and d.status = 'in_flight'
   returning d.id
 ),
+samples as (
+  insert into latency_samples (endpoint_id, at, latency_ms, ok)
+  select r.endpoint_id, r.started_at, r.latency_ms, r.outcome = 'success' from r
+),
 inserted as (
   insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,
                         url, started_at, latency_ms, outcome, status_code, error_kind, error,
@@ -72,35 +87,56 @@ inserted as (
   from r
   returning 1
 )
-select (select count(*) from updated)::int as updated, (select count(*) from inserted)::int as inserted
+select u.id from updated u
 `;
 
 /** Records the results; returns how many deliveries changed state (stale ones did not). */
-export async function recordResults(db: Queryable, results: DeliveryResult[]): Promise<number> {
+export async function recordResults(
+  pool: Pool,
+  results: DeliveryResult[],
+  health: HealthConfig,
+): Promise<number> {
   if (results.length === 0) return 0;
   const col = <T>(f: (r: DeliveryResult) => T) => results.map(f);
-  const { rows } = await db.query({
-    name: "hookrelay_record_results",
-    text: RECORD_SQL,
-    values: [
-      col((r) => r.deliveryId),
-      col((r) => r.claimToken),
-      col((r) => r.nextStatus),
-      col((r) => Math.round(r.retryDelayMs)),
-      col((r) => r.attemptNumber),
-      col((r) => r.startedAt),
-      col((r) => r.latencyMs),
-      col((r) => r.statusCode),
-      col((r) => r.errorKind),
-      col((r) => r.error),
-      col((r) => r.responseBody),
-      col((r) => (r.success ? "success" : "failure")),
-      col((r) => r.messageId),
-      col((r) => r.endpointId),
-      col((r) => r.appId),
-      col((r) => r.trigger),
-      col((r) => r.url),
-    ],
+  const endpointIds = [...new Set(col((r) => r.endpointId))].sort();
+  return withTransaction(pool, async (client) => {
+    await lockHealthRows(client, endpointIds);
+    const { rows } = await client.query({
+      name: "hookrelay_record_results",
+      text: RECORD_SQL,
+      values: [
+        col((r) => r.deliveryId),
+        col((r) => r.claimToken),
+        col((r) => r.nextStatus),
+        col((r) => Math.round(r.retryDelayMs)),
+        col((r) => r.attemptNumber),
+        col((r) => r.startedAt),
+        col((r) => r.latencyMs),
+        col((r) => r.statusCode),
+        col((r) => r.errorKind),
+        col((r) => r.error),
+        col((r) => r.responseBody),
+        col((r) => (r.success ? "success" : "failure")),
+        col((r) => r.messageId),
+        col((r) => r.endpointId),
+        col((r) => r.appId),
+        col((r) => r.trigger),
+        col((r) => r.url),
+      ],
+    });
+    const applied = new Set<number>(rows.map((r) => r.id));
+    const outcomes = summarizeOutcomes(
+      results.map((r) => ({
+        deliveryId: r.deliveryId,
+        endpointId: r.endpointId,
+        success: r.success,
+        startedAt: r.startedAt,
+        isProbe: r.isProbe,
+        applied: applied.has(r.deliveryId),
+        pauseMs: r.pauseMs,
+      })),
+    );
+    await applyOutcomes(client, outcomes, health);
+    return applied.size;
   });
-  return rows[0].updated;
 }

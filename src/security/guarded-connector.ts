@@ -43,7 +43,8 @@ export function makeGuardedConnector(
       done = true;
       callback(...args);
     };
-    const fail = (err: unknown) => finish(err instanceof Error ? err : new Error(String(err)), null);
+    const fail = (err: unknown) =>
+      finish(err instanceof Error ? err : new Error(String(err)), null);
 
     const dial = (vetted: VettedHost) => {
       if (vetted.kind === "allowlisted-name") {
@@ -91,7 +92,10 @@ export type GuardedAgentOptions = Omit<Agent.Options, "connect" | "factory" | "s
 };
 
 /** An undici Agent whose every socket goes through the guard (pass it to makeHttpSender). */
-export function makeGuardedAgent(guard: Pick<SsrfGuard, "vetHost">, options: GuardedAgentOptions = {}): Agent {
+export function makeGuardedAgent(
+  guard: Pick<SsrfGuard, "vetHost">,
+  options: GuardedAgentOptions = {},
+): Agent {
   const { connect, ...agentOptions } = options;
   // With a function `connect`, undici ignores connectTimeout/maxCachedSessions/allowH2, so
   // they are handed to the default connector here, as undici itself would.
@@ -100,7 +104,9 @@ export function makeGuardedAgent(guard: Pick<SsrfGuard, "vetHost">, options: Gua
       ? connect
       : buildConnector({
           ...(agentOptions.connectTimeout != null && { timeout: agentOptions.connectTimeout }),
-          ...(agentOptions.maxCachedSessions != null && { maxCachedSessions: agentOptions.maxCachedSessions }),
+          ...(agentOptions.maxCachedSessions != null && {
+            maxCachedSessions: agentOptions.maxCachedSessions,
+          }),
           ...(agentOptions.allowH2 != null && { allowH2: agentOptions.allowH2 }),
           ...connect,
         } as buildConnector.BuildOptions);

@@ -140,7 +140,9 @@ describe("parseHostAddress", () => {
         bytes[2 * g + 1] = n & 0xff;
       }
       const full = [...Array(8).keys()]
-        .map((g) => (((bytes[2 * g] ?? 0) << 8) | (bytes[2 * g + 1] ?? 0)).toString(16).padStart(4, "0"))
+        .map((g) =>
+          (((bytes[2 * g] ?? 0) << 8) | (bytes[2 * g + 1] ?? 0)).toString(16).padStart(4, "0"),
+        )
         .join(":");
       const canonical = urlHost(`[${full}]`)!.slice(1, -1);
       expect(formatIp(bytes), full).toBe(canonical);
@@ -165,12 +167,18 @@ describe("CIDRs", () => {
     expect(cidrContains(parseCidr("0.0.0.0/0")!, parseHostAddress("8.8.8.8")!.bytes)).toBe(true);
   });
 
-  test.each(["10.0.0.0/33", "::/129", "10.1/16", "0x7f.1/8", "10.0.0.0/", "10.0.0.0/08", "10.0.0.0/-1", "example.com"])(
-    "%s is not a CIDR",
-    (text) => {
-      expect(parseCidr(text)).toBeNull();
-    },
-  );
+  test.each([
+    "10.0.0.0/33",
+    "::/129",
+    "10.1/16",
+    "0x7f.1/8",
+    "10.0.0.0/",
+    "10.0.0.0/08",
+    "10.0.0.0/-1",
+    "example.com",
+  ])("%s is not a CIDR", (text) => {
+    expect(parseCidr(text)).toBeNull();
+  });
 });
 
 test("endsInNumber spots hosts the URL parser would read as IPv4", () => {

@@ -176,7 +176,8 @@ describe("IPv6 forms that carry an IPv4 address", () => {
       for (const v4 of sampleRange(row.cidr, random)) {
         const b = parseHostAddress(v4)!.bytes;
         const hex = (i: number) => (((b[i] ?? 0) << 8) | (b[i + 1] ?? 0)).toString(16);
-        const inverted = (i: number) => ((~(((b[i] ?? 0) << 8) | (b[i + 1] ?? 0))) & 0xffff).toString(16);
+        const inverted = (i: number) =>
+          (~(((b[i] ?? 0) << 8) | (b[i + 1] ?? 0)) & 0xffff).toString(16);
         for (const v6 of [
           `::ffff:${v4}`,
           `::${v4}`,
@@ -193,7 +194,15 @@ describe("IPv6 forms that carry an IPv4 address", () => {
 
 describe("isBlockedAddress input", () => {
   test("accepts odd IPv4 notations and IPv6 with brackets or zone ids", () => {
-    for (const odd of ["2130706433", "0x7f000001", "0177.0.0.1", "0x7f.1", "127.1", "127.0.1", "017700000001"]) {
+    for (const odd of [
+      "2130706433",
+      "0x7f000001",
+      "0177.0.0.1",
+      "0x7f.1",
+      "127.1",
+      "127.0.1",
+      "017700000001",
+    ]) {
       expect(isBlockedAddress(odd), odd).toContain("loopback");
     }
     expect(isBlockedAddress("[::1]")).toContain("loopback");
@@ -202,7 +211,15 @@ describe("isBlockedAddress input", () => {
   });
 
   test("fails closed on anything that is not an IP address", () => {
-    for (const junk of ["", "example.com", "1.2.3.4.5", "256.0.0.1", "::1::", "[::1", "localhost"]) {
+    for (const junk of [
+      "",
+      "example.com",
+      "1.2.3.4.5",
+      "256.0.0.1",
+      "::1::",
+      "[::1",
+      "localhost",
+    ]) {
       expect(isBlockedAddress(junk), junk).toBe("not an IP address");
     }
   });

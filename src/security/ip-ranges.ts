@@ -9,7 +9,14 @@
  *   3. any other IPv6 address outside global unicast 2000::/3 is refused (unassigned or
  *      reserved space; nothing legitimate lives there).
  */
-import { type Cidr, cidrContains, formatIp, type IpBytes, parseCidr, parseHostAddress } from "./ip-address.ts";
+import {
+  type Cidr,
+  cidrContains,
+  formatIp,
+  type IpBytes,
+  parseCidr,
+  parseHostAddress,
+} from "./ip-address.ts";
 
 export interface BlockedRange {
   readonly cidr: string;

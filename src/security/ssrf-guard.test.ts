@@ -22,7 +22,8 @@ import { makeGuardedConnector } from "./guarded-connector.ts";
 function fakeDns(table: Record<string, readonly string[]>) {
   return vi.fn<HostLookup>(async (host) => {
     const answer = table[host.toLowerCase()];
-    if (!answer) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: "ENOTFOUND" });
+    if (!answer)
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: "ENOTFOUND" });
     return answer;
   });
 }
@@ -93,26 +94,37 @@ describe("checkUrl (save time)", () => {
     await refusal(guard.checkUrl("http://[fe80::1%eth0]/"));
   });
 
-  test.each(["ftp://example.com/", "file:///etc/passwd", "gopher://example.com:70/", "javascript:alert(1)", "data:text/plain,hi", "ws://example.com/", "HTTPX://example.com/"])(
-    "scheme of %s is refused",
-    async (url) => {
-      const err = await refusal(guard.checkUrl(url));
-      expect(err.reason).toContain("only http and https");
-    },
-  );
-
-  test.each(["not a url", "/relative/path", "http://", "http://[::1/"])("%j is refused as invalid", async (url) => {
+  test.each([
+    "ftp://example.com/",
+    "file:///etc/passwd",
+    "gopher://example.com:70/",
+    "javascript:alert(1)",
+    "data:text/plain,hi",
+    "ws://example.com/",
+    "HTTPX://example.com/",
+  ])("scheme of %s is refused", async (url) => {
     const err = await refusal(guard.checkUrl(url));
-    expect(err.reason).toContain("not a valid absolute URL");
+    expect(err.reason).toContain("only http and https");
   });
 
-  test.each(["http://localhost/", "http://LOCALHOST:8080/", "http://localhost./", "http://api.localhost/", "https://a.b.LocalHost./"])(
-    "%s is refused without a lookup",
+  test.each(["not a url", "/relative/path", "http://", "http://[::1/"])(
+    "%j is refused as invalid",
     async (url) => {
       const err = await refusal(guard.checkUrl(url));
-      expect(err.reason).toContain("localhost");
+      expect(err.reason).toContain("not a valid absolute URL");
     },
   );
+
+  test.each([
+    "http://localhost/",
+    "http://LOCALHOST:8080/",
+    "http://localhost./",
+    "http://api.localhost/",
+    "https://a.b.LocalHost./",
+  ])("%s is refused without a lookup", async (url) => {
+    const err = await refusal(guard.checkUrl(url));
+    expect(err.reason).toContain("localhost");
+  });
 
   test("a name is refused if ANY of its addresses is blocked", async () => {
     const lookup = fakeDns({
@@ -134,7 +146,13 @@ describe("checkUrl (save time)", () => {
   });
 
   test("public literals pass", async () => {
-    for (const url of ["http://8.8.8.8/", "https://1.1.1.1:8443/x", "https://[2606:4700:4700::1111]/", "http://[::ffff:8.8.8.8]/", "http://[64:ff9b::808:808]/"]) {
+    for (const url of [
+      "http://8.8.8.8/",
+      "https://1.1.1.1:8443/x",
+      "https://[2606:4700:4700::1111]/",
+      "http://[::ffff:8.8.8.8]/",
+      "http://[64:ff9b::808:808]/",
+    ]) {
       await expect(guard.checkUrl(url), url).resolves.toBeUndefined();
     }
   });
@@ -148,7 +166,14 @@ describe("checkUrl (save time)", () => {
   test("a name that does not resolve (yet) is accepted: the connect-time check decides", async () => {
     const g = makeSsrfGuard({ allowlist: [], lookup: fakeDns({}) });
     await expect(g.checkUrl("https://not-yet.example/")).resolves.toBeUndefined();
-    const slow = makeSsrfGuard({ allowlist: [], lookup: () => new Promise(() => {}), lookupTimeoutMs: 20 });
+    const empty = makeSsrfGuard({ allowlist: [], lookup: async () => [] });
+    await expect(empty.checkUrl("https://empty.example/")).resolves.toBeUndefined();
+    await expect(empty.vetHost("empty.example")).rejects.toMatchObject({ code: "ENOTFOUND" });
+    const slow = makeSsrfGuard({
+      allowlist: [],
+      lookup: () => new Promise(() => {}),
+      lookupTimeoutMs: 20,
+    });
     await expect(slow.checkUrl("https://slow.example/")).resolves.toBeUndefined();
   });
 
@@ -162,7 +187,10 @@ describe("checkUrl (save time)", () => {
 
 describe("allow-list", () => {
   test("an address inside an allow-listed CIDR passes, others are still refused", async () => {
-    const lookup = fakeDns({ "db.internal": ["10.1.2.3"], "split.internal": ["10.1.2.3", "192.168.1.1"] });
+    const lookup = fakeDns({
+      "db.internal": ["10.1.2.3"],
+      "split.internal": ["10.1.2.3", "192.168.1.1"],
+    });
     const g = makeSsrfGuard({ allowlist: ["127.0.0.0/8", " 10.0.0.0/8 ", "fd00::/8"], lookup });
     await expect(g.checkUrl("http://127.0.0.1:8080/")).resolves.toBeUndefined();
     await expect(g.checkUrl("http://127.1/")).resolves.toBeUndefined();
@@ -187,12 +215,18 @@ describe("allow-list", () => {
     await refusal(g.checkUrl("ftp://receiver.internal/"));
   });
 
-  test.each(["10.0.0.0/33", "::1/129", "10.1/16", "127.1", "0x7f000001", "10.0.0.0/x", "http://example.com", "a b"])(
-    "entry %j is a configuration error",
-    (entry) => {
-      expect(() => makeSsrfGuard({ allowlist: [entry] })).toThrow(ConfigError);
-    },
-  );
+  test.each([
+    "10.0.0.0/33",
+    "::1/129",
+    "10.1/16",
+    "127.1",
+    "0x7f000001",
+    "10.0.0.0/x",
+    "http://example.com",
+    "a b",
+  ])("entry %j is a configuration error", (entry) => {
+    expect(() => makeSsrfGuard({ allowlist: [entry] })).toThrow(ConfigError);
+  });
 });
 
 describe("SsrfBlockedError", () => {
@@ -202,7 +236,9 @@ describe("SsrfBlockedError", () => {
     expect(err.name).toBe("SsrfBlockedError");
     expect(isSsrfBlockedError(err)).toBe(true);
     expect(isSsrfBlockedError(new Error("wrapped", { cause: err }))).toBe(true);
-    expect(isSsrfBlockedError(Object.assign(new Error("copied"), { code: SSRF_BLOCKED_CODE }))).toBe(true);
+    expect(
+      isSsrfBlockedError(Object.assign(new Error("copied"), { code: SSRF_BLOCKED_CODE })),
+    ).toBe(true);
     expect(isSsrfBlockedError(Object.assign(new Error("dns"), { code: "ENOTFOUND" }))).toBe(false);
     expect(isSsrfBlockedError(null)).toBe(false);
     expect(isSsrfBlockedError("HR_ERR_SSRF_BLOCKED")).toBe(false);
@@ -309,7 +345,9 @@ describe("connector (connect time)", () => {
   });
 
   test("resolver failures keep their code so the sender can call them DNS errors", async () => {
-    const err = await post(agentFor([], fakeDns({})), `http://nowhere.test:${port}`).catch((e: unknown) => e);
+    const err = await post(agentFor([], fakeDns({})), `http://nowhere.test:${port}`).catch(
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: "ENOTFOUND" });
     expect(isSsrfBlockedError(err)).toBe(false);
   });
@@ -334,14 +372,28 @@ describe("connector options handed to undici's connector", () => {
     };
     const connector = makeGuardedConnector(makeSsrfGuard(guardOptions), inner);
     const connect = (options: Options) =>
-      new Promise<Error | null>((resolve) => connector(options, (err) => resolve(err)));
+      new Promise<Error | null>((resolve) => connector(options, (...args) => resolve(args[0])));
     return { calls, connect };
   }
 
   test("https keeps the original name for SNI while dialling the checked IP", async () => {
-    const { calls, connect } = spy({ allowlist: ["127.0.0.0/8"], lookup: fakeDns({ "api.test": ["127.0.0.9"] }) });
-    await connect({ protocol: "https:", hostname: "api.test", host: "api.test:8443", port: "8443" });
-    await connect({ protocol: "https:", hostname: "api.test", host: "api.test", port: "", servername: "api.test" });
+    const { calls, connect } = spy({
+      allowlist: ["127.0.0.0/8"],
+      lookup: fakeDns({ "api.test": ["127.0.0.9"] }),
+    });
+    await connect({
+      protocol: "https:",
+      hostname: "api.test",
+      host: "api.test:8443",
+      port: "8443",
+    });
+    await connect({
+      protocol: "https:",
+      hostname: "api.test",
+      host: "api.test",
+      port: "",
+      servername: "api.test",
+    });
     expect(calls.map((c) => [c.hostname, c.servername, c.host])).toEqual([
       ["127.0.0.9", "api.test", "api.test:8443"],
       ["127.0.0.9", "api.test", "api.test"],
@@ -350,21 +402,37 @@ describe("connector options handed to undici's connector", () => {
 
   test("an IP literal gets no SNI and is dialled in canonical form", async () => {
     const { calls, connect } = spy({ allowlist: ["127.0.0.0/8"] });
-    await connect({ protocol: "https:", hostname: "::ffff:127.0.0.1", host: "[::ffff:127.0.0.1]", port: "443", servername: "" });
+    await connect({
+      protocol: "https:",
+      hostname: "::ffff:127.0.0.1",
+      host: "[::ffff:127.0.0.1]",
+      port: "443",
+      servername: "",
+    });
     expect(calls[0]).toMatchObject({ hostname: "::ffff:7f00:1" });
     expect(calls[0]?.servername).toBeFalsy();
   });
 
   test("an allow-listed name is handed over untouched", async () => {
     const { calls, connect } = spy({ allowlist: ["receiver.internal"] });
-    const options = { protocol: "https:", hostname: "receiver.internal", host: "receiver.internal", port: "443" };
+    const options = {
+      protocol: "https:",
+      hostname: "receiver.internal",
+      host: "receiver.internal",
+      port: "443",
+    };
     await connect(options);
     expect(calls).toEqual([options]);
   });
 
   test("a refused host never reaches the inner connector", async () => {
     const { calls, connect } = spy({ allowlist: [] });
-    const err = await connect({ protocol: "http:", hostname: "169.254.169.254", host: "169.254.169.254", port: "" });
+    const err = await connect({
+      protocol: "http:",
+      hostname: "169.254.169.254",
+      host: "169.254.169.254",
+      port: "",
+    });
     expect(isSsrfBlockedError(err)).toBe(true);
     expect(calls).toEqual([]);
   });
@@ -373,14 +441,22 @@ describe("connector options handed to undici's connector", () => {
     const many = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"];
     const refused = Object.assign(new Error("refused"), { code: "ECONNREFUSED" });
     const calls: string[] = [];
-    const inner = (code: Error): buildConnector.connector => (options, callback) => {
-      calls.push(options.hostname);
-      callback(code, null);
-    };
-    const guard = makeSsrfGuard({ allowlist: ["127.0.0.0/8"], lookup: fakeDns({ "many.test": many }) });
+    const inner =
+      (code: Error): buildConnector.connector =>
+      (options, callback) => {
+        calls.push(options.hostname);
+        callback(code, null);
+      };
+    const guard = makeSsrfGuard({
+      allowlist: ["127.0.0.0/8"],
+      lookup: fakeDns({ "many.test": many }),
+    });
     const run = (err: Error) =>
       new Promise<Error | null>((resolve) =>
-        makeGuardedConnector(guard, inner(err))({ protocol: "http:", hostname: "many.test", host: "many.test", port: "" }, (e) => resolve(e)),
+        makeGuardedConnector(guard, inner(err))(
+          { protocol: "http:", hostname: "many.test", host: "many.test", port: "" },
+          (...args) => resolve(args[0]),
+        ),
       );
     expect(await run(refused)).toBe(refused);
     expect(calls).toEqual(many.slice(0, 4));

@@ -17,7 +17,14 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import type { buildConnector } from "undici";
 import { ConfigError, HookRelayError } from "../errors.ts";
 import { makeGuardedConnector } from "./guarded-connector.ts";
-import { type Cidr, cidrContains, endsInNumber, type IpBytes, parseCidr, parseHostAddress } from "./ip-address.ts";
+import {
+  type Cidr,
+  cidrContains,
+  endsInNumber,
+  type IpBytes,
+  parseCidr,
+  parseHostAddress,
+} from "./ip-address.ts";
 import { blockedReason } from "./ip-ranges.ts";
 
 export { type GuardedAgentOptions, makeGuardedAgent } from "./guarded-connector.ts";
@@ -99,7 +106,9 @@ export function makeSsrfGuard(options: SsrfGuardOptions): SsrfGuard {
   function addressAllowed(bytes: IpBytes): boolean {
     // An IPv4-mapped address dials the IPv4 address itself, so an IPv4 entry covers it too.
     const mapped = isV4Mapped(bytes) ? bytes.slice(12, 16) : null;
-    return cidrs.some((c) => cidrContains(c, bytes) || (mapped !== null && cidrContains(c, mapped)));
+    return cidrs.some(
+      (c) => cidrContains(c, bytes) || (mapped !== null && cidrContains(c, mapped)),
+    );
   }
 
   function refusal(bytes: IpBytes): string | null {
@@ -131,7 +140,9 @@ export function makeSsrfGuard(options: SsrfGuardOptions): SsrfGuard {
     }
     return resolved.map((ip) => {
       const parsed = parseHostAddress(ip);
-      const reason = parsed ? refusal(parsed.bytes) : "the resolver answered something that is not an IP address";
+      const reason = parsed
+        ? refusal(parsed.bytes)
+        : "the resolver answered something that is not an IP address";
       if (reason) throw new SsrfBlockedError(host, `it resolves to ${ip}, ${reason}`);
       return parsed!.address;
     });
@@ -145,7 +156,11 @@ export function makeSsrfGuard(options: SsrfGuardOptions): SsrfGuard {
       return { kind: "addresses", addresses: [ip.address], literal: true };
     }
     if (vetName(hostname)) return { kind: "allowlisted-name" };
-    return { kind: "addresses", addresses: checkResolved(hostname, await lookup(hostname)), literal: false };
+    return {
+      kind: "addresses",
+      addresses: checkResolved(hostname, await lookup(hostname)),
+      literal: false,
+    };
   }
 
   async function checkUrl(input: string | URL): Promise<void> {
@@ -161,8 +176,7 @@ export function makeSsrfGuard(options: SsrfGuardOptions): SsrfGuard {
     // Always the parsed hostname: the URL parser has already turned 0x7f.1, 2130706433,
     // 0177.0.0.1 and friends into 127.0.0.1, exactly as undici will dial it.
     const host = url.hostname;
-    const ip = parseHostAddress(host);
-    if (ip) {
+    if (parseHostAddress(host)) {
       await vetHost(host);
       return;
     }
@@ -175,7 +189,7 @@ export function makeSsrfGuard(options: SsrfGuardOptions): SsrfGuard {
       // connect-time check refuses it later if it then points somewhere private.
       return;
     }
-    checkResolved(host, resolved);
+    if (resolved.length > 0) checkResolved(host, resolved);
   }
 
   return { checkUrl, vetHost, addressRefusal, connector: makeGuardedConnector({ vetHost }) };
@@ -195,7 +209,9 @@ function compileAllowlist(entries: readonly string[]): { cidrs: Cidr[]; names: S
     } else if (/^[a-z0-9_.-]+$/i.test(entry)) {
       names.add(normaliseName(entry));
     } else {
-      throw new ConfigError(`SSRF allow-list entry ${JSON.stringify(entry)} is neither a CIDR nor a host name`);
+      throw new ConfigError(
+        `SSRF allow-list entry ${JSON.stringify(entry)} is neither a CIDR nor a host name`,
+      );
     }
   }
   return { cidrs, names };

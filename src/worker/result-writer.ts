@@ -4,6 +4,7 @@
  * that arrive during a write go into the next one. A failed write is retried (the rows stay
  * in_flight under their lease meanwhile, so nothing is lost if the process dies).
  */
+import type { HealthConfig } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import { disableGoneEndpoints } from "../queue/disable-gone-endpoints.ts";
@@ -22,6 +23,7 @@ export function makeResultWriter(options: {
   logger: Logger;
   flushBatch: number;
   flushIntervalMs: number;
+  health: HealthConfig;
   onWritten?: (results: DeliveryResult[]) => void;
 }): ResultWriter {
   let queue: DeliveryResult[] = [];
@@ -33,7 +35,7 @@ export function makeResultWriter(options: {
     queue = [];
     if (batch.length === 0) return;
     try {
-      await recordResults(options.pool, batch);
+      await recordResults(options.pool, batch, options.health);
       const gone = [
         ...new Set(batch.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId)),
       ];

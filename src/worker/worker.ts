@@ -41,7 +41,7 @@ export interface Worker {
 export interface WorkerOptions {
   pool: Pool;
   sender: HttpSender;
-  config: Pick<Config, "delivery" | "worker">;
+  config: Pick<Config, "delivery" | "health" | "worker">;
   logger: Logger;
   /** Called after each batch of results is written (metrics, tests). */
   onResults?: (results: DeliveryResult[]) => void;
@@ -63,6 +63,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     logger,
     flushBatch: cfg.flushBatch,
     flushIntervalMs: cfg.flushIntervalMs,
+    health: options.config.health,
     onWritten: options.onResults,
   });
   const running = new Map<number, Running>();
@@ -163,6 +164,8 @@ export function makeWorker(options: WorkerOptions): Worker {
       capMs: claim.retryCapMs ?? defaults.retryCapMs,
     };
     const next = afterAttempt(result.verdict, attemptNumber, policy, result.retryAfterMs);
+    // A Retry-After on 429/503 pauses the whole endpoint, not just this delivery.
+    const pauseMs = result.retryAfterMs === null ? null : Math.min(policy.capMs, result.retryAfterMs);
     return {
       deliveryId: claim.id,
       claimToken: entry.token,
@@ -181,6 +184,8 @@ export function makeWorker(options: WorkerOptions): Worker {
       errorKind: result.errorKind,
       error: result.error,
       responseBody: result.responseBody,
+      isProbe: claim.isProbe,
+      pauseMs,
     };
   }
 

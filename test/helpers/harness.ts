@@ -70,7 +70,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
       const worker = makeWorker({
         pool: db.pool,
         sender,
-        config: { delivery: config.delivery, worker: { ...config.worker, ...workerOverrides } },
+        config: { delivery: config.delivery, health: config.health, worker: { ...config.worker, ...workerOverrides } },
         logger: silentLogger,
       });
       worker.start();

@@ -27,6 +27,11 @@ interface EndpointRow {
   retry_base_ms: number | null;
   retry_cap_ms: number | null;
   max_in_flight: number | null;
+  failure_threshold: number | null;
+  cooldown_ms: number | null;
+  rate_per_second: number | null;
+  rate_per_minute: number | null;
+  rate_per_hour: number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -50,6 +55,11 @@ type EndpointIn = Partial<{
   retryBaseMs: number | null;
   retryCapMs: number | null;
   maxInFlight: number | null;
+  failureThreshold: number | null;
+  cooldownMs: number | null;
+  ratePerSecond: number | null;
+  ratePerMinute: number | null;
+  ratePerHour: number | null;
 }>;
 
 /** Headers the signature scheme or HTTP itself owns; endpoints may not set them. */
@@ -86,6 +96,11 @@ const endpointProperties = {
   retryBaseMs: nullableInt(0, 86_400_000),
   retryCapMs: nullableInt(0, 604_800_000),
   maxInFlight: nullableInt(1, 10_000),
+  failureThreshold: nullableInt(1, 10_000),
+  cooldownMs: nullableInt(1_000, 86_400_000),
+  ratePerSecond: nullableInt(1, 1_000_000),
+  ratePerMinute: nullableInt(1, 60_000_000),
+  ratePerHour: nullableInt(1, 1_000_000_000),
 } as const;
 const endpointIn = { type: "object", additionalProperties: false, properties: endpointProperties, required: ["url"] } as const;
 const endpointPatch = { type: "object", additionalProperties: false, properties: endpointProperties } as const;
@@ -114,12 +129,18 @@ export const endpointOut = (r: EndpointRow) => ({
   retryBaseMs: r.retry_base_ms,
   retryCapMs: r.retry_cap_ms,
   maxInFlight: r.max_in_flight,
+  failureThreshold: r.failure_threshold,
+  cooldownMs: r.cooldown_ms,
+  ratePerSecond: r.rate_per_second,
+  ratePerMinute: r.rate_per_minute,
+  ratePerHour: r.rate_per_hour,
   createdAt: iso(r.created_at),
   updatedAt: iso(r.updated_at),
 });
 
 const COLUMNS = `id, app_id, uid, url, description, event_types, channels, disabled, disabled_reason,
   metadata, throttle_rate, timeout_ms, max_attempts, retry_base_ms, retry_cap_ms, max_in_flight,
+  failure_threshold, cooldown_ms, rate_per_second, rate_per_minute, rate_per_hour,
   created_at, updated_at`;
 
 /** Checks what JSON schema cannot; returns the body's fields as column values. */
@@ -144,6 +165,11 @@ function toColumns(body: EndpointIn): Record<string, unknown> {
   if (body.retryBaseMs !== undefined) cols.retry_base_ms = body.retryBaseMs;
   if (body.retryCapMs !== undefined) cols.retry_cap_ms = body.retryCapMs;
   if (body.maxInFlight !== undefined) cols.max_in_flight = body.maxInFlight;
+  if (body.failureThreshold !== undefined) cols.failure_threshold = body.failureThreshold;
+  if (body.cooldownMs !== undefined) cols.cooldown_ms = body.cooldownMs;
+  if (body.ratePerSecond !== undefined) cols.rate_per_second = body.ratePerSecond;
+  if (body.ratePerMinute !== undefined) cols.rate_per_minute = body.ratePerMinute;
+  if (body.ratePerHour !== undefined) cols.rate_per_hour = body.ratePerHour;
   if (
     typeof cols.retry_base_ms === "number" && typeof cols.retry_cap_ms === "number" &&
     cols.retry_cap_ms < cols.retry_base_ms
@@ -157,7 +183,8 @@ function toColumns(body: EndpointIn): Record<string, unknown> {
 const REPLACE_DEFAULTS: Record<string, unknown> = {
   description: "", event_types: null, channels: null, disabled: false, disabled_reason: null,
   metadata: {}, throttle_rate: null, timeout_ms: null, max_attempts: null,
-  retry_base_ms: null, retry_cap_ms: null, max_in_flight: null,
+  retry_base_ms: null, retry_cap_ms: null, max_in_flight: null, failure_threshold: null,
+  cooldown_ms: null, rate_per_second: null, rate_per_minute: null, rate_per_hour: null,
 };
 
 const JSONB_COLUMNS = new Set(["metadata", "headers"]);

@@ -87,3 +87,7 @@ create table latency_samples (
 create index latency_samples_endpoint_idx on latency_samples (endpoint_id, at);
 -- The purge deletes the oldest rows; BRIN is tiny and fits append-only time order.
 create index latency_samples_at_brin on latency_samples using brin (at);
+
+-- Dead letters per endpoint (health counts, dead-letter listings), oldest first.
+create index deliveries_dead_letter_idx on deliveries (endpoint_id, updated_at)
+  where status = 'dead_letter';
