@@ -12,6 +12,7 @@ import { migrate } from "./db/migrate.ts";
 import { makePool, type Pool } from "./db/pool.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
 import type { Logger } from "./logger.ts";
+import { makeSsrfGuard } from "./security/ssrf-guard.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
 import {
@@ -83,6 +84,8 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
   }
 
   try {
+    // Built first: a malformed HOOKRELAY_SSRF_ALLOWLIST stops the process at start.
+    const ssrfGuard = makeSsrfGuard({ allowlist: config.ssrfAllowlist });
     const applied = await migrate(pool);
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
 
@@ -90,14 +93,14 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
     let apiUrl: string | null = null;
     if (roles.api) {
       if (!config.adminKey) generatedAdminKey = await ensureFirstAdminKey(pool);
-      api = await buildApi({ pool, config, logger });
+      api = await buildApi({ pool, config, logger, ssrfGuard });
       await api.listen({ host: config.host, port: config.port });
       const address = api.server.address();
       const port = typeof address === "object" && address ? address.port : config.port;
       apiUrl = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
     }
     if (roles.worker) {
-      sender = makeHttpSender();
+      sender = makeHttpSender({ ssrfGuard });
       const w = makeWorker({ pool, sender, config, logger: logger.child({ component: "worker" }) });
       worker = w;
       listener = makeWorkListener({ connectionString, onWork: () => w.wake(), logger });

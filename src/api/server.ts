@@ -17,6 +17,7 @@ import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { ApiError, badRequest } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import { makeSsrfGuard, type SsrfGuard } from "../security/ssrf-guard.ts";
 import { makeAuthenticator } from "./auth.ts";
 import { registerIdempotency } from "./idempotency.ts";
 import { registerApplicationRoutes } from "./routes/applications.ts";
@@ -30,9 +31,13 @@ export interface ApiOptions {
   pool: Pool;
   config: Config;
   logger: Logger;
+  /** checks endpoint URLs when they are saved; default: one built from config.ssrfAllowlist */
+  ssrfGuard?: SsrfGuard;
 }
 
-export interface ApiContext extends ApiOptions {}
+export interface ApiContext extends ApiOptions {
+  ssrfGuard: SsrfGuard;
+}
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   const { pool, config } = options;
@@ -121,7 +126,10 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: "/docs" });
 
   const authenticate = makeAuthenticator(pool, config.adminKey);
-  const ctx: ApiContext = options;
+  const ctx: ApiContext = {
+    ...options,
+    ssrfGuard: options.ssrfGuard ?? makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
+  };
   registerHealthRoutes(app, ctx);
   await app.register(async (api) => {
     api.decorateRequest("principal", null as unknown as never);

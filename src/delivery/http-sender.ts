@@ -5,7 +5,7 @@
  * them unless asked). At most 64 KiB of the response is read, 1 KiB kept.
  */
 import { performance } from "node:perf_hooks";
-import { Agent } from "undici";
+import { isSsrfBlockedError, makeGuardedAgent, type SsrfGuard } from "../security/ssrf-guard.ts";
 import {
   ErrorKind,
   type Verdict,
@@ -47,23 +47,21 @@ export interface HttpSender {
 }
 
 export interface HttpSenderOptions {
+  /** Checks every address before connecting (SPEC §6); refused URLs fail as ssrf_blocked. */
+  ssrfGuard: SsrfGuard;
   /** connectionsPerOrigin: keep-alive sockets per origin. Default 32. */
   connectionsPerOrigin?: number;
-  /** A prepared dispatcher (tests, SSRF-guarded connector). */
-  agent?: Agent;
 }
 
-export function makeHttpSender(options: HttpSenderOptions = {}): HttpSender {
-  const agent =
-    options.agent ??
-    new Agent({
-      connections: options.connectionsPerOrigin ?? 32,
-      keepAliveTimeout: 10_000,
-      // The absolute deadline below is what limits an attempt; these only stop undici's own
-      // 300 s defaults from mattering.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-    });
+export function makeHttpSender(options: HttpSenderOptions): HttpSender {
+  const agent = makeGuardedAgent(options.ssrfGuard, {
+    connections: options.connectionsPerOrigin ?? 32,
+    keepAliveTimeout: 10_000,
+    // The absolute deadline below is what limits an attempt; these only stop undici's own
+    // 300 s defaults from mattering.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
 
   async function send(request: OutboundRequest): Promise<AttemptResult> {
     const startedAt = new Date();
@@ -106,6 +104,9 @@ export function makeHttpSender(options: HttpSenderOptions = {}): HttpSender {
         retryAfterMs: retryAfter,
       });
     } catch (err) {
+      if (isSsrfBlockedError(err)) {
+        return finish(failure("permanent", ErrorKind.ssrfBlocked, (err as Error).message));
+      }
       if ((err as { code?: string }).code === "UND_ERR_INVALID_ARG") {
         // The request itself cannot be sent (e.g. an invalid header): retrying cannot help.
         return finish(failure("permanent", ErrorKind.invalidRequest, `invalid request: ${(err as Error).message}`));

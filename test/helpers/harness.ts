@@ -8,6 +8,7 @@ import { buildApi } from "../../src/api/server.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
 import { makeHttpSender } from "../../src/delivery/http-sender.ts";
 import { silentLogger } from "../../src/logger.ts";
+import { makeSsrfGuard } from "../../src/security/ssrf-guard.ts";
 import { makeWorker, type Worker } from "../../src/worker/worker.ts";
 import { createTestDb, type TestDb } from "./db.ts";
 
@@ -33,6 +34,8 @@ export interface Harness {
 export function testConfig(overrides: Partial<Config> = {}): Config {
   const base = loadConfig({});
   return loadConfig({}, {
+    // the test receivers listen on loopback, which the SSRF guard refuses by default
+    ssrfAllowlist: ["127.0.0.0/8"],
     ...overrides,
     delivery: { ...base.delivery, retryBaseMs: 50, retryCapMs: 200, timeoutMs: 2_000, ...overrides.delivery },
     worker: { ...base.worker, pollIntervalMs: 50, leaseMarginMs: 1_000, shutdownTimeoutMs: 5_000, ...overrides.worker },
@@ -65,7 +68,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
       return { status: res.statusCode, body: parsed, headers: res.headers };
     },
     startWorker(workerOverrides = {}) {
-      const sender = makeHttpSender();
+      const sender = makeHttpSender({ ssrfGuard: makeSsrfGuard({ allowlist: config.ssrfAllowlist }) });
       senders.push(sender);
       const worker = makeWorker({
         pool: db.pool,

@@ -4,6 +4,7 @@ import { type Queryable, withTransaction } from "../../db/pool.ts";
 import { generateSecret, InvalidSecretError, secretKey } from "../../delivery/sign.ts";
 import { ApiError, badRequest, conflict, notFound } from "../../errors.ts";
 import { ID_PREFIX, newId } from "../../ids.ts";
+import { SsrfBlockedError } from "../../security/ssrf-guard.ts";
 import { WORK_CHANNEL } from "../../worker/work-listener.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
@@ -260,7 +261,21 @@ async function updateEndpoint(db: Queryable, id: string, body: EndpointIn, repla
   return rows[0];
 }
 
-export function registerEndpointRoutes(app: FastifyInstance, { pool }: ApiContext): void {
+export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard }: ApiContext): void {
+  /** The SSRF guard at save time (it runs again at connect time, against DNS rebinding). */
+  async function guardUrl(body: EndpointIn): Promise<void> {
+    if (body.url === undefined) return;
+    checkUrl(body.url);
+    try {
+      await ssrfGuard.checkUrl(body.url);
+    } catch (err) {
+      if (err instanceof SsrfBlockedError) {
+        throw new ApiError(422, "url_not_allowed", `url is not allowed: ${err.message}`, { cause: err });
+      }
+      throw err;
+    }
+  }
+
   type P = { Params: { appId: string; endpointId: string } };
   const target = async (request: { principal: Parameters<typeof resolveAppId>[1]; params: P["Params"] }) => {
     const appId = await resolveAppId(pool, request.principal, request.params.appId);
@@ -288,6 +303,7 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool }: ApiContex
     { schema: { tags: ["endpoint"], params: appParams, body: endpointIn } },
     async (request, reply) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
+      await guardUrl(request.body);
       reply.code(201);
       return endpointOut(await insertEndpoint(pool, appId, request.body));
     },
@@ -309,6 +325,7 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool }: ApiContex
     { schema: { tags: ["endpoint"], params: endpointParams, body: endpointIn } },
     async (request, reply) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
+      await guardUrl(request.body);
       let endpointId: string;
       try {
         endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
@@ -329,6 +346,7 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool }: ApiContex
     async (request) => {
       const { endpointId } = await target(request);
       if (request.body.secret !== undefined) throw badRequest("secret cannot be changed by PATCH; use secret/rotate");
+      await guardUrl(request.body);
       return endpointOut(await updateEndpoint(pool, endpointId, request.body, false));
     },
   );
