@@ -40,6 +40,17 @@ export interface HealthConfig {
   statsIntervalMs: number;
 }
 
+export interface AlertConfig {
+  /** deadLetterWindowMs: dead letters "grow" when this window holds more than the one before. Default 15 min. */
+  deadLetterWindowMs: number;
+  /** deadLetterMin: ... and at least this many. Default 10. */
+  deadLetterMin: number;
+  /** oldestPendingMs: alert when a delivery has waited longer. Default 30 min. */
+  oldestPendingMs: number;
+  /** webhookUrl: new and resolved alerts are delivered here (signed, through the queue). */
+  webhookUrl: string | undefined;
+}
+
 export interface WorkerConfig {
   /** concurrency: requests in flight per worker process. Default 256. */
   concurrency: number;
@@ -81,15 +92,17 @@ export interface Config {
   idempotencyTtlMs: number;
   delivery: DeliveryDefaults;
   health: HealthConfig;
+  alerts: AlertConfig;
   worker: WorkerConfig;
 }
 
 type Env = Record<string, string | undefined>;
 
 /** Explicit settings (CLI flags, tests) that take precedence over the environment. */
-export type ConfigOverrides = Partial<Omit<Config, "delivery" | "health" | "worker">> & {
+export type ConfigOverrides = Partial<Omit<Config, "delivery" | "health" | "alerts" | "worker">> & {
   delivery?: Partial<DeliveryDefaults>;
   health?: Partial<HealthConfig>;
+  alerts?: Partial<AlertConfig>;
   worker?: Partial<WorkerConfig>;
 };
 
@@ -143,6 +156,12 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       windowMs: int("HOOKRELAY_LATENCY_WINDOW_MS", 24 * 3_600_000, 60_000),
       statsIntervalMs: int("HOOKRELAY_STATS_INTERVAL_MS", 60_000, 100),
     },
+    alerts: {
+      deadLetterWindowMs: int("HOOKRELAY_ALERT_DEAD_LETTER_WINDOW_MS", 15 * 60_000, 1_000),
+      deadLetterMin: int("HOOKRELAY_ALERT_DEAD_LETTER_MIN", 10, 1),
+      oldestPendingMs: int("HOOKRELAY_ALERT_OLDEST_PENDING_MS", 30 * 60_000, 1_000),
+      webhookUrl: str("HOOKRELAY_ALERT_WEBHOOK_URL"),
+    },
     worker: {
       concurrency: int("HOOKRELAY_WORKER_CONCURRENCY", 256, 1),
       claimBatch: int("HOOKRELAY_CLAIM_BATCH", 256, 1),
@@ -159,6 +178,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     ...overrides,
     delivery: { ...config.delivery, ...overrides.delivery },
     health: { ...config.health, ...overrides.health },
+    alerts: { ...config.alerts, ...overrides.alerts },
     worker: { ...config.worker, ...overrides.worker },
   };
   if (merged.delivery.retryCapMs < merged.delivery.retryBaseMs) {

@@ -12,6 +12,8 @@ import { migrate } from "./db/migrate.ts";
 import { makePool, type Pool } from "./db/pool.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
 import type { Logger } from "./logger.ts";
+import { postAlerts } from "./ops/alert-webhook.ts";
+import { syncAlerts } from "./ops/alerts.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
@@ -61,6 +63,16 @@ export function maintenanceTasks(config: Config): MaintenanceTask[] {
     { name: "purge-latency-samples", everyMs: every, run: (pool) => purgeLatencySamples(pool, config.health.windowMs).then(() => undefined) },
     { name: "reconcile-in-flight", everyMs: every, run: (pool) => reconcileInFlight(pool).then(() => undefined) },
     { ...purgeIdempotencyKeys(config.idempotencyTtlMs), everyMs: every },
+    {
+      name: "alerts",
+      everyMs: every,
+      async run(pool) {
+        const changes = await syncAlerts(pool, config);
+        if (config.alerts.webhookUrl) {
+          await postAlerts(pool, config.alerts.webhookUrl, changes, config.delivery.maxAttempts);
+        }
+      },
+    },
   ];
 }
 

@@ -26,6 +26,7 @@ import { registerEndpointHealthRoutes } from "./routes/endpoint-health.ts";
 import { registerEndpointRoutes } from "./routes/endpoints.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
+import { registerOperationRoutes } from "./routes/operations.ts";
 
 export interface ApiOptions {
   pool: Pool;
@@ -142,6 +143,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     registerMessageRoutes(api, ctx);
     registerAttemptRoutes(api, ctx);
     registerEndpointHealthRoutes(api, ctx);
+    registerOperationRoutes(api, ctx);
   }, { prefix: "/api/v1" });
 
   return app;

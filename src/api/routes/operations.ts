@@ -1,0 +1,193 @@
+/**
+ * Operations (SPEC §5), same auth as the management API; an app-scoped key sees its app only.
+ *   GET  /health/summary?app_id=
+ *   GET  /alerts?app_id=
+ *   GET  /dead-letters?app_id=&endpoint_id=&status_code=&error_kind=&since=&until=
+ *   GET  /dead-letters/analysis?app_id=&endpoint_id=&since=&until=
+ *   POST /dead-letters/requeue   { deliveryId | endpointId | since, appId?, includeFailed? }
+ *   POST /deliveries/{deliveryId}/cancel
+ */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { badRequest, conflict, notFound } from "../../errors.ts";
+import { currentAlerts } from "../../ops/alerts.ts";
+import { analyzeDeadLetters, cancelDelivery, type DeadLetterFilter, listDeadLetters, requeueDeliveries } from "../../ops/dead-letters.ts";
+import { healthSummary } from "../../ops/health-summary.ts";
+import { assertAppAccess } from "../auth.ts";
+import { DEFAULT_LIMIT, MAX_LIMIT } from "../pagination.ts";
+import { resolveAppId } from "../resolve.ts";
+import { iso } from "../schemas.ts";
+import type { ApiContext } from "../server.ts";
+
+export const DELIVERY_PREFIX = "dlv_";
+
+export function parseDeliveryId(raw: string): number {
+  const n = Number(raw.startsWith(DELIVERY_PREFIX) ? raw.slice(DELIVERY_PREFIX.length) : raw);
+  if (!Number.isSafeInteger(n) || n <= 0) throw badRequest("not a delivery id (dlv_<number>)");
+  return n;
+}
+
+const str = { type: "string", minLength: 1, maxLength: 256 } as const;
+const time = { type: "string", format: "date-time" } as const;
+const filterQuery = {
+  app_id: str,
+  endpoint_id: str,
+  status_code: { type: "integer", minimum: 100, maximum: 599 },
+  error_kind: str,
+  since: time,
+  until: time,
+} as const;
+
+interface FilterQuery {
+  app_id?: string;
+  endpoint_id?: string;
+  status_code?: number;
+  error_kind?: string;
+  since?: string;
+  until?: string;
+}
+
+export function registerOperationRoutes(app: FastifyInstance, { pool, config }: ApiContext): void {
+  /** The app a request is limited to: the query's (checked) or the key's own. */
+  async function scope(request: FastifyRequest, appId: string | undefined): Promise<string | null> {
+    if (appId) return resolveAppId(pool, request.principal, appId);
+    return request.principal.role === "app" ? request.principal.appId : null;
+  }
+
+  /** An endpoint named by id (or uid, within the key's app) that the key may see. */
+  async function endpointInScope(request: FastifyRequest, endpointId: string | undefined): Promise<string | null> {
+    if (!endpointId) return null;
+    const own = request.principal.role === "app" ? request.principal.appId : null;
+    const { rows } = await pool.query(
+      `select id, app_id from endpoints
+       where (id = $1::text or uid = $1::text) and ($2::text is null or app_id = $2::text)
+       order by (id = $1::text) desc limit 2`,
+      [endpointId, own],
+    );
+    if (rows.length === 0) throw notFound("endpoint");
+    if (rows.length > 1 && rows[0].id !== endpointId) throw badRequest("that uid names endpoints of several apps; use the endpoint id");
+    assertAppAccess(request.principal, rows[0].app_id);
+    return rows[0].id;
+  }
+
+  async function filterOf(request: FastifyRequest, q: FilterQuery): Promise<DeadLetterFilter> {
+    return {
+      appId: await scope(request, q.app_id),
+      endpointId: await endpointInScope(request, q.endpoint_id),
+      statusCode: q.status_code ?? null,
+      errorKind: q.error_kind ?? null,
+      since: q.since ? new Date(q.since) : null,
+      until: q.until ? new Date(q.until) : null,
+    };
+  }
+
+  app.get<{ Querystring: { app_id?: string } }>(
+    "/health/summary",
+    { schema: { tags: ["operations"], querystring: { type: "object", properties: { app_id: str } } } },
+    async (request) => healthSummary(pool, await scope(request, request.query.app_id)),
+  );
+
+  app.get<{ Querystring: { app_id?: string } }>(
+    "/alerts",
+    { schema: { tags: ["operations"], querystring: { type: "object", properties: { app_id: str } } } },
+    async (request) => ({ data: await currentAlerts(pool, config, await scope(request, request.query.app_id)) }),
+  );
+
+  app.get<{ Querystring: FilterQuery & { limit?: number; iterator?: string } }>(
+    "/dead-letters",
+    {
+      schema: {
+        tags: ["operations"],
+        querystring: {
+          type: "object",
+          properties: { ...filterQuery, limit: { type: "integer", minimum: 1, maximum: MAX_LIMIT }, iterator: str },
+        },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const limit = q.limit ?? DEFAULT_LIMIT;
+      const rows = await listDeadLetters(pool, await filterOf(request, q), {
+        limit: limit + 1,
+        before: q.iterator ? parseDeliveryId(q.iterator) : null,
+      });
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      return {
+        data: page.map((d) => ({ ...d, deliveryId: `${DELIVERY_PREFIX}${d.deliveryId}`, deadAt: iso(d.deadAt) })),
+        iterator: last ? `${DELIVERY_PREFIX}${last.deliveryId}` : null,
+        prevIterator: null,
+        done: rows.length <= limit,
+      };
+    },
+  );
+
+  app.get<{ Querystring: FilterQuery }>(
+    "/dead-letters/analysis",
+    { schema: { tags: ["operations"], querystring: { type: "object", properties: filterQuery } } },
+    async (request) => {
+      const analysis = await analyzeDeadLetters(pool, await filterOf(request, request.query));
+      return {
+        data: analysis.map((a) => ({ ...a, firstDeadAt: iso(a.firstDeadAt), lastDeadAt: iso(a.lastDeadAt) })),
+      };
+    },
+  );
+
+  app.post<{ Body: { deliveryId?: string; endpointId?: string; since?: string; appId?: string; includeFailed?: boolean } }>(
+    "/dead-letters/requeue",
+    {
+      schema: {
+        tags: ["operations"],
+        body: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            deliveryId: str,
+            endpointId: str,
+            since: time,
+            appId: str,
+            includeFailed: { type: "boolean" },
+          },
+        },
+      },
+    },
+    async (request) => {
+      const b = request.body;
+      if (!b.deliveryId && !b.endpointId && !b.since) {
+        throw badRequest("say what to requeue: deliveryId, endpointId or since");
+      }
+      const appId = await scope(request, b.appId);
+      const requeued = await requeueDeliveries(
+        pool,
+        {
+          deliveryId: b.deliveryId ? parseDeliveryId(b.deliveryId) : undefined,
+          endpointId: (await endpointInScope(request, b.endpointId)) ?? undefined,
+          since: b.since ? new Date(b.since) : undefined,
+          appId,
+          includeFailed: b.includeFailed,
+        },
+        `api:${request.principal.keyId}`,
+        config.delivery.maxAttempts,
+      );
+      if (b.deliveryId && requeued === 0) throw notFound("dead or failed delivery");
+      return { requeued };
+    },
+  );
+
+  app.post<{ Params: { deliveryId: string } }>(
+    "/deliveries/:deliveryId/cancel",
+    { schema: { tags: ["operations"], params: { type: "object", properties: { deliveryId: str }, required: ["deliveryId"] } } },
+    async (request) => {
+      const id = parseDeliveryId(request.params.deliveryId);
+      const appId = request.principal.role === "app" ? request.principal.appId : null;
+      const { rows } = await pool.query(
+        "select status from deliveries where id = $1::bigint and ($2::text is null or app_id = $2::text)",
+        [id, appId],
+      );
+      if (!rows[0]) throw notFound("delivery");
+      if (!(await cancelDelivery(pool, id, appId))) {
+        throw conflict(`a ${rows[0].status} delivery cannot be canceled (only pending or awaiting retry)`);
+      }
+      return { deliveryId: `${DELIVERY_PREFIX}${id}`, status: "canceled" };
+    },
+  );
+}

@@ -1,0 +1,235 @@
+/**
+ * Dead letters: listing with filters, per-endpoint analysis, requeue and cancel.
+ * A dead letter is a delivery in status dead_letter; `updated_at` is when it died.
+ */
+import type { Pool, Queryable } from "../db/pool.ts";
+import { WORK_CHANNEL } from "../worker/work-listener.ts";
+import { detectPattern, type Pattern } from "./dead-letter-patterns.ts";
+
+export interface DeadLetterFilter {
+  appId?: string | null;
+  endpointId?: string | null;
+  statusCode?: number | null;
+  errorKind?: string | null;
+  since?: Date | null;
+  until?: Date | null;
+}
+
+const FILTER_SQL = `
+  d.status = 'dead_letter'
+  and ($1::text is null or d.app_id = $1::text)
+  and ($2::text is null or d.endpoint_id = $2::text)
+  and ($3::integer is null or d.last_status_code = $3::integer)
+  and ($4::text is null or d.last_error_kind = $4::text)
+  and ($5::timestamptz is null or d.updated_at >= $5::timestamptz)
+  and ($6::timestamptz is null or d.updated_at < $6::timestamptz)`;
+
+const filterValues = (f: DeadLetterFilter) => [
+  f.appId ?? null,
+  f.endpointId ?? null,
+  f.statusCode ?? null,
+  f.errorKind ?? null,
+  f.since ?? null,
+  f.until ?? null,
+];
+
+export interface DeadLetter {
+  deliveryId: number;
+  messageId: string;
+  endpointId: string;
+  appId: string;
+  eventType: string;
+  url: string;
+  attempts: number;
+  statusCode: number | null;
+  errorKind: string | null;
+  error: string | null;
+  deadAt: Date;
+}
+
+/** Dead letters newest first, `limit` at a time; `before` is the last page's last delivery id. */
+export async function listDeadLetters(
+  db: Queryable,
+  filter: DeadLetterFilter,
+  page: { limit: number; before?: number | null },
+): Promise<DeadLetter[]> {
+  const { rows } = await db.query(
+    `select d.id, d.message_id, d.endpoint_id, d.app_id, m.event_type, e.url, d.attempt_count,
+            d.last_status_code, d.last_error_kind, d.last_error, d.updated_at
+     from deliveries d
+     join messages m on m.id = d.message_id
+     join endpoints e on e.id = d.endpoint_id
+     where ${FILTER_SQL} and ($7::bigint is null or d.id < $7::bigint)
+     order by d.id desc limit $8::integer`,
+    [...filterValues(filter), page.before ?? null, page.limit],
+  );
+  return rows.map((r) => ({
+    deliveryId: r.id,
+    messageId: r.message_id,
+    endpointId: r.endpoint_id,
+    appId: r.app_id,
+    eventType: r.event_type,
+    url: r.url,
+    attempts: r.attempt_count,
+    statusCode: r.last_status_code,
+    errorKind: r.last_error_kind,
+    error: r.last_error,
+    deadAt: r.updated_at,
+  }));
+}
+
+export interface EndpointDeadLetterAnalysis extends Pattern {
+  endpointId: string;
+  appId: string;
+  url: string;
+  deadCount: number;
+  mostCommonError: string | null;
+  mostCommonStatusCode: number | null;
+  firstDeadAt: Date;
+  lastDeadAt: Date;
+  averageAttempts: number;
+}
+
+/** One analysis per endpoint with dead letters matching the filter, most dead first. */
+export async function analyzeDeadLetters(db: Queryable, filter: DeadLetterFilter): Promise<EndpointDeadLetterAnalysis[]> {
+  const { rows } = await db.query(
+    `with dead as (
+       select d.endpoint_id, d.app_id, d.last_error, d.last_status_code, d.attempt_count, d.updated_at
+       from deliveries d where ${FILTER_SQL}
+     ),
+     windows as (
+       select endpoint_id, max(n)::int as max_in_15
+       from (select endpoint_id, count(*) as n from dead
+             group by endpoint_id, date_bin('15 minutes', updated_at, timestamptz '2000-01-01')) b
+       group by endpoint_id
+     )
+     select d.endpoint_id, min(d.app_id) as app_id, e.url, count(*)::int as dead_count,
+            mode() within group (order by d.last_error) as common_error,
+            mode() within group (order by d.last_status_code) as common_status,
+            min(d.updated_at) as first_at, max(d.updated_at) as last_at,
+            avg(d.attempt_count)::float8 as avg_attempts,
+            (count(*) filter (where d.last_status_code in (401, 403)))::int as credentials,
+            (count(*) filter (where d.last_status_code = 429))::int as rate_limited,
+            count(distinct date_trunc('hour', d.updated_at))::int as distinct_hours,
+            w.max_in_15
+     from dead d
+     join endpoints e on e.id = d.endpoint_id
+     join windows w on w.endpoint_id = d.endpoint_id
+     group by d.endpoint_id, e.url, w.max_in_15
+     order by dead_count desc, d.endpoint_id`,
+    filterValues(filter),
+  );
+  return rows.map((r) => ({
+    endpointId: r.endpoint_id,
+    appId: r.app_id,
+    url: r.url,
+    deadCount: r.dead_count,
+    mostCommonError: r.common_error,
+    mostCommonStatusCode: r.common_status,
+    firstDeadAt: r.first_at,
+    lastDeadAt: r.last_at,
+    averageAttempts: Math.round(r.avg_attempts * 100) / 100,
+    ...detectPattern({
+      count: r.dead_count,
+      credentials: r.credentials,
+      rateLimited: r.rate_limited,
+      maxIn15Minutes: r.max_in_15,
+      firstAt: r.first_at,
+      lastAt: r.last_at,
+      distinctHours: r.distinct_hours,
+    }),
+  }));
+}
+
+export interface RequeueTarget {
+  /** one delivery */
+  deliveryId?: number;
+  /** every dead letter of this endpoint */
+  endpointId?: string;
+  /** every dead (and, with includeFailed, failed) delivery that died/failed since then */
+  since?: Date;
+  appId?: string | null;
+  includeFailed?: boolean;
+}
+
+/**
+ * Requeues in one set-based statement: a fresh attempt budget, the same message id,
+ * recorded as requeued by whom and when. Each endpoint's rows are spaced out at the pace
+ * its rate limit allows, so a requeue of thousands does not arrive as one burst.
+ */
+export async function requeueDeliveries(
+  db: Queryable,
+  target: RequeueTarget,
+  by: string,
+  defaultMaxAttempts: number,
+): Promise<number> {
+  const { rows } = await db.query(
+    `with target as (
+       -- (the lock is taken inside: FOR UPDATE cannot sit beside a window function)
+       select l.id, l.endpoint_id, row_number() over (partition by l.endpoint_id order by l.id) as rn
+       from (
+         select d.id, d.endpoint_id
+         from deliveries d
+         where (d.status = 'dead_letter' or ($5::boolean and d.status = 'failed'))
+           and ($1::bigint is null or d.id = $1::bigint)
+           and ($2::text is null or d.endpoint_id = $2::text)
+           and ($3::timestamptz is null or d.updated_at >= $3::timestamptz)
+           and ($4::text is null or d.app_id = $4::text)
+         for update of d
+       ) l
+     ),
+     paced as (
+       select t.id, coalesce(e.max_attempts, $7::integer) as max_attempts,
+              -- least() skips nulls: the strictest configured limit, per second
+              now() + coalesce((t.rn - 1) / least(coalesce(e.rate_per_second, e.throttle_rate)::float8,
+                                                  e.rate_per_minute / 60.0,
+                                                  e.rate_per_hour / 3600.0), 0) * interval '1 second' as due
+       from target t join endpoints e on e.id = t.endpoint_id
+     ),
+     requeued as (
+       update deliveries d
+       set status = 'pending', attempt_count = 0, max_attempts = p.max_attempts,
+           next_attempt_at = p.due, trigger = 'manual', requeued_at = now(), requeued_by = $6::text,
+           claim_token = null, lease_expires_at = null, claimed_by = null, updated_at = now()
+       from paced p
+       where d.id = p.id
+       returning 1
+     )
+     select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
+     from requeued`,
+    [
+      target.deliveryId ?? null,
+      target.endpointId ?? null,
+      target.since ?? null,
+      target.appId ?? null,
+      target.includeFailed ?? false,
+      by,
+      defaultMaxAttempts,
+    ],
+  );
+  return rows[0].n;
+}
+
+/** Cancels a delivery that has not been delivered yet (pending or waiting for a retry). */
+export async function cancelDelivery(db: Queryable, deliveryId: number, appId: string | null): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `update deliveries set status = 'canceled', updated_at = now()
+     where id = $1::bigint and status in ('pending', 'failed') and ($2::text is null or app_id = $2::text)`,
+    [deliveryId, appId],
+  );
+  return rowCount === 1;
+}
+
+/** Endpoint ids with dead letters matching a requeue target (for per-endpoint progress). */
+export async function endpointsToRequeue(pool: Pool, target: RequeueTarget): Promise<string[]> {
+  const { rows } = await pool.query(
+    `select distinct endpoint_id from deliveries
+     where (status = 'dead_letter' or ($4::boolean and status = 'failed'))
+       and ($1::text is null or endpoint_id = $1::text)
+       and ($2::timestamptz is null or updated_at >= $2::timestamptz)
+       and ($3::text is null or app_id = $3::text)
+     order by endpoint_id`,
+    [target.endpointId ?? null, target.since ?? null, target.appId ?? null, target.includeFailed ?? false],
+  );
+  return rows.map((r) => r.endpoint_id);
+}
