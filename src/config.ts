@@ -90,6 +90,12 @@ export interface Config {
   bodyLimitBytes: number;
   /** idempotencyTtlMs: how long an idempotency-key's response is replayed. Default 24 h. */
   idempotencyTtlMs: number;
+  /** metricsToken: if set, /metrics requires `Authorization: Bearer <token>`. */
+  metricsToken: string | undefined;
+  /** metricsPort: a worker-only process serves /metrics on this port (0 = none). */
+  metricsPort: number;
+  /** metricsMaxEndpoints: endpoints with their own latency-histogram label. Default 100. */
+  metricsMaxEndpoints: number;
   delivery: DeliveryDefaults;
   health: HealthConfig;
   alerts: AlertConfig;
@@ -138,6 +144,9 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     dbPoolSize: int("HOOKRELAY_DB_POOL_SIZE", 10, 2),
     bodyLimitBytes: int("HOOKRELAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024),
     idempotencyTtlMs: int("HOOKRELAY_IDEMPOTENCY_TTL_MS", 24 * 3600_000, 1),
+    metricsToken: str("HOOKRELAY_METRICS_TOKEN"),
+    metricsPort: int("HOOKRELAY_METRICS_PORT", 0),
+    metricsMaxEndpoints: int("HOOKRELAY_METRICS_MAX_ENDPOINTS", 100, 0),
     delivery: {
       timeoutMs: int("HOOKRELAY_TIMEOUT_MS", 15_000, 1),
       maxAttempts: int("HOOKRELAY_MAX_ATTEMPTS", 5, 1),

@@ -3,8 +3,9 @@
  * stop intake (HTTP), drain the worker, close the listener and maintenance, end the pool,
  * stop the embedded database. `start` and `stop` are safe to call twice.
  */
-import type { FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance } from "fastify";
 import { ensureFirstAdminKey } from "./api/auth.ts";
+import { registerMetricsRoute } from "./api/routes/health.ts";
 import { buildApi } from "./api/server.ts";
 import type { Config } from "./config.ts";
 import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded.ts";
@@ -14,6 +15,7 @@ import { makeHttpSender } from "./delivery/http-sender.ts";
 import type { Logger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
+import { makeMetrics } from "./ops/metrics.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
@@ -83,10 +85,12 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
   let listener: WorkListener | null = null;
   let maintenance: Maintenance | null = null;
   let sender: ReturnType<typeof makeHttpSender> | null = null;
+  let metricsServer: FastifyInstance | null = null;
   let stopping: Promise<void> | null = null;
 
   async function stopAll(): Promise<void> {
     await api?.close();
+    await metricsServer?.close();
     await worker?.stop();
     await listener?.stop();
     await maintenance?.stop();
@@ -103,17 +107,36 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
 
     let generatedAdminKey: string | null = null;
     let apiUrl: string | null = null;
+    const metrics = makeMetrics({
+      pool,
+      maxEndpointLabels: config.metricsMaxEndpoints,
+      inFlight: () => worker?.inFlight ?? 0,
+    });
     if (roles.api) {
       if (!config.adminKey) generatedAdminKey = await ensureFirstAdminKey(pool);
-      api = await buildApi({ pool, config, logger, ssrfGuard });
+      api = await buildApi({ pool, config, logger, ssrfGuard, metrics });
       await api.listen({ host: config.host, port: config.port });
       const address = api.server.address();
       const port = typeof address === "object" && address ? address.port : config.port;
       apiUrl = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
     }
+    if (roles.worker && !roles.api && config.metricsPort > 0) {
+      // A worker-only process has no API; it can still be scraped.
+      const server = Fastify({ logger: false });
+      registerMetricsRoute(server, metrics, config.metricsToken);
+      await server.listen({ host: config.host, port: config.metricsPort });
+      metricsServer = server;
+    }
     if (roles.worker) {
       sender = makeHttpSender({ ssrfGuard });
-      const w = makeWorker({ pool, sender, config, logger: logger.child({ component: "worker" }) });
+      const w = makeWorker({
+        pool,
+        sender,
+        config,
+        logger: logger.child({ component: "worker" }),
+        onResults: (results) => metrics.recordResults(results),
+        onClaim: (size) => metrics.recordClaim(size),
+      });
       worker = w;
       listener = makeWorkListener({ connectionString, onWork: () => w.wake(), logger });
       await listener.start();

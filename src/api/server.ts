@@ -17,6 +17,7 @@ import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { ApiError, badRequest } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import { makeMetrics, type Metrics } from "../ops/metrics.ts";
 import { makeSsrfGuard, type SsrfGuard } from "../security/ssrf-guard.ts";
 import { makeAuthenticator } from "./auth.ts";
 import { registerIdempotency } from "./idempotency.ts";
@@ -24,7 +25,7 @@ import { registerApplicationRoutes } from "./routes/applications.ts";
 import { registerAttemptRoutes } from "./routes/attempts.ts";
 import { registerEndpointHealthRoutes } from "./routes/endpoint-health.ts";
 import { registerEndpointRoutes } from "./routes/endpoints.ts";
-import { registerHealthRoutes } from "./routes/health.ts";
+import { registerHealthRoutes, registerMetricsRoute } from "./routes/health.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
 
@@ -34,6 +35,8 @@ export interface ApiOptions {
   logger: Logger;
   /** checks endpoint URLs when they are saved; default: one built from config.ssrfAllowlist */
   ssrfGuard?: SsrfGuard;
+  /** served at /metrics; default: queue-wide gauges only */
+  metrics?: Metrics;
 }
 
 export interface ApiContext extends ApiOptions {
@@ -132,6 +135,11 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     ssrfGuard: options.ssrfGuard ?? makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
   };
   registerHealthRoutes(app, ctx);
+  registerMetricsRoute(
+    app,
+    options.metrics ?? makeMetrics({ pool, maxEndpointLabels: config.metricsMaxEndpoints }),
+    config.metricsToken,
+  );
   await app.register(async (api) => {
     api.decorateRequest("principal", null as unknown as never);
     api.addHook("onRequest", async (request) => {

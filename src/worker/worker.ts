@@ -45,6 +45,8 @@ export interface WorkerOptions {
   logger: Logger;
   /** Called after each batch of results is written (metrics, tests). */
   onResults?: (results: DeliveryResult[]) => void;
+  /** Called with the size of every claim that took rows (metrics). */
+  onClaim?: (size: number) => void;
 }
 
 interface Running {
@@ -103,6 +105,7 @@ export function makeWorker(options: WorkerOptions): Worker {
       defaultTimeoutMs: defaults.timeoutMs,
       leaseMarginMs: cfg.leaseMarginMs,
     });
+    if (claims.length > 0) options.onClaim?.(claims.length);
     for (const claim of claims) {
       const entry: Running = { claim, token, abort: new AbortController() };
       running.set(claim.id, entry);

@@ -1,5 +1,8 @@
-/** GET /healthz: 200 when the database answers, 503 otherwise. */
+/** GET /healthz: 200 when the database answers, 503 otherwise. GET /metrics: Prometheus. */
+import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
+import { ApiError } from "../../errors.ts";
+import type { Metrics } from "../../ops/metrics.ts";
 import type { ApiContext } from "../server.ts";
 
 export function registerHealthRoutes(app: FastifyInstance, ctx: ApiContext): void {
@@ -11,5 +14,20 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: ApiContext): voi
       reply.code(503);
       return { status: "unavailable", detail: `database unreachable: ${(err as Error).message}` };
     }
+  });
+}
+
+/** Prometheus text format; with a token configured, only `Authorization: Bearer <token>`. */
+export function registerMetricsRoute(app: FastifyInstance, metrics: Metrics, token: string | undefined): void {
+  const expected = token ? Buffer.from(`Bearer ${token}`) : null;
+  app.get("/metrics", { schema: { hide: true } }, async (request, reply) => {
+    if (expected) {
+      const got = Buffer.from(request.headers.authorization ?? "");
+      if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
+        throw new ApiError(401, "unauthorized", "metrics require the metrics token (Authorization: Bearer <token>)");
+      }
+    }
+    reply.type(metrics.registry.contentType);
+    return metrics.registry.metrics();
   });
 }

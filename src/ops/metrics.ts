@@ -1,0 +1,114 @@
+/**
+ * Prometheus metrics (prom-client). Counters and histograms are fed by this process's
+ * worker; queue-wide gauges are read from the database at scrape time, so any process's
+ * /metrics shows the whole queue.
+ *
+ * Label cardinality is bounded: the per-endpoint latency histogram labels at most
+ * `maxEndpointLabels` endpoints (the first seen); the rest share endpoint="other".
+ */
+import client from "prom-client";
+import type { Pool } from "../db/pool.ts";
+import type { DeliveryResult } from "../queue/record-results.ts";
+
+export interface Metrics {
+  registry: client.Registry;
+  /** feed a batch of written results */
+  recordResults(results: readonly DeliveryResult[]): void;
+  recordClaim(size: number): void;
+}
+
+export function makeMetrics(options: {
+  pool: Pool;
+  maxEndpointLabels: number;
+  /** requests in flight in this process's worker, read at scrape time */
+  inFlight?: () => number;
+}): Metrics {
+  const registry = new client.Registry();
+  const deliveries = new client.Counter({
+    name: "hookrelay_deliveries_total",
+    help: "Deliveries that reached an outcome after an attempt, by outcome (delivered, failed = will retry, dead_letter).",
+    labelNames: ["outcome"],
+    registers: [registry],
+  });
+  const attempts = new client.Counter({
+    name: "hookrelay_attempts_total",
+    help: "HTTP attempts by status class (2xx..5xx, or error when no response came).",
+    labelNames: ["status_class"],
+    registers: [registry],
+  });
+  const latency = new client.Histogram({
+    name: "hookrelay_attempt_duration_seconds",
+    help: "Attempt latency (monotonic clock) per endpoint; endpoints past the label limit share endpoint=\"other\".",
+    labelNames: ["endpoint"],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [registry],
+  });
+  const claims = new client.Histogram({
+    name: "hookrelay_claim_batch_size",
+    help: "Rows taken by each claim that took any.",
+    buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
+    registers: [registry],
+  });
+  new client.Gauge({
+    name: "hookrelay_worker_in_flight",
+    help: "Requests this process's worker has in flight.",
+    registers: [registry],
+    collect() {
+      this.set(options.inFlight?.() ?? 0);
+    },
+  });
+  const labelled = new Set<string>();
+
+  const depth = new client.Gauge({ name: "hookrelay_queue_depth", help: "Deliveries by state (queue-wide).", labelNames: ["state"], registers: [registry] });
+  const oldest = new client.Gauge({ name: "hookrelay_oldest_pending_age_seconds", help: "Age of the oldest undelivered delivery (queue-wide); 0 when none.", registers: [registry] });
+  const circuits = new client.Gauge({ name: "hookrelay_circuits", help: "Endpoints by circuit state.", labelNames: ["state"], registers: [registry] });
+  const dead = new client.Gauge({ name: "hookrelay_dead_letters", help: "Deliveries in the dead-letter state.", registers: [registry] });
+  // Read the database once per scrape, for all the gauges above.
+  const scrape = new client.Gauge({
+    name: "hookrelay_metrics_scrape_ok",
+    help: "1 when the last scrape could read the database.",
+    registers: [registry],
+    async collect() {
+      try {
+        const { rows } = await options.pool.query(`
+          select
+            (select coalesce(json_object_agg(status, n), '{}') from (
+               select status, count(*)::int as n from deliveries
+               where status in ('pending', 'failed', 'in_flight') group by status) s) as depth,
+            (select extract(epoch from now() - min(created_at))::float8 from deliveries
+              where status in ('pending', 'failed', 'in_flight')) as oldest,
+            (select coalesce(json_object_agg(circuit_state, n), '{}') from (
+               select circuit_state, count(*)::int as n from endpoint_health group by circuit_state) c) as circuits,
+            (select count(*)::int from deliveries where status = 'dead_letter') as dead`);
+        const r = rows[0];
+        for (const state of ["pending", "failed", "in_flight"]) depth.set({ state }, r.depth[state] ?? 0);
+        oldest.set(r.oldest ?? 0);
+        for (const state of ["closed", "open", "half_open"]) circuits.set({ state }, r.circuits[state] ?? 0);
+        dead.set(r.dead);
+        this.set(1);
+      } catch {
+        this.set(0);
+      }
+    },
+  });
+  void scrape;
+
+  return {
+    registry,
+    recordResults(results) {
+      for (const r of results) {
+        deliveries.inc({ outcome: r.nextStatus });
+        attempts.inc({ status_class: r.statusCode === null ? "error" : `${Math.floor(r.statusCode / 100)}xx` });
+        let endpoint = r.endpointId;
+        if (!labelled.has(endpoint)) {
+          if (labelled.size < options.maxEndpointLabels) labelled.add(endpoint);
+          else endpoint = "other";
+        }
+        latency.observe({ endpoint }, r.latencyMs / 1000);
+      }
+    },
+    recordClaim(size) {
+      claims.observe(size);
+    },
+  };
+}
