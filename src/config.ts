@@ -40,6 +40,17 @@ export interface HealthConfig {
   statsIntervalMs: number;
 }
 
+export interface RetentionConfig {
+  /** payloadMs: fully delivered messages (payload, deliveries) are deleted after this. Default 30 days. */
+  payloadMs: number;
+  /** attemptsMs: attempt history is deleted after this. Default 30 days. */
+  attemptsMs: number;
+  /** deadLetterMs: dead letters not requeued are deleted after this. Default 30 days. */
+  deadLetterMs: number;
+  /** batch: rows per delete statement, so no purge holds locks for long. Default 2_000. */
+  batch: number;
+}
+
 export interface AlertConfig {
   /** deadLetterWindowMs: dead letters "grow" when this window holds more than the one before. Default 15 min. */
   deadLetterWindowMs: number;
@@ -99,13 +110,17 @@ export interface Config {
   delivery: DeliveryDefaults;
   health: HealthConfig;
   alerts: AlertConfig;
+  retention: RetentionConfig;
   worker: WorkerConfig;
 }
 
 type Env = Record<string, string | undefined>;
 
 /** Explicit settings (CLI flags, tests) that take precedence over the environment. */
-export type ConfigOverrides = Partial<Omit<Config, "delivery" | "health" | "alerts" | "worker">> & {
+export type ConfigOverrides = Partial<
+  Omit<Config, "delivery" | "health" | "alerts" | "retention" | "worker">
+> & {
+  retention?: Partial<RetentionConfig>;
   delivery?: Partial<DeliveryDefaults>;
   health?: Partial<HealthConfig>;
   alerts?: Partial<AlertConfig>;
@@ -171,6 +186,12 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       oldestPendingMs: int("HOOKRELAY_ALERT_OLDEST_PENDING_MS", 30 * 60_000, 1_000),
       webhookUrl: str("HOOKRELAY_ALERT_WEBHOOK_URL"),
     },
+    retention: {
+      payloadMs: int("HOOKRELAY_RETENTION_PAYLOAD_MS", 30 * 86_400_000, 60_000),
+      attemptsMs: int("HOOKRELAY_RETENTION_ATTEMPTS_MS", 30 * 86_400_000, 60_000),
+      deadLetterMs: int("HOOKRELAY_RETENTION_DEAD_LETTER_MS", 30 * 86_400_000, 60_000),
+      batch: int("HOOKRELAY_RETENTION_BATCH", 2_000, 1),
+    },
     worker: {
       concurrency: int("HOOKRELAY_WORKER_CONCURRENCY", 256, 1),
       claimBatch: int("HOOKRELAY_CLAIM_BATCH", 256, 1),
@@ -188,6 +209,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     delivery: { ...config.delivery, ...overrides.delivery },
     health: { ...config.health, ...overrides.health },
     alerts: { ...config.alerts, ...overrides.alerts },
+    retention: { ...config.retention, ...overrides.retention },
     worker: { ...config.worker, ...overrides.worker },
   };
   if (merged.delivery.retryCapMs < merged.delivery.retryBaseMs) {

@@ -16,6 +16,7 @@ import type { Logger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
 import { makeMetrics } from "./ops/metrics.ts";
+import { purgeExpired } from "./ops/retention.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
@@ -65,6 +66,7 @@ export function maintenanceTasks(config: Config): MaintenanceTask[] {
     { name: "purge-latency-samples", everyMs: every, run: (pool) => purgeLatencySamples(pool, config.health.windowMs).then(() => undefined) },
     { name: "reconcile-in-flight", everyMs: every, run: (pool) => reconcileInFlight(pool).then(() => undefined) },
     { ...purgeIdempotencyKeys(config.idempotencyTtlMs), everyMs: every },
+    { name: "retention", everyMs: every, run: (pool) => purgeExpired(pool, config.retention).then(() => undefined) },
     {
       name: "alerts",
       everyMs: every,

@@ -1,0 +1,70 @@
+/**
+ * Retention: old history is deleted in small batches (each its own short statement, found
+ * through BRIN or partial indexes), so a purge of millions of rows never holds locks that
+ * stall the queue. Only finished work is touched: a message goes only when none of its
+ * deliveries is still pending, retrying, in flight or dead-lettered.
+ *
+ * | what                         | kept for (default)                       |
+ * | attempts                     | 30 days (HOOKRELAY_RETENTION_ATTEMPTS_MS) |
+ * | delivered messages, payloads | 30 days (HOOKRELAY_RETENTION_PAYLOAD_MS)  |
+ * | dead letters                 | 30 days unless requeued (..._DEAD_LETTER_MS) |
+ * | latency samples              | the latency window, 24 h (src/health/latency-stats.ts) |
+ */
+import type { RetentionConfig } from "../config.ts";
+import type { Pool } from "../db/pool.ts";
+
+export interface PurgeProgress {
+  what: "attempts" | "dead_letters" | "messages";
+  deleted: number;
+}
+
+const PURGES: ReadonlyArray<{ what: PurgeProgress["what"]; age: (r: RetentionConfig) => number; sql: string }> = [
+  {
+    what: "attempts",
+    age: (r) => r.attemptsMs,
+    sql: `delete from attempts where ctid = any (array(
+            select ctid from attempts
+            where created_at < now() - $1::bigint * interval '1 millisecond'
+            limit $2::integer))`,
+  },
+  {
+    what: "dead_letters",
+    age: (r) => r.deadLetterMs,
+    sql: `delete from deliveries where ctid = any (array(
+            select ctid from deliveries
+            where status = 'dead_letter' and updated_at < now() - $1::bigint * interval '1 millisecond'
+            limit $2::integer))`,
+  },
+  {
+    what: "messages",
+    age: (r) => r.payloadMs,
+    // deliveries of these messages (all delivered or canceled) go with them (cascade)
+    sql: `delete from messages where ctid = any (array(
+            select m.ctid from messages m
+            where m.created_at < now() - $1::bigint * interval '1 millisecond'
+              and not exists (
+                select 1 from deliveries d
+                where d.message_id = m.id
+                  and d.status in ('pending', 'failed', 'in_flight', 'dead_letter'))
+            limit $2::integer))`,
+  },
+];
+
+/** Runs every purge to completion, batch by batch; `onProgress` hears after each batch. */
+export async function purgeExpired(
+  pool: Pool,
+  retention: RetentionConfig,
+  onProgress?: (p: PurgeProgress) => void,
+): Promise<Record<PurgeProgress["what"], number>> {
+  const totals = { attempts: 0, dead_letters: 0, messages: 0 };
+  for (const purge of PURGES) {
+    for (;;) {
+      const { rowCount } = await pool.query(purge.sql, [purge.age(retention), retention.batch]);
+      const n = rowCount ?? 0;
+      totals[purge.what] += n;
+      if (n > 0) onProgress?.({ what: purge.what, deleted: totals[purge.what] });
+      if (n < retention.batch) break;
+    }
+  }
+  return totals;
+}
