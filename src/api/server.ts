@@ -11,6 +11,7 @@ import Fastify, {
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
 } from "fastify";
 import secureJson from "secure-json-parse";
 import type { Config } from "../config.ts";
@@ -19,7 +20,7 @@ import { ApiError, badRequest } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { makeMetrics, type Metrics } from "../ops/metrics.ts";
 import { makeSsrfGuard, type SsrfGuard } from "../security/ssrf-guard.ts";
-import { makeAuthenticator } from "./auth.ts";
+import { makeAuthenticator, type Principal } from "./auth.ts";
 import { registerIdempotency } from "./idempotency.ts";
 import { registerApplicationRoutes } from "./routes/applications.ts";
 import { registerAttemptRoutes } from "./routes/attempts.ts";
@@ -37,6 +38,12 @@ export interface ApiOptions {
   ssrfGuard?: SsrfGuard;
   /** served at /metrics; default: queue-wide gauges only */
   metrics?: Metrics;
+  /**
+   * Replaces bearer-key authentication. Only for in-process callers that already hold the
+   * database credentials (the CLI drives the API through inject() this way); never set
+   * for a listening server.
+   */
+  authenticate?: (request: FastifyRequest) => Promise<Principal>;
 }
 
 export interface ApiContext extends ApiOptions {
@@ -129,7 +136,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
 
-  const authenticate = makeAuthenticator(pool, config.adminKey);
+  const authenticate = options.authenticate ?? makeAuthenticator(pool, config.adminKey);
   const ctx: ApiContext = {
     ...options,
     ssrfGuard: options.ssrfGuard ?? makeSsrfGuard({ allowlist: config.ssrfAllowlist }),

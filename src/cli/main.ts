@@ -5,9 +5,11 @@
 import { Command, InvalidArgumentError } from "commander";
 import { type Config, loadConfig } from "../config.ts";
 import { migrate } from "../db/migrate.ts";
-import { HookRelayError } from "../errors.ts";
+import { ApiError, HookRelayError } from "../errors.ts";
 import { makeLogger } from "../logger.ts";
 import { openDatabase, type Roles, startRuntime } from "../runtime.ts";
+import { registerOperatorCommands } from "./commands.ts";
+import { ExitCode } from "./output.ts";
 
 const intArg = (value: string): number => {
   const n = Number(value);
@@ -66,7 +68,9 @@ async function serve(roles: Roles, flags: ServeFlags): Promise<void> {
 const program = new Command()
   .name("hookrelay")
   .description("Webhook and postback delivery on PostgreSQL")
-  .showHelpAfterError();
+  .showHelpAfterError()
+  // commander's own usage errors exit 2, like ours
+  .exitOverride((err) => process.exit(err.exitCode === 1 ? 2 : err.exitCode));
 
 const serveCommand = (name: string, description: string, roles: Roles) =>
   program
@@ -97,9 +101,18 @@ program
     }
   });
 
+registerOperatorCommands(program);
+
 program.parseAsync().catch((err: unknown) => {
-  const message = err instanceof HookRelayError ? `${err.code}: ${err.message}` : String(err);
+  const message =
+    err instanceof ApiError
+      ? `${err.message} (${err.code})`
+      : err instanceof HookRelayError
+        ? `${err.code}: ${err.message}`
+        : err instanceof Error
+          ? err.message
+          : String(err);
   process.stderr.write(`hookrelay: ${message}\n`);
   if (err instanceof Error && err.cause) process.stderr.write(`  cause: ${String(err.cause)}\n`);
-  process.exit(1);
+  process.exit(err instanceof InvalidArgumentError ? 2 : ExitCode.error);
 });
