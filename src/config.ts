@@ -101,6 +101,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** idempotencyTtlMs: how long an idempotency-key's response is replayed. Default 24 h. */
   idempotencyTtlMs: number;
+  /** apiRateLimitPerSecond: requests per second per API key and process (burst 2x); 0 = off. Default 10_000. */
+  apiRateLimitPerSecond: number;
   /** metricsToken: if set, /metrics requires `Authorization: Bearer <token>`. */
   metricsToken: string | undefined;
   /** metricsPort: a worker-only process serves /metrics on this port (0 = none). */
@@ -159,6 +161,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     dbPoolSize: int("HOOKRELAY_DB_POOL_SIZE", 10, 2),
     bodyLimitBytes: int("HOOKRELAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024),
     idempotencyTtlMs: int("HOOKRELAY_IDEMPOTENCY_TTL_MS", 24 * 3600_000, 1),
+    apiRateLimitPerSecond: int("HOOKRELAY_API_RATE_LIMIT", 10_000, 0),
     metricsToken: str("HOOKRELAY_METRICS_TOKEN"),
     metricsPort: int("HOOKRELAY_METRICS_PORT", 0),
     metricsMaxEndpoints: int("HOOKRELAY_METRICS_MAX_ENDPOINTS", 100, 0),

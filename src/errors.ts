@@ -26,9 +26,17 @@ export class DatabaseError extends HookRelayError {
 /** An error the API answers with its own status and `{ code, detail }` body. */
 export class ApiError extends HookRelayError {
   readonly status: number;
-  constructor(status: number, code: string, detail: string, options?: { cause?: unknown }) {
+  /** extra response headers, e.g. Retry-After on a 429 */
+  readonly headers: Record<string, string>;
+  constructor(
+    status: number,
+    code: string,
+    detail: string,
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
     super(code, detail, options);
     this.status = status;
+    this.headers = options?.headers ?? {};
   }
 
   toJSON(): { code: string; detail: string } {

@@ -2,12 +2,17 @@
  * Bearer-key authentication. Keys are stored as SHA-256 hashes; the key from
  * HOOKRELAY_ADMIN_KEY, if set, is also an admin key. An app-scoped key sees only its app:
  * anything of another app answers 404, never 403, so existence is not revealed.
+ *
+ * Every failure is the same 401, whatever was wrong (missing, malformed, bad checksum,
+ * unknown, revoked). Malformed keys are refused before any database lookup. Revocation
+ * takes effect at once: keys are looked up on every request, never cached.
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { Queryable } from "../db/pool.ts";
 import { ApiError, notFound } from "../errors.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
+import { checkApiKey, generateApiKey } from "../security/api-key-format.ts";
 
 export type Principal =
   | { role: "admin"; keyId: string }
@@ -35,6 +40,7 @@ export function makeAuthenticator(db: Queryable, envAdminKey: string | undefined
     if (envHash && timingSafeEqual(envHash, Buffer.from(hash, "hex"))) {
       return { role: "admin", keyId: "env" };
     }
+    if (!checkApiKey(match[1]!)) throw unauthorized();
     const { rows } = await db.query({
       name: "hookrelay_auth_key",
       text: `select id, role, app_id from api_keys where key_hash = $1::text and revoked_at is null`,
@@ -59,7 +65,7 @@ export async function createApiKey(
   options: { role: "admin" } | { role: "app"; appId: string },
   name = "",
 ): Promise<{ id: string; key: string }> {
-  const key = `hr_${options.role === "admin" ? "admin" : "app"}_${randomBytes(24).toString("base64url")}`;
+  const key = generateApiKey(options.role);
   const id = newId(ID_PREFIX.apiKey);
   await db.query(
     `insert into api_keys (id, name, key_hash, role, app_id) values ($1::text, $2::text, $3::text, $4::text, $5::text)`,

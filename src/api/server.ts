@@ -21,6 +21,8 @@ import type { Logger } from "../logger.ts";
 import { makeMetrics, type Metrics } from "../ops/metrics.ts";
 import { makeSsrfGuard, type SsrfGuard } from "../security/ssrf-guard.ts";
 import { makeAuthenticator, type Principal } from "./auth.ts";
+import { makeKeyRateLimiter } from "./key-rate-limit.ts";
+import { registerApiKeyRoutes } from "./routes/api-keys.ts";
 import { registerIdempotency } from "./idempotency.ts";
 import { registerApplicationRoutes } from "./routes/applications.ts";
 import { registerAttemptRoutes } from "./routes/attempts.ts";
@@ -102,7 +104,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   });
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
-    if (err instanceof ApiError) return reply.code(err.status).send(err.toJSON());
+    if (err instanceof ApiError) return reply.code(err.status).headers(err.headers).send(err.toJSON());
     if (err.validation) {
       const first = err.validation[0];
       const extra = (first?.params as { additionalProperty?: string } | undefined)?.additionalProperty;
@@ -149,8 +151,10 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   );
   await app.register(async (api) => {
     api.decorateRequest("principal", null as unknown as never);
+    const limiter = makeKeyRateLimiter(config.apiRateLimitPerSecond);
     api.addHook("onRequest", async (request) => {
       request.principal = await authenticate(request);
+      limiter.take(request.principal.keyId);
     });
     registerIdempotency(api, pool, config.idempotencyTtlMs);
     registerApplicationRoutes(api, ctx);
@@ -159,6 +163,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     registerAttemptRoutes(api, ctx);
     registerEndpointHealthRoutes(api, ctx);
     registerOperationRoutes(api, ctx);
+    registerApiKeyRoutes(api, ctx);
   }, { prefix: "/api/v1" });
 
   return app;
