@@ -93,7 +93,10 @@ export interface Config {
   /** adminKey: accepted as an admin API key in addition to the stored ones. */
   adminKey: string | undefined;
   ssrfAllowlist: string[];
+  /** encryptionKey: seals signing secrets at rest (32 bytes, base64 or hex). */
   encryptionKey: string | undefined;
+  /** encryptionKeyPrevious: older keys, still accepted for opening while re-encrypting. */
+  encryptionKeyPrevious: string[];
   logLevel: string;
   /** dbPoolSize: connections per process. Default 10. */
   dbPoolSize: number;
@@ -157,6 +160,10 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       .map((s) => s.trim())
       .filter(Boolean),
     encryptionKey: str("HOOKRELAY_ENCRYPTION_KEY"),
+    encryptionKeyPrevious: (str("HOOKRELAY_ENCRYPTION_KEY_PREVIOUS") ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
     logLevel: str("HOOKRELAY_LOG_LEVEL") ?? "info",
     dbPoolSize: int("HOOKRELAY_DB_POOL_SIZE", 10, 2),
     bodyLimitBytes: int("HOOKRELAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024),

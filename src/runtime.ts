@@ -17,6 +17,7 @@ import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
 import { makeMetrics } from "./ops/metrics.ts";
 import { purgeExpired } from "./ops/retention.ts";
+import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
@@ -59,7 +60,7 @@ export async function openDatabase(config: Config, logger: Logger) {
 }
 
 /** The periodic housekeeping every deployment runs (in one process at a time). */
-export function maintenanceTasks(config: Config): MaintenanceTask[] {
+export function maintenanceTasks(config: Config, secretBox: SecretBox): MaintenanceTask[] {
   const every = config.worker.maintenanceIntervalMs;
   return [
     { name: "latency-stats", everyMs: config.health.statsIntervalMs, run: (pool) => refreshLatencyStats(pool, config.health).then(() => undefined) },
@@ -73,7 +74,7 @@ export function maintenanceTasks(config: Config): MaintenanceTask[] {
       async run(pool) {
         const changes = await syncAlerts(pool, config);
         if (config.alerts.webhookUrl) {
-          await postAlerts(pool, config.alerts.webhookUrl, changes, config.delivery.maxAttempts);
+          await postAlerts(pool, config.alerts.webhookUrl, changes, config.delivery.maxAttempts, secretBox);
         }
       },
     },
@@ -104,6 +105,10 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
   try {
     // Built first: a malformed HOOKRELAY_SSRF_ALLOWLIST stops the process at start.
     const ssrfGuard = makeSsrfGuard({ allowlist: config.ssrfAllowlist });
+    const secretBox = makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious);
+    if (!secretBox.encrypting) {
+      logger.warn("HOOKRELAY_ENCRYPTION_KEY is not set: endpoint signing secrets are stored unencrypted");
+    }
     const applied = await migrate(pool);
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
 
@@ -116,7 +121,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
     });
     if (roles.api) {
       if (!config.adminKey) generatedAdminKey = await ensureFirstAdminKey(pool);
-      api = await buildApi({ pool, config, logger, ssrfGuard, metrics });
+      api = await buildApi({ pool, config, logger, ssrfGuard, metrics, secretBox });
       await api.listen({ host: config.host, port: config.port });
       const address = api.server.address();
       const port = typeof address === "object" && address ? address.port : config.port;
@@ -138,6 +143,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         logger: logger.child({ component: "worker" }),
         onResults: (results) => metrics.recordResults(results),
         onClaim: (size) => metrics.recordClaim(size),
+        secretBox,
       });
       worker = w;
       listener = makeWorkListener({ connectionString, onWork: () => w.wake(), logger });
@@ -147,7 +153,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         pool,
         logger: logger.child({ component: "maintenance" }),
         intervalMs: Math.min(config.worker.maintenanceIntervalMs, config.health.statsIntervalMs),
-        tasks: maintenanceTasks(config),
+        tasks: maintenanceTasks(config, secretBox),
       });
       maintenance.start();
     }

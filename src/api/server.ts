@@ -19,6 +19,7 @@ import type { Pool } from "../db/pool.ts";
 import { ApiError, badRequest } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { makeMetrics, type Metrics } from "../ops/metrics.ts";
+import { makeSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { makeSsrfGuard, type SsrfGuard } from "../security/ssrf-guard.ts";
 import { makeAuthenticator, type Principal } from "./auth.ts";
 import { makeKeyRateLimiter } from "./key-rate-limit.ts";
@@ -40,6 +41,8 @@ export interface ApiOptions {
   ssrfGuard?: SsrfGuard;
   /** served at /metrics; default: queue-wide gauges only */
   metrics?: Metrics;
+  /** seals signing secrets at rest; default: one built from the configuration */
+  secretBox?: SecretBox;
   /**
    * Replaces bearer-key authentication. Only for in-process callers that already hold the
    * database credentials (the CLI drives the API through inject() this way); never set
@@ -50,6 +53,7 @@ export interface ApiOptions {
 
 export interface ApiContext extends ApiOptions {
   ssrfGuard: SsrfGuard;
+  secretBox: SecretBox;
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
@@ -142,6 +146,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   const ctx: ApiContext = {
     ...options,
     ssrfGuard: options.ssrfGuard ?? makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
+    secretBox: options.secretBox ?? makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
   };
   registerHealthRoutes(app, ctx);
   registerMetricsRoute(

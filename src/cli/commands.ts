@@ -7,6 +7,8 @@ import { readFile } from "node:fs/promises";
 import { type Command, InvalidArgumentError } from "commander";
 import { endpointsToRequeue } from "../ops/dead-letters.ts";
 import { purgeExpired } from "../ops/retention.ts";
+import { reencryptSecrets } from "../security/reencrypt.ts";
+import { makeSecretBox } from "../security/secret-box.ts";
 import { type LocalApi, withLocalApi } from "./local-api.ts";
 import { duration, ExitCode, type OutputOptions, print, table } from "./output.ts";
 
@@ -350,6 +352,28 @@ export function registerOperatorCommands(program: Command): void {
           ...(o.eventId && { eventId: o.eventId }),
         });
         print(o, m, () => `accepted ${m.id}`);
+        return ExitCode.ok;
+      }),
+    );
+
+  program
+    .command("secrets")
+    .description("signing secrets at rest")
+    .command("reencrypt")
+    .description("seal every signing secret under HOOKRELAY_ENCRYPTION_KEY (after adding or rotating it)")
+    .option("--json", "JSON output")
+    .action(
+      run(async (api, o: OutputOptions) => {
+        const box = makeSecretBox(api.config.encryptionKey, api.config.encryptionKeyPrevious);
+        const changed = await reencryptSecrets(api.pool, box, (n) => {
+          if (!o.json) process.stderr.write(`\r${n} secrets rewritten   `);
+        });
+        if (!o.json) process.stderr.write("\n");
+        print(o, { reencrypted: changed, encrypted: box.encrypting }, () =>
+          box.encrypting
+            ? `${changed} secrets sealed under the current key`
+            : `${changed} secrets stored unencrypted (no HOOKRELAY_ENCRYPTION_KEY)`,
+        );
         return ExitCode.ok;
       }),
     );

@@ -8,13 +8,14 @@ import { type Pool, withTransaction } from "../db/pool.ts";
 import { generateSecret } from "../delivery/sign.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
 import { enqueueMessage } from "../queue/enqueue-message.ts";
+import type { SecretBox } from "../security/secret-box.ts";
 import type { Alert } from "./alerts.ts";
 
 export const OPERATOR_APP_UID = "hookrelay-operator";
 export const OPERATOR_ENDPOINT_UID = "alerts";
 
 /** Creates (or re-points) the operator app and endpoint; returns the app id. */
-export async function ensureOperatorEndpoint(pool: Pool, url: string): Promise<string> {
+export async function ensureOperatorEndpoint(pool: Pool, url: string, secretBox: SecretBox): Promise<string> {
   return withTransaction(pool, async (client) => {
     await client.query("select pg_advisory_xact_lock(hashtext('hookrelay-operator'))");
     const app = await client.query(
@@ -35,7 +36,7 @@ export async function ensureOperatorEndpoint(pool: Pool, url: string): Promise<s
     if (ep.rows[0].created) {
       await client.query("insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)", [
         ep.rows[0].id,
-        generateSecret(),
+        secretBox.seal(generateSecret()),
       ]);
     }
     return appId;
@@ -48,13 +49,14 @@ export async function postAlerts(
   url: string,
   changes: { raised: Alert[]; resolved: Alert[] },
   maxAttempts: number,
+  secretBox: SecretBox,
 ): Promise<number> {
   const events = [
     ...changes.raised.map((alert) => ({ type: "alert.raised", alert })),
     ...changes.resolved.map((alert) => ({ type: "alert.resolved", alert })),
   ];
   if (events.length === 0) return 0;
-  const appId = await ensureOperatorEndpoint(pool, url);
+  const appId = await ensureOperatorEndpoint(pool, url, secretBox);
   for (const e of events) {
     await enqueueMessage(
       pool,

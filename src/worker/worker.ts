@@ -19,6 +19,7 @@ import type { AttemptResult, HttpSender } from "../delivery/http-sender.ts";
 import { type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
 import { secretKey, signatureHeader } from "../delivery/sign.ts";
 import type { Logger } from "../logger.ts";
+import { makeSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
 import { afterAttempt } from "../queue/delivery-states.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
@@ -47,6 +48,8 @@ export interface WorkerOptions {
   onResults?: (results: DeliveryResult[]) => void;
   /** Called with the size of every claim that took rows (metrics). */
   onClaim?: (size: number) => void;
+  /** opens signing secrets sealed at rest; default: secrets are stored plain */
+  secretBox?: SecretBox;
 }
 
 interface Running {
@@ -70,6 +73,7 @@ export function makeWorker(options: WorkerOptions): Worker {
   });
   const running = new Map<number, Running>();
   const keyCache = new Map<string, Buffer>();
+  const secretBox = options.secretBox ?? makeSecretBox(undefined);
   let stopping = false;
   let loop: Promise<void> | null = null;
   let stopped: Promise<void> | null = null;
@@ -118,7 +122,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     return secrets.map((secret) => {
       let key = keyCache.get(secret);
       if (!key) {
-        key = secretKey(secret);
+        key = secretKey(secretBox.open(secret));
         if (keyCache.size > 10_000) keyCache.clear();
         keyCache.set(secret, key);
       }

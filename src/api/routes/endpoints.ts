@@ -228,7 +228,11 @@ function uniqueUid(err: unknown): never {
   throw err;
 }
 
-async function insertEndpoint(pool: ApiContext["pool"], appId: string, body: EndpointIn): Promise<EndpointRow> {
+async function insertEndpoint(
+  { pool, secretBox }: Pick<ApiContext, "pool" | "secretBox">,
+  appId: string,
+  body: EndpointIn,
+): Promise<EndpointRow> {
   const cols: Record<string, unknown> = { ...toColumns(body), id: newId(ID_PREFIX.endpoint), app_id: appId };
   const secret = body.secret ? checkSecret(body.secret) : generateSecret();
   const names = Object.keys(cols);
@@ -240,7 +244,10 @@ async function insertEndpoint(pool: ApiContext["pool"], appId: string, body: End
         names.map((n) => (JSONB_COLUMNS.has(n) ? JSON.stringify(cols[n]) : cols[n])),
       )
       .catch(uniqueUid);
-    await client.query("insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)", [cols.id, secret]);
+    await client.query("insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)", [
+      cols.id,
+      secretBox.seal(secret),
+    ]);
     return rows[0];
   });
 }
@@ -261,7 +268,7 @@ async function updateEndpoint(db: Queryable, id: string, body: EndpointIn, repla
   return rows[0];
 }
 
-export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard }: ApiContext): void {
+export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard, secretBox }: ApiContext): void {
   /** The SSRF guard at save time (it runs again at connect time, against DNS rebinding). */
   async function guardUrl(body: EndpointIn): Promise<void> {
     if (body.url === undefined) return;
@@ -305,7 +312,7 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard }
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       await guardUrl(request.body);
       reply.code(201);
-      return endpointOut(await insertEndpoint(pool, appId, request.body));
+      return endpointOut(await insertEndpoint({ pool, secretBox }, appId, request.body));
     },
   );
 
@@ -333,7 +340,7 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard }
         if (!(err instanceof ApiError) || err.status !== 404) throw err;
         reply.code(201);
         const body = { ...request.body, uid: request.body.uid ?? checkPathUid(request.params.endpointId) };
-        return endpointOut(await insertEndpoint(pool, appId, body));
+        return endpointOut(await insertEndpoint({ pool, secretBox }, appId, body));
       }
       if (request.body.secret !== undefined) throw badRequest("secret cannot be changed by PUT; use secret/rotate");
       return endpointOut(await updateEndpoint(pool, endpointId, request.body, true));
@@ -376,7 +383,7 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard }
         [endpointId],
       );
       if (!rows[0]) throw notFound("secret");
-      return { key: rows[0].secret };
+      return { key: secretBox.open(rows[0].secret) };
     },
   );
 
@@ -408,7 +415,10 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard }
            where endpoint_id = $1::text and expires_at is null`,
           [endpointId, graceSeconds],
         );
-        await client.query("insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)", [endpointId, next]);
+        await client.query("insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)", [
+          endpointId,
+          secretBox.seal(next),
+        ]);
         // Expired secrets go; at most 4 old ones keep signing.
         await client.query(
           `delete from endpoint_secrets
