@@ -5,6 +5,7 @@
  */
 import path from "node:path";
 import { ConfigError } from "./errors.ts";
+import { DEFAULT_SENSITIVE_FIELDS } from "./security/redact.ts";
 
 export interface DeliveryDefaults {
   /** timeoutMs: absolute deadline of one attempt (connect, headers, body). Default 15_000. */
@@ -98,6 +99,8 @@ export interface Config {
   /** encryptionKeyPrevious: older keys, still accepted for opening while re-encrypting. */
   encryptionKeyPrevious: string[];
   logLevel: string;
+  /** sensitiveFields: field names whose values are masked in logs, errors and listings. */
+  sensitiveFields: string[];
   /** dbPoolSize: connections per process. Default 10. */
   dbPoolSize: number;
   /** bodyLimitBytes: largest accepted API request body. Default 1 MiB. */
@@ -165,6 +168,10 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       .map((s) => s.trim())
       .filter(Boolean),
     logLevel: str("HOOKRELAY_LOG_LEVEL") ?? "info",
+    sensitiveFields: str("HOOKRELAY_SENSITIVE_FIELDS")
+      ?.split(",")
+      .map((s) => s.trim())
+      .filter(Boolean) ?? [...DEFAULT_SENSITIVE_FIELDS],
     dbPoolSize: int("HOOKRELAY_DB_POOL_SIZE", 10, 2),
     bodyLimitBytes: int("HOOKRELAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024),
     idempotencyTtlMs: int("HOOKRELAY_IDEMPOTENCY_TTL_MS", 24 * 3600_000, 1),

@@ -17,6 +17,7 @@ import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
 import { makeMetrics } from "./ops/metrics.ts";
 import { purgeExpired } from "./ops/retention.ts";
+import { makeRedactor } from "./security/redact.ts";
 import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
@@ -73,6 +74,8 @@ export function maintenanceTasks(config: Config, secretBox: SecretBox): Maintena
       everyMs: every,
       async run(pool) {
         const changes = await syncAlerts(pool, config);
+        const redactor = makeRedactor(config.sensitiveFields);
+        for (const a of [...changes.raised, ...changes.resolved]) a.message = redactor.text(a.message);
         if (config.alerts.webhookUrl) {
           await postAlerts(pool, config.alerts.webhookUrl, changes, config.delivery.maxAttempts, secretBox);
         }
@@ -144,6 +147,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         onResults: (results) => metrics.recordResults(results),
         onClaim: (size) => metrics.recordClaim(size),
         secretBox,
+        redactor: makeRedactor(config.sensitiveFields),
       });
       worker = w;
       listener = makeWorkListener({ connectionString, onWork: () => w.wake(), logger });

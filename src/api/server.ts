@@ -19,6 +19,7 @@ import type { Pool } from "../db/pool.ts";
 import { ApiError, badRequest } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { makeMetrics, type Metrics } from "../ops/metrics.ts";
+import { makeRedactor, type Redactor } from "../security/redact.ts";
 import { makeSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { makeSsrfGuard, type SsrfGuard } from "../security/ssrf-guard.ts";
 import { makeAuthenticator, type Principal } from "./auth.ts";
@@ -54,6 +55,8 @@ export interface ApiOptions {
 export interface ApiContext extends ApiOptions {
   ssrfGuard: SsrfGuard;
   secretBox: SecretBox;
+  /** masks sensitive values in URLs and texts of listings */
+  redactor: Redactor;
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
@@ -147,6 +150,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     ...options,
     ssrfGuard: options.ssrfGuard ?? makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
     secretBox: options.secretBox ?? makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
+    redactor: makeRedactor(config.sensitiveFields),
   };
   registerHealthRoutes(app, ctx);
   registerMetricsRoute(

@@ -11,6 +11,7 @@ import type { Pool } from "../db/pool.ts";
 import { ApiError } from "../errors.ts";
 import { makeLogger } from "../logger.ts";
 import { openDatabase } from "../runtime.ts";
+import { makeRedactor } from "../security/redact.ts";
 
 export interface LocalApi {
   config: Config;
@@ -21,7 +22,7 @@ export interface LocalApi {
 
 export async function withLocalApi<T>(fn: (api: LocalApi) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const logger = makeLogger(config.logLevel === "info" ? "warn" : config.logLevel);
+  const logger = makeLogger(config.logLevel === "info" ? "warn" : config.logLevel, makeRedactor(config.sensitiveFields));
   const { pool, embedded } = await openDatabase(config, logger);
   try {
     await migrate(pool);

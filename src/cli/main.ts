@@ -8,6 +8,7 @@ import { migrate } from "../db/migrate.ts";
 import { ApiError, HookRelayError } from "../errors.ts";
 import { makeLogger } from "../logger.ts";
 import { openDatabase, type Roles, startRuntime } from "../runtime.ts";
+import { makeRedactor } from "../security/redact.ts";
 import { registerOperatorCommands } from "./commands.ts";
 import { ExitCode } from "./output.ts";
 
@@ -33,7 +34,7 @@ function configFrom(flags: ServeFlags): Config {
 
 async function serve(roles: Roles, flags: ServeFlags): Promise<void> {
   const config = configFrom(flags);
-  const logger = makeLogger(config.logLevel);
+  const logger = makeLogger(config.logLevel, makeRedactor(config.sensitiveFields));
   const runtime = await startRuntime(config, roles, logger);
   if (runtime.apiUrl) {
     process.stdout.write(`hookrelay API listening on ${runtime.apiUrl} (OpenAPI UI at ${runtime.apiUrl}/docs)\n`);
@@ -90,7 +91,7 @@ program
   .description("apply database migrations and exit")
   .action(async () => {
     const config = loadConfig();
-    const logger = makeLogger(config.logLevel);
+    const logger = makeLogger(config.logLevel, makeRedactor(config.sensitiveFields));
     const { pool, embedded } = await openDatabase(config, logger);
     try {
       const applied = await migrate(pool);

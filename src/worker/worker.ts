@@ -19,6 +19,7 @@ import type { AttemptResult, HttpSender } from "../delivery/http-sender.ts";
 import { type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
 import { secretKey, signatureHeader } from "../delivery/sign.ts";
 import type { Logger } from "../logger.ts";
+import { makeRedactor, type Redactor } from "../security/redact.ts";
 import { makeSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
 import { afterAttempt } from "../queue/delivery-states.ts";
@@ -50,6 +51,8 @@ export interface WorkerOptions {
   onClaim?: (size: number) => void;
   /** opens signing secrets sealed at rest; default: secrets are stored plain */
   secretBox?: SecretBox;
+  /** masks sensitive values in stored error texts, response bodies and URLs */
+  redactor?: Redactor;
 }
 
 interface Running {
@@ -74,6 +77,7 @@ export function makeWorker(options: WorkerOptions): Worker {
   const running = new Map<number, Running>();
   const keyCache = new Map<string, Buffer>();
   const secretBox = options.secretBox ?? makeSecretBox(undefined);
+  const redactor = options.redactor ?? makeRedactor();
   let stopping = false;
   let loop: Promise<void> | null = null;
   let stopped: Promise<void> | null = null;
@@ -180,7 +184,7 @@ export function makeWorker(options: WorkerOptions): Worker {
       endpointId: claim.endpointId,
       appId: claim.appId,
       trigger: claim.trigger,
-      url: claim.url,
+      url: redactor.url(claim.url),
       attemptNumber,
       nextStatus: next.status,
       retryDelayMs: next.retryDelayMs,
@@ -189,8 +193,8 @@ export function makeWorker(options: WorkerOptions): Worker {
       success: result.verdict === Verdict.success,
       statusCode: result.statusCode,
       errorKind: result.errorKind,
-      error: result.error,
-      responseBody: result.responseBody,
+      error: result.error === null ? null : redactor.text(result.error),
+      responseBody: result.responseBody === null ? null : redactor.text(result.responseBody),
       isProbe: claim.isProbe,
       pauseMs,
     };

@@ -90,7 +90,7 @@ const attemptQuery = {
 
 type AttemptQuery = PageQuery & { status?: number; endpoint_id?: string };
 
-export function registerAttemptRoutes(app: FastifyInstance, { pool, config }: ApiContext): void {
+export function registerAttemptRoutes(app: FastifyInstance, { pool, config, redactor }: ApiContext): void {
   async function listAttempts(filter: { messageId?: string; endpointId?: string }, q: AttemptQuery) {
     const plan = planPage(q, "descending");
     const outcome = q.status === undefined ? null : q.status === 0 ? "success" : q.status === 2 ? "failure" : "none";
@@ -172,7 +172,7 @@ export function registerAttemptRoutes(app: FastifyInstance, { pool, config }: Ap
         return {
           id: r.id,
           uid: r.uid,
-          url: r.url,
+          url: redactor.url(r.url),
           description: r.description,
           disabled: r.disabled,
           eventTypes: r.event_types,

@@ -40,14 +40,20 @@ const HEALTH_SELECT = `
 // biome-ignore lint/suspicious/noExplicitAny: a row of HEALTH_SELECT
 type HealthRow = Record<string, any>;
 
-function healthOut(r: HealthRow, health: HealthConfig, defaults: { maxInFlight: number }, latency: LatencyStats, history?: unknown[]) {
+function healthOut(
+  r: HealthRow,
+  health: HealthConfig,
+  defaults: { maxInFlight: number; redactUrl: (url: string) => string },
+  latency: LatencyStats,
+  history?: unknown[],
+) {
   const threshold = r.failure_threshold ?? health.failureThreshold;
   const { slow, verySlow } = slowness(latency, health);
   const oldest: Date | null = r.oldest_pending_at;
   return {
     endpointId: r.id,
     appId: r.app_id,
-    url: r.url,
+    url: defaults.redactUrl(r.url),
     disabled: r.disabled,
     circuit: {
       state: r.circuit_state,
@@ -91,8 +97,8 @@ async function circuitHistory(db: Pool, endpointId: string) {
   return rows.map((r) => ({ at: iso(r.at), from: r.from_state, to: r.to_state, reason: r.reason }));
 }
 
-export function registerEndpointHealthRoutes(app: FastifyInstance, { pool, config }: ApiContext): void {
-  const defaults = { maxInFlight: config.delivery.maxInFlight };
+export function registerEndpointHealthRoutes(app: FastifyInstance, { pool, config, redactor }: ApiContext): void {
+  const defaults = { maxInFlight: config.delivery.maxInFlight, redactUrl: redactor.url };
   type P = { Params: { appId: string; endpointId: string } };
   const params = {
     type: "object",

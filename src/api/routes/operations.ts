@@ -46,7 +46,7 @@ interface FilterQuery {
   until?: string;
 }
 
-export function registerOperationRoutes(app: FastifyInstance, { pool, config }: ApiContext): void {
+export function registerOperationRoutes(app: FastifyInstance, { pool, config, redactor }: ApiContext): void {
   /** The app a request is limited to: the query's (checked) or the key's own. */
   async function scope(request: FastifyRequest, appId: string | undefined): Promise<string | null> {
     if (appId) return resolveAppId(pool, request.principal, appId);
@@ -89,7 +89,10 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config }: 
   app.get<{ Querystring: { app_id?: string } }>(
     "/alerts",
     { schema: { tags: ["operations"], querystring: { type: "object", properties: { app_id: str } } } },
-    async (request) => ({ data: await currentAlerts(pool, config, await scope(request, request.query.app_id)) }),
+    async (request) => {
+      const alerts = await currentAlerts(pool, config, await scope(request, request.query.app_id));
+      return { data: alerts.map((a) => ({ ...a, message: redactor.text(a.message) })) };
+    },
   );
 
   app.get<{ Querystring: FilterQuery & { limit?: number; iterator?: string } }>(
@@ -113,7 +116,13 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config }: 
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       return {
-        data: page.map((d) => ({ ...d, deliveryId: `${DELIVERY_PREFIX}${d.deliveryId}`, deadAt: iso(d.deadAt) })),
+        data: page.map((d) => ({
+          ...d,
+          deliveryId: `${DELIVERY_PREFIX}${d.deliveryId}`,
+          url: redactor.url(d.url),
+          error: d.error === null ? null : redactor.text(d.error),
+          deadAt: iso(d.deadAt),
+        })),
         iterator: last ? `${DELIVERY_PREFIX}${last.deliveryId}` : null,
         prevIterator: null,
         done: rows.length <= limit,
@@ -127,7 +136,13 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config }: 
     async (request) => {
       const analysis = await analyzeDeadLetters(pool, await filterOf(request, request.query));
       return {
-        data: analysis.map((a) => ({ ...a, firstDeadAt: iso(a.firstDeadAt), lastDeadAt: iso(a.lastDeadAt) })),
+        data: analysis.map((a) => ({
+          ...a,
+          url: redactor.url(a.url),
+          mostCommonError: a.mostCommonError === null ? null : redactor.text(a.mostCommonError),
+          firstDeadAt: iso(a.firstDeadAt),
+          lastDeadAt: iso(a.lastDeadAt),
+        })),
       };
     },
   );

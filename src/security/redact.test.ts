@@ -1,0 +1,29 @@
+import { expect, test } from "vitest";
+import { makeRedactor, MASK } from "./redact.ts";
+
+const r = makeRedactor();
+
+test("masks sensitive fields in JSON, query strings, form bodies and emails", () => {
+  expect(r.text('{"click_id":"abc123","amount":5,"Email":"x@y.io","card_number":4111111111111111}')).toBe(
+    `{"click_id":"${MASK}","amount":5,"Email":"${MASK}","card_number":"${MASK}"}`,
+  );
+  expect(r.text("cid=XYZ&payout=3&transaction-id=T9")).toBe(`cid=${MASK}&payout=3&transaction-id=${MASK}`);
+  expect(r.text("invalid address jane.doe+1@example.com in request")).toBe(`invalid address ${MASK} in request`);
+  expect(r.text("nothing sensitive here: status=500")).toBe("nothing sensitive here: status=500");
+});
+
+test("masks sensitive query parameters of URLs and passwords in them", () => {
+  expect(r.url("https://t.example/pb?cid=abc&payout=1.5&gclid=G")).toBe(`https://t.example/pb?cid=${MASK}&payout=1.5&gclid=${MASK}`);
+  expect(r.url("https://u:pw@t.example/x")).toBe(`https://u:${MASK}@t.example/x`);
+  expect(r.url("https://t.example/plain?x=1")).toBe("https://t.example/plain?x=1");
+});
+
+test("objects: sensitive keys and strings inside values, configurable names", () => {
+  expect(r.object({ email: "a@b.co", nested: { msg: "cid=1", n: 2 }, list: ["token=abc"] })).toEqual({
+    email: MASK,
+    nested: { msg: `cid=${MASK}`, n: 2 },
+    list: [`token=${MASK}`],
+  });
+  const custom = makeRedactor(["player_id"]);
+  expect(custom.text('{"player_id":"p1","cid":"c"}')).toBe(`{"player_id":"${MASK}","cid":"c"}`);
+});
