@@ -173,6 +173,19 @@ table endpoints (
   constraint endpoints_pkey PRIMARY KEY (id)
 );
 
+table event_types (
+  name text not null,
+  description text not null,
+  archived boolean not null default false,
+  deprecated boolean not null default false,
+  schemas text,
+  group_name text,
+  feature_flags text[],
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  constraint event_types_pkey PRIMARY KEY (name)
+);
+
 table hookrelay_migrations (
   id integer not null,
   name text not null,
@@ -235,6 +248,7 @@ CREATE UNIQUE INDEX endpoint_secrets_pkey ON public.endpoint_secrets USING btree
 CREATE UNIQUE INDEX endpoints_app_id_uid_key ON public.endpoints USING btree (app_id, uid);
 CREATE INDEX endpoints_app_idx ON public.endpoints USING btree (app_id, id);
 CREATE UNIQUE INDEX endpoints_pkey ON public.endpoints USING btree (id);
+CREATE UNIQUE INDEX event_types_pkey ON public.event_types USING btree (name);
 CREATE UNIQUE INDEX hookrelay_migrations_pkey ON public.hookrelay_migrations USING btree (id);
 CREATE INDEX idempotency_keys_created_idx ON public.idempotency_keys USING btree (created_at);
 CREATE UNIQUE INDEX idempotency_keys_pkey ON public.idempotency_keys USING btree (principal, key);

@@ -30,6 +30,7 @@ import { registerApplicationRoutes } from "./routes/applications.ts";
 import { registerAttemptRoutes } from "./routes/attempts.ts";
 import { registerEndpointHealthRoutes } from "./routes/endpoint-health.ts";
 import { registerEndpointRoutes } from "./routes/endpoints.ts";
+import { registerEventTypeRoutes } from "./routes/event-types.ts";
 import { registerHealthRoutes, registerMetricsRoute } from "./routes/health.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
@@ -173,6 +174,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     registerEndpointHealthRoutes(api, ctx);
     registerOperationRoutes(api, ctx);
     registerApiKeyRoutes(api, ctx);
+    registerEventTypeRoutes(api, ctx);
   }, { prefix: "/api/v1" });
 
   return app;
