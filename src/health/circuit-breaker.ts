@@ -113,6 +113,7 @@ with i as (
 ),
 cur as (
   select h.endpoint_id, h.circuit_state, h.probe_delivery_id, h.very_slow,
+         coalesce(e.cooldown_ms, $11::integer) as base_cooldown,
          coalesce(h.cooldown_ms, coalesce(e.cooldown_ms, $11::integer)) as cooldown,
          case when i.any_ok then i.trailing_failures
               else h.consecutive_failures + i.trailing_failures end as failures,
@@ -149,14 +150,14 @@ changed as (
       cooldown_ms = case
         when n.to_state = n.circuit_state then h.cooldown_ms
         when n.to_state = 'closed' then null
-        when n.circuit_state = 'half_open' then least($12::integer, n.cooldown * 2)
+        when n.circuit_state = 'half_open' then least(greatest($12::integer, n.base_cooldown), n.cooldown * 2)
         else n.cooldown end,
       opened_at = case when n.to_state = 'open' and n.circuit_state <> 'open' then now() else h.opened_at end,
       open_until = case
         when n.to_state = n.circuit_state then h.open_until
         when n.to_state = 'closed' then null
         when n.circuit_state = 'half_open'
-          then now() + least($12::integer, n.cooldown * 2) * interval '1 millisecond'
+          then now() + least(greatest($12::integer, n.base_cooldown), n.cooldown * 2) * interval '1 millisecond'
         else now() + n.cooldown * interval '1 millisecond' end,
       probe_delivery_id = case when n.to_state <> n.circuit_state then null else h.probe_delivery_id end,
       probe_until = case when n.to_state <> n.circuit_state then null else h.probe_until end

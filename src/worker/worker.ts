@@ -72,7 +72,11 @@ export function makeWorker(options: WorkerOptions): Worker {
     flushBatch: cfg.flushBatch,
     flushIntervalMs: cfg.flushIntervalMs,
     health: options.config.health,
-    onWritten: options.onResults,
+    onWritten: (batch) => {
+      options.onResults?.(batch);
+      // Written results free in-flight room in the database: claim again.
+      sleeper.wake();
+    },
   });
   const running = new Map<number, Running>();
   const keyCache = new Map<string, Buffer>();

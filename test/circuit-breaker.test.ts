@@ -1,0 +1,377 @@
+/**
+ * The circuit breaker end to end, with 4 real worker processes (`node bin/hookrelay.js
+ * worker`) racing on one test database: the threshold opens the circuit, an open circuit
+ * sends nothing and uses no attempts, every cooldown end admits exactly ONE probe across
+ * all processes, failed probes double the cooldown up to the cap, a successful probe closes
+ * the circuit and the backlog drains, and an operator can force a circuit closed.
+ *
+ * No test waits out a real cooldown: the SQL state machine reads its clock from
+ * endpoint_health.open_until, so "time travel" is `update ... set open_until = now()`.
+ * The processes run with the default HealthConfig (threshold 10, cooldown 300 s, cap 1 h);
+ * the endpoints set their own threshold and short retry delays.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { WORK_CHANNEL } from "../src/worker/work-listener.ts";
+import { type Harness, startHarness } from "./helpers/harness.ts";
+import { type Receiver, type Reply, startReceiver, waitFor } from "./helpers/receiver.ts";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const BIN = path.join(ROOT, "bin", "hookrelay.js");
+const V1 = "/api/v1";
+const WORKERS = 4;
+
+// ---------------------------------------------------------------- worker processes
+
+interface Proc {
+  child: ChildProcess;
+  pid: number;
+  out: () => string;
+  exited: Promise<unknown>;
+}
+
+const procs: Proc[] = [];
+
+function spawnWorker(dbUrl: string): Proc {
+  const child = spawn(process.execPath, [BIN, "worker"], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      DATABASE_URL: dbUrl,
+      HOOKRELAY_LOG_LEVEL: "warn",
+      HOOKRELAY_POLL_INTERVAL_MS: "50",
+      HOOKRELAY_SSRF_ALLOWLIST: "127.0.0.0/8",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  if (child.pid === undefined) throw new Error("could not spawn a worker process");
+  let out = "";
+  child.stdout?.on("data", (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr?.on("data", (c: Buffer) => {
+    out += c.toString();
+  });
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  const proc = { child, pid: child.pid, out: () => out, exited };
+  procs.push(proc);
+  return proc;
+}
+
+const alive = (p: Proc) => p.child.exitCode === null && p.child.signalCode === null;
+
+async function startWorkers(n: number, dbUrl: string): Promise<void> {
+  const started = Array.from({ length: n }, () => spawnWorker(dbUrl));
+  await waitFor(
+    () => {
+      for (const p of started) if (!alive(p)) throw new Error(`worker exited early:\n${p.out()}`);
+      return started.every((p) => /worker .* running/.test(p.out()));
+    },
+    40_000,
+    "the worker processes to start",
+  );
+}
+
+async function killWorkers(): Promise<void> {
+  for (const p of procs) if (alive(p)) process.kill(p.pid, "SIGKILL");
+  await Promise.all(procs.map((p) => p.exited));
+}
+
+// ---------------------------------------------------------------- setup
+
+let h: Harness;
+let rx: Receiver;
+/** per receiver path: what it answers now */
+const replies = new Map<string, Reply>();
+
+beforeAll(async () => {
+  h = await startHarness({ ssrfAllowlist: ["127.0.0.0/8"] });
+  rx = await startReceiver((req) => replies.get(req.path) ?? { status: 200 });
+  await startWorkers(WORKERS, h.db.url);
+}, 120_000);
+
+afterAll(async () => {
+  await killWorkers();
+  await rx?.close();
+  await h?.close();
+});
+
+// ---------------------------------------------------------------- helpers
+
+let seq = 0;
+
+/** An app with one endpoint at receiver path `/name`; returns the ids. */
+async function makeEndpoint(name: string, policy: Record<string, unknown>) {
+  const app = await h.call("POST", `${V1}/app`, { name: `cb-${name}-${++seq}` });
+  expect(app.status).toBe(201);
+  const ep = await h.call("POST", `${V1}/app/${app.body.id}/endpoint`, {
+    url: `${rx.url}/${name}`,
+    ...policy,
+  });
+  expect(ep.status, JSON.stringify(ep.body)).toBe(201);
+  return { appId: app.body.id as string, endpointId: ep.body.id as string, path: `/${name}` };
+}
+
+async function send(appId: string, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const res = await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "cb", payload: { i } });
+    expect(res.status).toBe(202);
+  }
+}
+
+async function healthRow(endpointId: string) {
+  const { rows } = await h.db.pool.query(
+    `select circuit_state, consecutive_failures, cooldown_ms, in_flight, probe_delivery_id,
+            opened_at, open_until,
+            (extract(epoch from open_until - opened_at) * 1000)::float8 as open_for_ms
+     from endpoint_health where endpoint_id = $1`,
+    [endpointId],
+  );
+  return rows[0];
+}
+
+async function events(endpointId: string) {
+  const { rows } = await h.db.pool.query(
+    "select from_state, to_state, reason from circuit_events where endpoint_id = $1 order by id",
+    [endpointId],
+  );
+  return rows as { from_state: string; to_state: string; reason: string }[];
+}
+
+async function deliveries(endpointId: string) {
+  const { rows } = await h.db.pool.query(
+    `select count(*)::int as n,
+            coalesce(sum(attempt_count), 0)::int as attempts,
+            count(*) filter (where status = 'in_flight')::int as in_flight,
+            count(*) filter (where status = 'delivered')::int as delivered
+     from deliveries where endpoint_id = $1`,
+    [endpointId],
+  );
+  return rows[0] as { n: number; attempts: number; in_flight: number; delivered: number };
+}
+
+/** Ends the cooldown now (the injectable clock of the SQL state machine) and wakes the workers. */
+async function endCooldown(endpointId: string): Promise<void> {
+  const { rowCount } = await h.db.pool.query(
+    "update endpoint_health set open_until = now() where endpoint_id = $1 and circuit_state = 'open'",
+    [endpointId],
+  );
+  expect(rowCount).toBe(1);
+  // All 4 processes wake at the same instant and race for the probe.
+  await h.db.pool.query(`select pg_notify('${WORK_CHANNEL}', '')`);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Once nothing is in flight any more, every endpoint's in-flight counter is back at 0. */
+async function expectNoInFlightCounters(): Promise<void> {
+  await waitFor(
+    async () =>
+      (await h.db.pool.query("select 1 from deliveries where status = 'in_flight' limit 1")).rows
+        .length === 0,
+    30_000,
+    "nothing in flight",
+  );
+  const { rows } = await h.db.pool.query(
+    "select endpoint_id, in_flight from endpoint_health where in_flight <> 0",
+  );
+  expect(rows).toEqual([]);
+}
+
+// ---------------------------------------------------------------- tests
+
+describe("circuit breaker with 4 worker processes", () => {
+  // Shared by the tests of this block, which run in order: the second continues the first.
+  let ep: Awaited<ReturnType<typeof makeEndpoint>>;
+  const MESSAGES = 8;
+
+  test("threshold reached → open; while open nothing is sent and no attempt is used", async () => {
+    ep = await makeEndpoint("flaky", {
+      failureThreshold: 3,
+      maxAttempts: 100,
+      retryBaseMs: 10,
+      retryCapMs: 100,
+    });
+    replies.set(ep.path, { status: 500 });
+    await send(ep.appId, MESSAGES);
+
+    await waitFor(
+      async () => (await healthRow(ep.endpointId)).circuit_state === "open",
+      20_000,
+      "the circuit to open",
+    );
+    // Requests that were in flight when it opened land and are recorded.
+    await waitFor(
+      async () => (await deliveries(ep.endpointId)).in_flight === 0,
+      10_000,
+      "stragglers",
+    );
+    await sleep(100);
+
+    const opened = await healthRow(ep.endpointId);
+    expect(opened.circuit_state).toBe("open");
+    expect(opened.consecutive_failures).toBeGreaterThanOrEqual(3);
+    expect(opened.cooldown_ms).toBe(300_000); // HealthConfig default
+    expect(opened.open_for_ms).toBe(300_000);
+    expect(opened.in_flight).toBe(0);
+    const evs = await events(ep.endpointId);
+    expect(evs).toHaveLength(1);
+    expect(evs[0]).toMatchObject({ from_state: "closed", to_state: "open" });
+    expect(evs[0]!.reason).toMatch(/^\d+ consecutive failed attempts \(threshold 3\)$/);
+
+    const sentBefore = rx.on(ep.path).length;
+    const before = await deliveries(ep.endpointId);
+    expect(before.n).toBe(MESSAGES);
+    expect(before.attempts).toBe(sentBefore); // one attempt per request, all recorded
+    await sleep(1_000);
+    expect(rx.on(ep.path).length).toBe(sentBefore);
+    expect(await deliveries(ep.endpointId)).toEqual(before);
+    expect((await healthRow(ep.endpointId)).circuit_state).toBe("open");
+    console.log(`circuit opened after ${sentBefore} requests; nothing sent during 1 s of cooldown`);
+  });
+
+  test("each cooldown end admits exactly one probe; failed probes double the cooldown to the cap; a good probe closes it and the backlog drains", async () => {
+    expect(ep, "runs after the previous test").toBeDefined();
+    const expected = [600_000, 1_200_000, 2_400_000, 3_600_000, 3_600_000];
+    for (const [i, cooldown] of expected.entries()) {
+      const sentBefore = rx.on(ep.path).length;
+      const reopenedBefore = (await events(ep.endpointId)).filter(
+        (e) => e.from_state === "half_open",
+      ).length;
+      await endCooldown(ep.endpointId);
+      await waitFor(
+        async () =>
+          (await events(ep.endpointId)).filter((e) => e.from_state === "half_open").length ===
+          reopenedBefore + 1,
+        15_000,
+        `probe ${i + 1} to fail`,
+      );
+      // Give any second (wrong) probe the time to show up.
+      await sleep(250);
+      expect(rx.on(ep.path).length, `requests after cooldown end ${i + 1}`).toBe(sentBefore + 1);
+      const row = await healthRow(ep.endpointId);
+      expect(row.circuit_state).toBe("open");
+      expect(row.cooldown_ms).toBe(cooldown);
+      expect(row.open_for_ms).toBe(cooldown);
+      expect(row.probe_delivery_id).toBeNull();
+      expect(row.in_flight).toBe(0);
+      const last = (await events(ep.endpointId)).slice(-2);
+      expect(last).toEqual([
+        { from_state: "open", to_state: "half_open", reason: "cooldown over; one probe sent" },
+        {
+          from_state: "half_open",
+          to_state: "open",
+          reason: `probe failed; cooling down for ${cooldown / 1000} s`,
+        },
+      ]);
+    }
+
+    // The endpoint recovers: the next probe succeeds.
+    replies.set(ep.path, { status: 200 });
+    const sentBefore = rx.on(ep.path).length;
+    await endCooldown(ep.endpointId);
+    await waitFor(
+      async () => (await healthRow(ep.endpointId)).circuit_state === "closed",
+      15_000,
+      "the probe to close the circuit",
+    );
+    const closed = await healthRow(ep.endpointId);
+    expect(closed.cooldown_ms).toBeNull();
+    expect(closed.open_until).toBeNull();
+    expect(closed.consecutive_failures).toBe(0);
+    await waitFor(
+      async () => (await deliveries(ep.endpointId)).delivered === MESSAGES,
+      20_000,
+      "the backlog to drain",
+    );
+    const { rows } = await h.db.pool.query("select status from deliveries where endpoint_id = $1", [
+      ep.endpointId,
+    ]);
+    expect(rows.every((r) => r.status === "delivered")).toBe(true);
+    // The probe was sent alone: only its request arrived before the circuit closed (the
+    // event's time is the start of the transaction that closed it); then the rest.
+    const { rows: closedAt } = await h.db.pool.query(
+      "select at from circuit_events where endpoint_id = $1 and to_state = 'closed'",
+      [ep.endpointId],
+    );
+    const closedMs = (closedAt[0].at as Date).getTime();
+    const after = rx.on(ep.path).slice(sentBefore);
+    expect(after.filter((r) => r.at < closedMs)).toHaveLength(1);
+    expect(after.length).toBeGreaterThanOrEqual(MESSAGES);
+
+    const evs = await events(ep.endpointId);
+    expect(evs.map((e) => `${e.from_state}→${e.to_state}`)).toEqual([
+      "closed→open",
+      ...expected.flatMap(() => ["open→half_open", "half_open→open"]),
+      "open→half_open",
+      "half_open→closed",
+    ]);
+    expect(evs.at(-1)!.reason).toBe("probe succeeded");
+    // The probe's attempts: one per cooldown end, nothing else while open.
+    const { rows: attempts } = await h.db.pool.query(
+      "select count(*)::int as n from attempts where endpoint_id = $1",
+      [ep.endpointId],
+    );
+    expect(attempts[0].n).toBe(rx.on(ep.path).length);
+    await expectNoInFlightCounters();
+  });
+});
+
+test("an operator reset closes an open circuit and the backlog drains", async () => {
+  const ep = await makeEndpoint("reset", {
+    failureThreshold: 2,
+    maxAttempts: 100,
+    retryBaseMs: 10,
+    retryCapMs: 100,
+  });
+  replies.set(ep.path, { status: 503 });
+  await send(ep.appId, 5);
+  await waitFor(
+    async () => (await healthRow(ep.endpointId)).circuit_state === "open",
+    20_000,
+    "the circuit to open",
+  );
+  await waitFor(
+    async () => (await deliveries(ep.endpointId)).in_flight === 0,
+    10_000,
+    "stragglers",
+  );
+
+  replies.set(ep.path, { status: 204 });
+  const res = await h.call("POST", `${V1}/app/${ep.appId}/endpoint/${ep.endpointId}/circuit/reset`);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  expect(res.body.circuit).toMatchObject({
+    state: "closed",
+    consecutiveFailures: 0,
+    failureThreshold: 2,
+    cooldownMs: 300_000,
+    openUntil: null,
+  });
+  expect(res.body.circuit.history[0]).toMatchObject({
+    from: "open",
+    to: "closed",
+    reason: "reset by operator",
+  });
+
+  await waitFor(
+    async () => (await deliveries(ep.endpointId)).delivered === 5,
+    20_000,
+    "the backlog to drain",
+  );
+  const row = await healthRow(ep.endpointId);
+  expect(row).toMatchObject({
+    circuit_state: "closed",
+    consecutive_failures: 0,
+    cooldown_ms: null,
+    in_flight: 0,
+  });
+  const evs = await events(ep.endpointId);
+  expect(evs.map((e) => `${e.from_state}→${e.to_state}:${e.reason}`)).toEqual([
+    expect.stringMatching(/^closed→open:\d+ consecutive failed attempts \(threshold 2\)$/),
+    "open→closed:reset by operator",
+  ]);
+  await expectNoInFlightCounters();
+});
