@@ -49,13 +49,15 @@ export interface HttpSender {
 export interface HttpSenderOptions {
   /** Checks every address before connecting (SPEC §6); refused URLs fail as ssrf_blocked. */
   ssrfGuard: SsrfGuard;
-  /** connectionsPerOrigin: keep-alive sockets per origin. Default 32. */
+  /** connectionsPerOrigin: most sockets per origin. Default: no limit of its own. */
   connectionsPerOrigin?: number;
 }
 
 export function makeHttpSender(options: HttpSenderOptions): HttpSender {
   const agent = makeGuardedAgent(options.ssrfGuard, {
-    connections: options.connectionsPerOrigin ?? 32,
+    // Unlimited per origin: endpoints on one host must not queue behind each other's hanging
+    // requests. The claim bounds each endpoint (maxInFlight) and the worker bounds the total.
+    connections: options.connectionsPerOrigin ?? null,
     keepAliveTimeout: 10_000,
     // The absolute deadline below is what limits an attempt; these only stop undici's own
     // 300 s defaults from mattering.
@@ -81,13 +83,19 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
       return finish(failure("permanent", ErrorKind.invalidRequest, "invalid endpoint URL"));
     }
     try {
-      const response = await agent.request({
+      const pending = agent.request({
         origin: url.origin,
         path: url.pathname + url.search,
         method: "POST",
         headers: request.headers,
         body: request.body,
         signal,
+      });
+      // undici looks at the signal only once the request has a socket; the deadline must
+      // also cover any wait for one.
+      const response = await Promise.race([pending, rejectOnAbort(signal)]).catch((err) => {
+        pending.then((late) => late.body.destroy(), () => undefined);
+        throw err;
       });
       const body = await readCapped(response.body, MAX_RESPONSE_READ_BYTES);
       const status = response.statusCode;
@@ -122,6 +130,14 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
       await agent.close();
     },
   };
+}
+
+function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const abort = () => reject(signal.reason ?? new Error("aborted"));
+    if (signal.aborted) abort();
+    else signal.addEventListener("abort", abort, { once: true });
+  });
 }
 
 function failure(verdict: Verdict, errorKind: ErrorKind, error: string) {

@@ -61,16 +61,23 @@ export interface ClaimedDelivery {
 //          half_open state (recorded in circuit_events).
 const CLAIM_SQL = `
 with ready as (
-  select h.endpoint_id, h.circuit_state, h.in_flight, h.tokens_second, h.tokens_minute,
+  select h.endpoint_id, h.circuit_state, h.in_flight - x.expired as in_flight, h.tokens_second, h.tokens_minute,
          h.tokens_hour, h.tokens_at, e.timeout_ms, coalesce(e.max_in_flight, $4::int) as max_in_flight,
          -- Svix's throttleRate is a per-second limit
          coalesce(e.rate_per_second, e.throttle_rate) as rate_per_second,
          e.rate_per_minute, e.rate_per_hour
   from endpoint_health h
   join endpoints e on e.id = h.endpoint_id
+  -- Rows whose lease ran out (their worker died) still count in h.in_flight until they are
+  -- taken over, but must not hold their slots: otherwise a worker that died while an
+  -- endpoint was at its limit would freeze that endpoint for good.
+  cross join lateral (
+    select count(*)::int as expired from deliveries x
+    where x.endpoint_id = h.endpoint_id and x.status = 'in_flight' and x.next_attempt_at <= now()
+  ) x
   where not e.disabled
     and (h.paused_until is null or h.paused_until <= now())
-    and h.in_flight < coalesce(e.max_in_flight, $4::int)
+    and h.in_flight - x.expired < coalesce(e.max_in_flight, $4::int)
     and (h.circuit_state = 'closed'
          or (h.circuit_state = 'open' and h.open_until <= now())
          or (h.circuit_state = 'half_open' and h.probe_until <= now()))
