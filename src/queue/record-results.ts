@@ -7,12 +7,15 @@
  *    token of the worker reporting it: a worker whose lease lapsed and was taken over
  *    cannot overwrite the newer outcome;
  * 3. one statement applies the per-endpoint outcome (in-flight slots, failure counts,
- *    circuit transitions, Retry-After pauses).
+ *    circuit transitions, Retry-After pauses);
+ * 4. endpoints that answered 410 Gone are disabled.
  */
 import type { HealthConfig } from "../config.ts";
 import { type Pool, withTransaction } from "../db/pool.ts";
 import { applyOutcomes, lockHealthRows, summarizeOutcomes } from "../health/circuit-breaker.ts";
+import { ErrorKind } from "../delivery/retry-policy.ts";
 import type { DeliveryStatus } from "./delivery-states.ts";
+import { disableGoneEndpoints } from "./disable-gone-endpoints.ts";
 
 export interface DeliveryResult {
   deliveryId: number;
@@ -137,6 +140,9 @@ export async function recordResults(
       })),
     );
     await applyOutcomes(client, outcomes, health);
+    // 410 Gone disables the endpoint, in the same transaction as the dead letter it caused.
+    const gone = [...new Set(results.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId))];
+    await disableGoneEndpoints(client, gone);
     return applied.size;
   });
 }

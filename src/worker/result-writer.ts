@@ -7,7 +7,6 @@
 import type { HealthConfig } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
-import { disableGoneEndpoints } from "../queue/disable-gone-endpoints.ts";
 import { type DeliveryResult, recordResults } from "../queue/record-results.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
 
@@ -36,13 +35,8 @@ export function makeResultWriter(options: {
     if (batch.length === 0) return;
     try {
       await recordResults(options.pool, batch, options.health);
-      const gone = [
-        ...new Set(batch.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId)),
-      ];
-      if (gone.length > 0) {
-        await disableGoneEndpoints(options.pool, gone);
-        options.logger.warn({ endpoints: gone }, "endpoints answered 410 Gone and were disabled");
-      }
+      const gone = [...new Set(batch.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId))];
+      if (gone.length > 0) options.logger.warn({ endpoints: gone }, "endpoints answered 410 Gone and were disabled");
       options.onWritten?.(batch);
     } catch (err) {
       options.logger.error({ err, count: batch.length }, "writing results failed; will retry");
