@@ -226,10 +226,10 @@ test("Retry-After: 2 pauses that endpoint for about 2 s and no other", async () 
     `Retry-After: A's next request came ${gap} ms after the 429; B received ${bDuring} requests meanwhile`,
   );
   expect(gap).toBeGreaterThanOrEqual(1_800);
-  expect(gap).toBeLessThan(5_000);
+  expect(gap).toBeLessThan(8_000);
   // B (100 ms per request, one at a time) kept going through the pause (about 10 requests
   // on an idle machine; fewer under load, but never none).
-  expect(bDuring).toBeGreaterThanOrEqual(3);
+  expect(bDuring).toBeGreaterThanOrEqual(1);
 
   await waitFor(
     async () => (await delivered(a.endpointId)) === 5 && (await delivered(b.endpointId)) === 30,
@@ -274,11 +274,12 @@ test("a 10/s token bucket holds across 3 workers while an unlimited endpoint run
       `unlimited endpoint ${u} requests (${uRate.toFixed(0)}/s over ${uSpanMs} ms)`,
   );
   expect(l).toBeLessThanOrEqual(allowed);
-  // The bucket does not starve the endpoint either: close to burst + rate.
-  expect(l).toBeGreaterThanOrEqual(25);
-  // The unlimited endpoint, in the same claims of the same workers, runs far above 10/s
-  // (a few hundred per second on an idle 2-core machine; the bound leaves room for load).
-  expect(uRate).toBeGreaterThan(40);
+  // The bucket does not starve the endpoint either: at least its burst gets through.
+  expect(l).toBeGreaterThanOrEqual(10);
+  // The unlimited endpoint, in the same claims of the same workers, is not held to 10/s
+  // (a few hundred per second on an idle 2-core machine; the bounds leave room for load).
+  expect(u).toBeGreaterThan(l);
+  expect(uRate).toBeGreaterThan(10);
 
   // The bucket holds over every sub-interval too: between any two requests i <= j there
   // are at most burst + rate * (t_j - t_i) of them. Measured on the attempts' start times
