@@ -4,6 +4,11 @@
  * enabled, its event-type filter is empty or names the event type, and it listens to all
  * channels or shares one with the message. A repeated producer `eventId` inserts nothing
  * and returns the original message.
+ *
+ * Waking the workers: with `notify: "in-transaction"` the statement NOTIFYs itself (the
+ * wake-up then arrives exactly when the caller's transaction commits: the library's
+ * transactional outbox); with "none" the caller pokes a WorkNotifier after its commit (the
+ * API, where per-message NOTIFY would serialize commits; see work-notifier.ts).
  */
 import type { Queryable } from "../db/pool.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
@@ -23,6 +28,7 @@ export interface NewMessage {
 
 export interface EnqueueResult {
   messageId: string;
+  createdAt: Date;
   /** false when eventId matched an existing message */
   created: boolean;
   deliveries: number;
@@ -33,7 +39,7 @@ with msg as (
   insert into messages (id, app_id, event_type, event_id, payload, channels, tags)
   values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text[], $7::text[])
   on conflict (app_id, event_id) do nothing
-  returning id, app_id, event_type, channels
+  returning id, app_id, event_type, channels, created_at
 ),
 fanout as (
   insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at)
@@ -47,11 +53,12 @@ fanout as (
   returning 1
 ),
 counted as (
-  select (select id from msg) as id, (select count(*) from fanout)::int as deliveries
+  select (select id from msg) as id, (select created_at from msg) as created_at,
+         (select count(*) from fanout)::int as deliveries
 )
--- Wake idle workers; the notification is delivered when this statement's transaction commits.
-select c.id, c.deliveries,
-       case when c.deliveries > 0 and $9::timestamptz is null
+select c.id, c.created_at, c.deliveries,
+       -- $10: wake idle workers when this statement's transaction commits
+       case when $10::boolean and c.deliveries > 0 and $9::timestamptz is null
             then pg_notify('${WORK_CHANNEL}', '') end as notified
 from counted c
 `;
@@ -60,6 +67,7 @@ export async function enqueueMessage(
   db: Queryable,
   message: NewMessage,
   defaultMaxAttempts: number,
+  notify: "in-transaction" | "none" = "in-transaction",
 ): Promise<EnqueueResult> {
   const { rows } = await db.query({
     name: "hookrelay_enqueue_message",
@@ -74,13 +82,14 @@ export async function enqueueMessage(
       message.tags ?? null,
       defaultMaxAttempts,
       message.deliverAt ?? null,
+      notify === "in-transaction",
     ],
   });
   const row = rows[0];
-  if (row.id) return { messageId: row.id, created: true, deliveries: row.deliveries };
+  if (row.id) return { messageId: row.id, createdAt: row.created_at, created: true, deliveries: row.deliveries };
   const existing = await db.query(
-    "select id from messages where app_id = $1::text and event_id = $2::text",
+    "select id, created_at from messages where app_id = $1::text and event_id = $2::text",
     [message.appId, message.eventId],
   );
-  return { messageId: existing.rows[0].id, created: false, deliveries: 0 };
+  return { messageId: existing.rows[0].id, createdAt: existing.rows[0].created_at, created: false, deliveries: 0 };
 }

@@ -3,6 +3,7 @@ import type { FastifyInstance } from "fastify";
 import { ApiError, notFound } from "../../errors.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import { enqueueMessage } from "../../queue/enqueue-message.ts";
+import { makeWorkNotifier } from "../../queue/work-notifier.ts";
 import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { type RawSlots, rawSlots } from "../raw-json.ts";
@@ -64,7 +65,8 @@ export function messageOut(r: MessageRow, slots: RawSlots, withContent: boolean)
   };
 }
 
-export function registerMessageRoutes(app: FastifyInstance, { pool, config }: ApiContext): void {
+export function registerMessageRoutes(app: FastifyInstance, { pool, config, logger }: ApiContext): void {
+  const notifier = makeWorkNotifier(pool, logger);
   app.post<{ Params: { appId: string }; Body: MessageIn; Querystring: { with_content: boolean } }>(
     "/app/:appId/msg",
     {
@@ -99,10 +101,24 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
           deliverAt,
         },
         config.delivery.maxAttempts,
+        "none",
       );
-      const { rows } = await pool.query(`select ${COLUMNS} from messages where id = $1::text`, [result.messageId]);
+      if (result.deliveries > 0 && !deliverAt) notifier.poke();
       const slots = rawSlots();
-      const out = { ...messageOut(rows[0], slots, request.query.with_content), deliverAt: iso(deliverAt) };
+      // A new message is answered from what was just written; a repeated eventId with the
+      // original message as stored.
+      const row: MessageRow = result.created
+        ? {
+            id: result.messageId,
+            event_type: body.eventType,
+            event_id: body.eventId ?? null,
+            payload,
+            channels: body.channels ?? null,
+            tags: body.tags ?? null,
+            created_at: result.createdAt,
+          }
+        : (await pool.query(`select ${COLUMNS} from messages where id = $1::text`, [result.messageId])).rows[0];
+      const out = { ...messageOut(row, slots, request.query.with_content), deliverAt: iso(deliverAt) };
       // A repeated eventId answers with the original message: 200 instead of 202.
       reply.code(result.created ? 202 : 200).type("application/json");
       return reply.send(slots.stringify(out));

