@@ -235,7 +235,7 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   // instead of setting process.exitCode; or in src/db/embedded.ts also unhook "beforeExit"
   // and "exit" (`for (const e of ["SIGTERM","SIGINT","SIGHUP","beforeExit","exit"])
   // exitHook.unhookEvent(e)`), since hookrelay stops the clusters it started itself.
-  test.fails("alerts: exit code 3 while a critical alert is open", async ({ expect }) => {
+  test("alerts: exit code 3 while a critical alert is open", async ({ expect }) => {
     const r = await alertsOfX();
     expect(r.stdout).toMatch(/^critical\s+circuit_open\s/m);
     expect(r.code, show(r)).toBe(3);

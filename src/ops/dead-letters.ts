@@ -98,9 +98,12 @@ export async function analyzeDeadLetters(db: Queryable, filter: DeadLetterFilter
        from deliveries d where ${FILTER_SQL}
      ),
      windows as (
+       -- the most deaths within any 15 minutes (a sliding window, not clock-aligned bins)
        select endpoint_id, max(n)::int as max_in_15
-       from (select endpoint_id, count(*) as n from dead
-             group by endpoint_id, date_bin('15 minutes', updated_at, timestamptz '2000-01-01')) b
+       from (select endpoint_id,
+                    count(*) over (partition by endpoint_id order by updated_at
+                                   range between current row and interval '15 minutes' following) as n
+             from dead) b
        group by endpoint_id
      )
      select d.endpoint_id, min(d.app_id) as app_id, e.url, count(*)::int as dead_count,

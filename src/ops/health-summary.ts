@@ -4,6 +4,7 @@
  * been waiting.
  */
 import type { Queryable } from "../db/pool.ts";
+import { waitingSinceSql } from "../queue/delivery-states.ts";
 
 export interface HealthSummary {
   pending: number;
@@ -23,7 +24,7 @@ export async function healthSummary(db: Queryable, appId: string | null = null):
   const { rows } = await db.query(
     `with backlog as (
        -- reads only the partial due index's rows: the backlog, not the history
-       select status, count(*)::int as n, min(created_at) as oldest
+       select status, count(*)::int as n, min(${waitingSinceSql("deliveries")}) as oldest
        from deliveries
        where status in ('pending', 'failed', 'in_flight') and ($1::text is null or app_id = $1::text)
        group by status

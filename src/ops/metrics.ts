@@ -8,10 +8,13 @@
  */
 import client from "prom-client";
 import type { Pool } from "../db/pool.ts";
+import { waitingSinceSql } from "../queue/delivery-states.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 
 export interface Metrics {
   registry: client.Registry;
+  /** the Prometheus text of one scrape (the database is read once for it) */
+  render(): Promise<string>;
   /** feed a batch of written results */
   recordResults(results: readonly DeliveryResult[]): void;
   recordClaim(size: number): void;
@@ -59,42 +62,64 @@ export function makeMetrics(options: {
   });
   const labelled = new Set<string>();
 
-  const depth = new client.Gauge({ name: "hookrelay_queue_depth", help: "Deliveries by state (queue-wide).", labelNames: ["state"], registers: [registry] });
-  const oldest = new client.Gauge({ name: "hookrelay_oldest_pending_age_seconds", help: "Age of the oldest undelivered delivery (queue-wide); 0 when none.", registers: [registry] });
-  const circuits = new client.Gauge({ name: "hookrelay_circuits", help: "Endpoints by circuit state.", labelNames: ["state"], registers: [registry] });
-  const dead = new client.Gauge({ name: "hookrelay_dead_letters", help: "Deliveries in the dead-letter state.", registers: [registry] });
-  // Read the database once per scrape, for all the gauges above.
-  const scrape = new client.Gauge({
-    name: "hookrelay_metrics_scrape_ok",
-    help: "1 when the last scrape could read the database.",
+  // The queue-wide gauges read the database at scrape time: one query per scrape, shared
+  // by their collect() functions (prom-client awaits them all before writing the text).
+  let snapshot: Promise<QueueSnapshot | null> | null = null;
+  const readQueue = (): Promise<QueueSnapshot | null> => {
+    snapshot ??= queueSnapshot(options.pool).catch(() => null);
+    return snapshot;
+  };
+  new client.Gauge({
+    name: "hookrelay_queue_depth",
+    help: "Deliveries by state (queue-wide).",
+    labelNames: ["state"],
     registers: [registry],
     async collect() {
-      try {
-        const { rows } = await options.pool.query(`
-          select
-            (select coalesce(json_object_agg(status, n), '{}') from (
-               select status, count(*)::int as n from deliveries
-               where status in ('pending', 'failed', 'in_flight') group by status) s) as depth,
-            (select extract(epoch from now() - min(created_at))::float8 from deliveries
-              where status in ('pending', 'failed', 'in_flight')) as oldest,
-            (select coalesce(json_object_agg(circuit_state, n), '{}') from (
-               select circuit_state, count(*)::int as n from endpoint_health group by circuit_state) c) as circuits,
-            (select count(*)::int from deliveries where status = 'dead_letter') as dead`);
-        const r = rows[0];
-        for (const state of ["pending", "failed", "in_flight"]) depth.set({ state }, r.depth[state] ?? 0);
-        oldest.set(r.oldest ?? 0);
-        for (const state of ["closed", "open", "half_open"]) circuits.set({ state }, r.circuits[state] ?? 0);
-        dead.set(r.dead);
-        this.set(1);
-      } catch {
-        this.set(0);
-      }
+      const q = await readQueue();
+      for (const state of ["pending", "failed", "in_flight"]) this.set({ state }, q?.depth[state] ?? 0);
     },
   });
-  void scrape;
+  new client.Gauge({
+    name: "hookrelay_oldest_pending_age_seconds",
+    help: "How long the longest-waiting undelivered delivery has waited (queue-wide); 0 when none.",
+    registers: [registry],
+    async collect() {
+      this.set((await readQueue())?.oldest ?? 0);
+    },
+  });
+  new client.Gauge({
+    name: "hookrelay_circuits",
+    help: "Endpoints by circuit state.",
+    labelNames: ["state"],
+    registers: [registry],
+    async collect() {
+      const q = await readQueue();
+      for (const state of ["closed", "open", "half_open"]) this.set({ state }, q?.circuits[state] ?? 0);
+    },
+  });
+  new client.Gauge({
+    name: "hookrelay_dead_letters",
+    help: "Deliveries in the dead-letter state.",
+    registers: [registry],
+    async collect() {
+      this.set((await readQueue())?.dead ?? 0);
+    },
+  });
+  new client.Gauge({
+    name: "hookrelay_metrics_scrape_ok",
+    help: "1 when this scrape could read the database.",
+    registers: [registry],
+    async collect() {
+      this.set((await readQueue()) ? 1 : 0);
+    },
+  });
 
   return {
     registry,
+    async render() {
+      snapshot = null;
+      return registry.metrics();
+    },
     recordResults(results) {
       for (const r of results) {
         deliveries.inc({ outcome: r.nextStatus });
@@ -111,4 +136,25 @@ export function makeMetrics(options: {
       claims.observe(size);
     },
   };
+}
+
+interface QueueSnapshot {
+  depth: Record<string, number>;
+  oldest: number | null;
+  circuits: Record<string, number>;
+  dead: number;
+}
+
+async function queueSnapshot(pool: Pool): Promise<QueueSnapshot> {
+  const { rows } = await pool.query(`
+    select
+      (select coalesce(json_object_agg(status, n), '{}') from (
+         select status, count(*)::int as n from deliveries
+         where status in ('pending', 'failed', 'in_flight') group by status) s) as depth,
+      (select extract(epoch from now() - min(${waitingSinceSql("deliveries")}))::float8 from deliveries
+        where status in ('pending', 'failed', 'in_flight')) as oldest,
+      (select coalesce(json_object_agg(circuit_state, n), '{}') from (
+         select circuit_state, count(*)::int as n from endpoint_health group by circuit_state) c) as circuits,
+      (select count(*)::int from deliveries where status = 'dead_letter') as dead`);
+  return rows[0];
 }

@@ -21,6 +21,17 @@ import {
   Verdict,
 } from "../delivery/retry-policy.ts";
 
+/**
+ * Since when an undelivered row has been waiting, as SQL over a `deliveries` row (alias
+ * given): a pending row waits from when it became due (a scheduled send or a paced requeue
+ * is not late before its time), a retrying or in-flight one since its message was accepted.
+ * Pending rows not due yet are not waiting at all (null).
+ */
+export const waitingSinceSql = (d: string) =>
+  `case when ${d}.status = 'pending' then
+          case when ${d}.next_attempt_at <= now() then greatest(${d}.created_at, ${d}.next_attempt_at) end
+        else ${d}.created_at end`;
+
 export const DeliveryStatus = {
   pending: "pending",
   inFlight: "in_flight",

@@ -10,6 +10,7 @@ import { type Pool, withTransaction } from "../../db/pool.ts";
 import { badRequest } from "../../errors.ts";
 import { endpointLatency, type LatencyStats, slowness } from "../../health/latency-stats.ts";
 import { ID_PREFIX } from "../../ids.ts";
+import { waitingSinceSql } from "../../queue/delivery-states.ts";
 import { WORK_CHANNEL } from "../../worker/work-listener.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
@@ -28,7 +29,7 @@ const HEALTH_SELECT = `
   join endpoint_health h on h.endpoint_id = e.id
   cross join lateral (
     select count(*) filter (where d.status in ('pending', 'failed'))::int as pending,
-           min(d.created_at) as oldest_pending_at
+           min(${waitingSinceSql("d")}) as oldest_pending_at
     from deliveries d
     where d.endpoint_id = e.id and d.status in ('pending', 'failed', 'in_flight')
   ) q

@@ -28,6 +28,6 @@ export function registerMetricsRoute(app: FastifyInstance, metrics: Metrics, tok
       }
     }
     reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
+    return metrics.render();
   });
 }
