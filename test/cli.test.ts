@@ -118,7 +118,9 @@ async function rows(endpointId: string, status: string, n: number, agoMs: number
      )
      insert into deliveries (message_id, endpoint_id, app_id, status, attempt_count, max_attempts, next_attempt_at,
                              last_status_code, last_error_kind, last_error, created_at, updated_at)
-     select m.id, $1, m.app_id, $2, case when $2 = 'pending' then 0 else 3 end, 5, now() + interval '1 day',
+     select m.id, $1, m.app_id, $2, case when $2 = 'pending' then 0 else 3 end, 5,
+            -- pending rows are due since they were created (waiting); the others retry tomorrow
+            case when $2 = 'pending' then now() - $4::bigint * interval '1 millisecond' else now() + interval '1 day' end,
             $5::int, case when $5::int in (401, 403) then 'credentials' when $5::int is not null then 'http' end,
             case when $5::int is not null then 'HTTP ' || $5::int end,
             now() - $4::bigint * interval '1 millisecond', now() - $4::bigint * interval '1 millisecond'
