@@ -51,6 +51,8 @@ export interface ApiOptions {
    * for a listening server.
    */
   authenticate?: (request: FastifyRequest) => Promise<Principal>;
+  /** serve the OpenAPI document and UI at /docs (default true; the CLI skips them) */
+  docs?: boolean;
 }
 
 export interface ApiContext extends ApiOptions {
@@ -137,14 +139,16 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     reply.code(404).send({ code: "not_found", detail: `no route ${request.method} ${request.url.split("?")[0]}` }),
   );
 
-  await app.register(swagger, {
-    openapi: {
-      info: { title: "hookrelay", version: "0.1.0", description: "Webhook and postback delivery, Svix-compatible API" },
-      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
-      security: [{ bearer: [] }],
-    },
-  });
-  await app.register(swaggerUi, { routePrefix: "/docs" });
+  if (options.docs !== false) {
+    await app.register(swagger, {
+      openapi: {
+        info: { title: "hookrelay", version: "0.1.0", description: "Webhook and postback delivery, Svix-compatible API" },
+        components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+        security: [{ bearer: [] }],
+      },
+    });
+    await app.register(swaggerUi, { routePrefix: "/docs" });
+  }
 
   const authenticate = options.authenticate ?? makeAuthenticator(pool, config.adminKey);
   const ctx: ApiContext = {

@@ -31,6 +31,7 @@ export async function withLocalApi<T>(fn: (api: LocalApi) => Promise<T>): Promis
       config,
       logger,
       authenticate: async () => ({ role: "admin", keyId: "cli" }),
+      docs: false,
     });
     try {
       return await fn({
