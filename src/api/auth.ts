@@ -9,6 +9,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
+import { makeBatchLoader } from "../db/batch-loader.ts";
 import type { Queryable } from "../db/pool.ts";
 import { ApiError, notFound } from "../errors.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
@@ -32,6 +33,16 @@ const unauthorized = () =>
 /** Resolves the request's principal or throws 401. */
 export function makeAuthenticator(db: Queryable, envAdminKey: string | undefined) {
   const envHash = envAdminKey ? Buffer.from(hashKey(envAdminKey), "hex") : null;
+  // Concurrent requests' key lookups share one query (no caching: revocation is immediate).
+  const keys = makeBatchLoader<string, { id: string; role: string; app_id: string | null }>(async (hashes) => {
+    const { rows } = await db.query({
+      name: "hookrelay_auth_keys",
+      text: `select key_hash, id, role, app_id from api_keys
+             where key_hash = any ($1::text[]) and revoked_at is null`,
+      values: [hashes],
+    });
+    return new Map(rows.map((r) => [r.key_hash, r]));
+  });
   return async function authenticate(request: FastifyRequest): Promise<Principal> {
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
@@ -41,16 +52,12 @@ export function makeAuthenticator(db: Queryable, envAdminKey: string | undefined
       return { role: "admin", keyId: "env" };
     }
     if (!checkApiKey(match[1]!)) throw unauthorized();
-    const { rows } = await db.query({
-      name: "hookrelay_auth_key",
-      text: `select id, role, app_id from api_keys where key_hash = $1::text and revoked_at is null`,
-      values: [hash],
-    });
-    const row = rows[0];
+    const row = await keys.load(hash);
     if (!row) throw unauthorized();
     return row.role === "admin"
       ? { role: "admin", keyId: row.id }
-      : { role: "app", keyId: row.id, appId: row.app_id };
+      : // an app key always has its app (a check constraint says so)
+        { role: "app", keyId: row.id, appId: row.app_id! };
   };
 }
 

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from "fastify";
 import { ApiError, notFound } from "../../errors.ts";
 import { ID_PREFIX } from "../../ids.ts";
-import { enqueueMessage } from "../../queue/enqueue-message.ts";
+import { makeEnqueueBatcher } from "../../queue/enqueue-batcher.ts";
 import { makeWorkNotifier } from "../../queue/work-notifier.ts";
 import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
@@ -67,6 +67,7 @@ export function messageOut(r: MessageRow, slots: RawSlots, withContent: boolean)
 
 export function registerMessageRoutes(app: FastifyInstance, { pool, config, logger }: ApiContext): void {
   const notifier = makeWorkNotifier(pool, logger);
+  const batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts);
   app.post<{ Params: { appId: string }; Body: MessageIn; Querystring: { with_content: boolean } }>(
     "/app/:appId/msg",
     {
@@ -89,20 +90,15 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config, logg
       // The payload exactly as sent (the body was parsed already, so this cannot fail).
       const payload = rawMember(request.rawBody ?? "", "payload") ?? JSON.stringify(body.payload);
       const deliverAt = body.deliverAt ? new Date(body.deliverAt) : null;
-      const result = await enqueueMessage(
-        pool,
-        {
-          appId,
-          eventType: body.eventType,
-          payload,
-          eventId: body.eventId,
-          channels: body.channels,
-          tags: body.tags,
-          deliverAt,
-        },
-        config.delivery.maxAttempts,
-        "none",
-      );
+      const result = await batcher.enqueue({
+        appId,
+        eventType: body.eventType,
+        payload,
+        eventId: body.eventId,
+        channels: body.channels,
+        tags: body.tags,
+        deliverAt,
+      });
       if (result.deliveries > 0 && !deliverAt) notifier.poke();
       const slots = rawSlots();
       // A new message is answered from what was just written; a repeated eventId with the
