@@ -23,6 +23,7 @@ import { makeRedactor, type Redactor } from "../security/redact.ts";
 import { makeSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { makeSsrfGuard, type SsrfGuard } from "../security/ssrf-guard.ts";
 import { makeAuthenticator, type Principal } from "./auth.ts";
+import { checkBody } from "./body-check.ts";
 import { makeKeyRateLimiter } from "./key-rate-limit.ts";
 import { registerApiKeyRoutes } from "./routes/api-keys.ts";
 import { registerIdempotency } from "./idempotency.ts";
@@ -85,9 +86,28 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   // error, not a field quietly ignored. Query strings and params: coerce "5" to 5.
   const strict = addFormats.default(new Ajv({ removeAdditional: false, coerceTypes: false, allErrors: false, useDefaults: true }));
   const coercing = addFormats.default(new Ajv({ removeAdditional: false, coerceTypes: "array", allErrors: false, useDefaults: true }));
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === "body" ? strict : coercing).compile(schema),
-  );
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    if (httpPart === "body") return strict.compile(schema);
+    const validate = coercing.compile(schema);
+    // Coercion turns "1e999" into Infinity, which then skips minimum/maximum: refuse it.
+    const checked: ((data: unknown) => boolean) & { errors?: unknown } = (data: unknown): boolean => {
+      checked.errors = null;
+      if (!validate(data)) {
+        checked.errors = validate.errors;
+        return false;
+      }
+      for (const [k, v] of Object.entries((data ?? {}) as Record<string, unknown>)) {
+        if (typeof v === "number" && !Number.isFinite(v)) {
+          checked.errors = [
+            { instancePath: `/${k}`, schemaPath: "", keyword: "type", params: {}, message: "must be a finite number" },
+          ];
+          return false;
+        }
+      }
+      return true;
+    };
+    return checked as ReturnType<typeof coercing.compile>;
+  });
 
   // JSON only (anything else is 415), and keep the raw text: message payloads are stored
   // exactly as sent.
@@ -108,9 +128,9 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     if (/%00/.test(request.url)) throw badRequest("NUL characters are not allowed in the URL");
   });
   app.addHook("preValidation", async (request) => {
-    if (request.body && typeof request.body === "object" && containsNul(request.body, true)) {
-      throw badRequest("NUL characters are not allowed in strings (outside the payload)");
-    }
+    if (request.body === undefined) return;
+    const problem = checkBody(request.body);
+    if (problem) throw badRequest(problem);
   });
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
@@ -182,17 +202,4 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   }, { prefix: "/api/v1" });
 
   return app;
-}
-
-/** True if any string (key or value) holds U+0000; the top-level payload is stored as text and exempt. */
-function containsNul(value: unknown, top = false): boolean {
-  if (typeof value === "string") return value.includes("\u0000");
-  if (Array.isArray(value)) return value.some((v) => containsNul(v));
-  if (value && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) {
-      if (top && k === "payload") continue;
-      if (k.includes("\u0000") || containsNul(v)) return true;
-    }
-  }
-  return false;
 }

@@ -13,6 +13,7 @@ import { WORK_CHANNEL } from "../../worker/work-listener.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
+import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../server.ts";
 import { rawSlots } from "../raw-json.ts";
 import { findMessage, messageOut } from "./messages.ts";
@@ -241,7 +242,7 @@ export function registerAttemptRoutes(app: FastifyInstance, { pool, config, reda
          order by d.message_id ${plan.direction} limit $3::integer`,
         [
           endpointId, plan.cursor, plan.limit + 1, statuses, types?.length ? types : null,
-          q.channel ?? null, q.tag ?? null, q.before ?? null, q.after ?? null,
+          q.channel ?? null, q.tag ?? null, timeInput(q.before, "before"), timeInput(q.after, "after"),
         ],
       );
       const slots = rawSlots();

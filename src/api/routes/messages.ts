@@ -9,6 +9,7 @@ import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination
 import { type RawSlots, rawSlots } from "../raw-json.ts";
 import { resolveAppId } from "../resolve.ts";
 import { appParams, checkPathUid, iso, nameListSchema } from "../schemas.ts";
+import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../server.ts";
 import { type AppIn, appIn, insertApp } from "./applications.ts";
 
@@ -89,7 +90,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config, logg
       });
       // The payload exactly as sent (the body was parsed already, so this cannot fail).
       const payload = rawMember(request.rawBody ?? "", "payload") ?? JSON.stringify(body.payload);
-      const deliverAt = body.deliverAt ? new Date(body.deliverAt) : null;
+      const deliverAt = timeInput(body.deliverAt, "deliverAt");
       const result = await batcher.enqueue({
         appId,
         eventType: body.eventType,
@@ -168,7 +169,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config, logg
          order by id ${plan.direction} limit $3::integer`,
         [
           appId, plan.cursor, plan.limit + 1, types?.length ? types : null, q.channel ?? null,
-          q.before ?? null, q.after ?? null, q.tag ?? null,
+          timeInput(q.before, "before"), timeInput(q.after, "after"), q.tag ?? null,
         ],
       );
       const slots = rawSlots();

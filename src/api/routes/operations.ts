@@ -16,6 +16,7 @@ import { assertAppAccess } from "../auth.ts";
 import { DEFAULT_LIMIT, MAX_LIMIT } from "../pagination.ts";
 import { resolveAppId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
+import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../server.ts";
 
 export const DELIVERY_PREFIX = "dlv_";
@@ -75,8 +76,8 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config, re
       endpointId: await endpointInScope(request, q.endpoint_id),
       statusCode: q.status_code ?? null,
       errorKind: q.error_kind ?? null,
-      since: q.since ? new Date(q.since) : null,
-      until: q.until ? new Date(q.until) : null,
+      since: timeInput(q.since, "since"),
+      until: timeInput(q.until, "until"),
     };
   }
 
@@ -176,7 +177,7 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config, re
         {
           deliveryId: b.deliveryId ? parseDeliveryId(b.deliveryId) : undefined,
           endpointId: (await endpointInScope(request, b.endpointId)) ?? undefined,
-          since: b.since ? new Date(b.since) : undefined,
+          since: timeInput(b.since, "since") ?? undefined,
           appId,
           includeFailed: b.includeFailed,
         },
