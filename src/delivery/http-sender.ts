@@ -35,7 +35,11 @@ export interface AttemptResult {
   verdict: Verdict;
   errorKind: ErrorKind | null;
   error: string | null;
-  /** First 1 KiB of the response body, if any. */
+  /**
+   * The response body as read (at most 64 KiB), if any. The caller masks sensitive values
+   * and then keeps the first MAX_RESPONSE_STORED_BYTES (masking first, so a value cut in
+   * half by the limit is still masked).
+   */
   responseBody: string | null;
   /** Parsed Retry-After of a 429/503, in ms. */
   retryAfterMs: number | null;
@@ -108,7 +112,7 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
         verdict,
         errorKind,
         error: verdict === "success" ? null : `HTTP ${status}`,
-        responseBody: body.length > 0 ? truncateUtf8(body, MAX_RESPONSE_STORED_BYTES) : null,
+        responseBody: body.length > 0 ? truncateUtf8(body, MAX_RESPONSE_READ_BYTES) : null,
         retryAfterMs: retryAfter,
       });
     } catch (err) {

@@ -27,10 +27,15 @@ export interface Redactor {
   url(value: string): string;
   /** deep copy of a log object with every string passed through text() */
   object<T>(value: T): T;
+  /** the values of sensitive fields anywhere in a JSON document (4+ characters), to mask wherever they are echoed */
+  valuesIn(json: string): string[];
+  /** text() plus every occurrence of the given values */
+  textWithout(value: string, values: readonly string[]): string;
 }
 
 const normalize = (name: string) => name.toLowerCase().replace(/[-_]/g, "");
-const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g;
+// bounded repetitions: linear time on long hostile texts
+const EMAIL = /[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,24}/g;
 
 export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELDS): Redactor {
   const names = new Set(fields.map(normalize));
@@ -38,16 +43,49 @@ export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELD
   // "name": "value" | "name": 123 (JSON text)
   const jsonPair = /"([^"\\]{1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)/g;
   // name=value in query strings and form bodies
-  const queryPair = /([A-Za-z0-9_.-]{1,64})=([^&\s#"']*)/g;
+  // (a value ends at & ; / # whitespace or a quote: ";"-separated and path parameters too)
+  const queryPair = /([A-Za-z0-9_.-]{1,64})=([^&;/\s#"']*)/g;
+
+  // "name": [ ... ] or "name": { ... } — the whole balanced value goes
+  const jsonOpen = /"([^"\\]{1,64})"\s*:\s*([[{])/g;
+  const maskNested = (value: string): string => {
+    let out = "";
+    let from = 0;
+    jsonOpen.lastIndex = 0;
+    for (let m = jsonOpen.exec(value); m; m = jsonOpen.exec(value)) {
+      if (!sensitive(m[1]!)) continue;
+      const start = m.index + m[0].length - 1;
+      const end = balancedEnd(value, start);
+      out += `${value.slice(from, start)}"${MASK}"`;
+      from = end;
+      jsonOpen.lastIndex = end;
+    }
+    return out + value.slice(from);
+  };
 
   const text = (value: string): string =>
-    value
+    maskNested(value)
       .replace(jsonPair, (m, name: string, colon: string) => (sensitive(name) ? `"${name}"${colon}"${MASK}"` : m))
+      // an unterminated value at the very end (text cut short): "name":"abc<end>
+      .replace(/"([^"\\]{1,64})"(\s*:\s*)"[^"]*$/, (m, name: string, colon: string) =>
+        sensitive(name) ? `"${name}"${colon}"${MASK}` : m,
+      )
       .replace(queryPair, (m, name: string) => (sensitive(name) ? `${name}=${MASK}` : m))
       .replace(EMAIL, MASK);
 
   const object = <T>(value: T): T => {
     if (typeof value === "string") return text(value) as T;
+    if (value instanceof Error) {
+      // pino's err shape, masked (an Error's own fields are not enumerable)
+      const e = value as Error & { code?: unknown };
+      return {
+        type: e.name,
+        message: text(e.message),
+        stack: text(e.stack ?? ""),
+        ...(e.code !== undefined && { code: e.code }),
+        ...(object({ ...e }) as object),
+      } as T;
+    }
     if (Array.isArray(value)) return value.map(object) as T;
     if (value && typeof value === "object" && !(value instanceof Date)) {
       const out: Record<string, unknown> = {};
@@ -73,11 +111,55 @@ export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELD
           u.password = MASK;
           changed = true;
         }
-        return changed ? u.toString().replace(/%2A%2A%2A/g, MASK) : value;
+        // and whatever URLSearchParams does not see: ;-separated, &amp;-escaped, path parameters
+        return text(changed ? u.toString().replace(/%2A%2A%2A/g, MASK) : value);
       } catch {
         return text(value);
       }
     },
     object,
+    valuesIn(json) {
+      const found = new Set<string>();
+      let doc: unknown;
+      try {
+        doc = JSON.parse(json);
+      } catch {
+        return [];
+      }
+      const walk: Array<{ v: unknown; hot: boolean }> = [{ v: doc, hot: false }];
+      while (walk.length > 0) {
+        const { v, hot } = walk.pop()!;
+        if ((typeof v === "string" || typeof v === "number") && hot) {
+          const s = String(v);
+          if (s.length >= 4) found.add(s);
+        } else if (Array.isArray(v)) {
+          for (const x of v) walk.push({ v: x, hot });
+        } else if (v && typeof v === "object") {
+          for (const [k, x] of Object.entries(v)) walk.push({ v: x, hot: hot || sensitive(k) });
+        }
+      }
+      return [...found];
+    },
+    textWithout(value, values) {
+      let out = value;
+      for (const v of values) out = out.split(v).join(MASK);
+      return text(out);
+    },
   };
+}
+
+/** Index just past the bracket that closes the one at `start` (strings skipped). */
+function balancedEnd(s: string, start: number): number {
+  let depth = 0;
+  for (let i = start; i < s.length; i++) {
+    const c = s[i];
+    if (c === '"') {
+      for (i++; i < s.length && s[i] !== '"'; i++) if (s[i] === "\\") i++;
+    } else if (c === "[" || c === "{") depth++;
+    else if (c === "]" || c === "}") {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return s.length;
 }

@@ -15,7 +15,12 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
-import type { AttemptResult, HttpSender } from "../delivery/http-sender.ts";
+import {
+  type AttemptResult,
+  type HttpSender,
+  MAX_RESPONSE_STORED_BYTES,
+  truncateUtf8,
+} from "../delivery/http-sender.ts";
 import { type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
 import { secretKey, signatureHeader } from "../delivery/sign.ts";
 import type { Logger } from "../logger.ts";
@@ -170,6 +175,27 @@ export function makeWorker(options: WorkerOptions): Worker {
     }
   }
 
+  /**
+   * The error text and the stored response body with sensitive values masked: by field name
+   * and, since receivers echo them in prose, every value of the payload's sensitive fields.
+   * Masked first, then cut to 1 KiB.
+   */
+  function maskedTexts(payload: string, result: AttemptResult) {
+    if (result.error === null && result.responseBody === null) return { error: null, responseBody: null };
+    const values = redactor.valuesIn(payload);
+    return {
+      error: result.error === null ? null : redactor.textWithout(result.error, values),
+      responseBody:
+        result.responseBody === null
+          ? null
+          : truncateUtf8(
+              // a window well past the cut, so a value straddling the 1 KiB limit is still seen whole
+              Buffer.from(redactor.textWithout(result.responseBody.slice(0, 4 * MAX_RESPONSE_STORED_BYTES), values)),
+              MAX_RESPONSE_STORED_BYTES,
+            ),
+    };
+  }
+
   function toResult(entry: Running, result: AttemptResult): DeliveryResult {
     const { claim } = entry;
     const attemptNumber = claim.attemptCount + 1;
@@ -197,8 +223,7 @@ export function makeWorker(options: WorkerOptions): Worker {
       success: result.verdict === Verdict.success,
       statusCode: result.statusCode,
       errorKind: result.errorKind,
-      error: result.error === null ? null : redactor.text(result.error),
-      responseBody: result.responseBody === null ? null : redactor.text(result.responseBody),
+      ...maskedTexts(claim.payload, result),
       isProbe: claim.isProbe,
       pauseMs,
     };
