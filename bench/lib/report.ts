@@ -1,0 +1,118 @@
+/**
+ * Turns the raw runs into figures: each the median over runs, each comparison the median of
+ * ratios taken within one run. Prints them as a table, with the issue's target and whether
+ * this run met it.
+ */
+import type { BacklogRun } from "../scenarios/backlog.ts";
+import type { CeilingRun } from "../scenarios/ceiling.ts";
+import type { DeliveryRun } from "../scenarios/delivery.ts";
+import type { IngestRun } from "../scenarios/ingest.ts";
+import type { LatencyRun } from "../scenarios/latency.ts";
+import type { PgBossRun } from "../scenarios/pgboss.ts";
+import { median, ratio } from "./stats.ts";
+
+export interface RunResult {
+  ceiling?: CeilingRun;
+  pgboss?: PgBossRun;
+  hookrelay1?: DeliveryRun;
+  hookrelay2?: DeliveryRun;
+  latency?: LatencyRun;
+  ingest?: IngestRun;
+  slowHookrelay?: DeliveryRun;
+  slowPgboss?: PgBossRun;
+  isolation?: DeliveryRun;
+  backlog?: BacklogRun;
+}
+
+export interface Figure {
+  scenario: string;
+  figure: string;
+  unit: string;
+  median: number;
+  runs: number[];
+  target: string | null;
+  met: boolean | null;
+}
+
+type Pick = (r: RunResult) => number | undefined;
+
+export function figures(runs: RunResult[]): Figure[] {
+  const out: Figure[] = [];
+  const add = (scenario: string, figure: string, unit: string, pick: Pick, target?: { text: string; ok: (v: number) => boolean }) => {
+    const values = runs.map(pick).filter((v): v is number => v !== undefined);
+    if (values.length === 0) return;
+    const m = median(values);
+    out.push({
+      scenario,
+      figure,
+      unit,
+      median: m,
+      runs: values,
+      target: target?.text ?? null,
+      met: target && Number.isFinite(m) ? target.ok(m) : null,
+    });
+  };
+  const atLeast = (x: number, text = `>= ${x}`) => ({ text, ok: (v: number) => v >= x });
+  const atMost = (x: number, text = `<= ${x}`) => ({ text, ok: (v: number) => v <= x });
+
+  add("1 ceiling", "bare undici POSTs/s", "/s", (r) => r.ceiling?.rate);
+  add("2 peer", "pg-boss jobs/s", "/s", (r) => r.pgboss?.rate);
+  add("3 throughput", "hookrelay 1 worker", "/s", (r) => r.hookrelay1?.rate);
+  add("3 throughput", "hookrelay 2 workers", "/s", (r) => r.hookrelay2?.rate);
+  const best = (r: RunResult) =>
+    r.hookrelay1 || r.hookrelay2 ? Math.max(r.hookrelay1?.rate ?? 0, r.hookrelay2?.rate ?? 0) : undefined;
+  const vs = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined ? ratio(a, b) : undefined);
+  add("3 throughput", "1 worker / ceiling", "x", (r) => vs(r.hookrelay1?.rate, r.ceiling?.rate));
+  add("3 throughput", "2 workers / ceiling", "x", (r) => vs(r.hookrelay2?.rate, r.ceiling?.rate));
+  add("3 throughput", "best / ceiling", "x", (r) => vs(best(r), r.ceiling?.rate), atLeast(0.5));
+  add("3 throughput", "best / pg-boss", "x", (r) => vs(best(r), r.pgboss?.rate), atLeast(2));
+  add("4 latency", "enqueue-to-delivery p50", "ms", (r) => r.latency?.p50, atMost(15));
+  add("4 latency", "enqueue-to-delivery p95", "ms", (r) => r.latency?.p95);
+  add("4 latency", "enqueue-to-delivery p99", "ms", (r) => r.latency?.p99, atMost(60));
+  add("4 latency", "accept-to-attempt-start p50 (db)", "ms", (r) => r.latency?.queueP50);
+  add("4 latency", "accept-to-attempt-start p99 (db)", "ms", (r) => r.latency?.queueP99);
+  add("4 latency", "offered rate", "/s", (r) => r.latency?.offeredRate);
+  add("4 latency", "scheduled-to-delivery p99", "ms", (r) => r.latency?.scheduledP99);
+  add("4 latency", "API response p99", "ms", (r) => r.latency?.apiP99);
+  add("5 ingest", "single-message requests", "/s", (r) => r.ingest?.rate, atLeast(5000));
+  add("5 ingest", "batch requests (no batch endpoint)", "/s", (r) => (r.ingest ? Number.NaN : undefined));
+  add("6 slow receiver", "hookrelay (50 ms receiver)", "/s", (r) => r.slowHookrelay?.rate);
+  add("6 slow receiver", "pg-boss (50 ms receiver)", "/s", (r) => r.slowPgboss?.rate);
+  add("6 slow receiver", "hookrelay / pg-boss", "x", (r) => vs(r.slowHookrelay?.rate, r.slowPgboss?.rate), atLeast(4));
+  add("7 isolation", "healthy endpoints", "/s", (r) => r.isolation?.rate);
+  add("7 isolation", "healthy / scenario 3 (1 worker)", "x", (r) => vs(r.isolation?.rate, r.hookrelay1?.rate), atLeast(0.9));
+  add("8 backlog", "claim 500 rows, small backlog", "ms", (r) => r.backlog?.smallMs);
+  add("8 backlog", "claim 500 rows, large backlog", "ms", (r) => r.backlog?.largeMs);
+  add("8 backlog", "large / small", "x", (r) => r.backlog?.ratio, atMost(1.5));
+  add("9 memory", "worker peak RSS, 1 worker", "MB", (r) => (r.hookrelay1 ? Math.max(...r.hookrelay1.peakRssMiB) : undefined), atMost(300));
+  add("9 memory", "worker peak RSS, 2 workers", "MB", (r) => (r.hookrelay2 ? Math.max(...r.hookrelay2.peakRssMiB) : undefined), atMost(300));
+  return out;
+}
+
+function fmt(v: number, unit: string): string {
+  if (!Number.isFinite(v)) return "n/a";
+  if (unit === "x") return v.toFixed(2);
+  if (unit === "ms") return v < 10 ? v.toFixed(2) : v.toFixed(1);
+  return Math.round(v).toLocaleString("en-US");
+}
+
+export function table(figs: Figure[], notes: string[] = []): string {
+  const header = ["scenario", "figure", "median", "unit", "runs", "target", "met"];
+  const rows = figs.map((f) => [
+    f.scenario,
+    f.figure,
+    fmt(f.median, f.unit),
+    f.unit,
+    f.runs.map((v) => fmt(v, f.unit)).join(" "),
+    f.target ?? "",
+    f.met === null ? "" : f.met ? "yes" : "NO",
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
+  return [
+    line(header),
+    `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`,
+    ...rows.map(line),
+    ...notes.map((n) => `  ${n}`),
+  ].join("\n");
+}

@@ -1,0 +1,189 @@
+/**
+ * `npm run bench`: starts its own PostgreSQL and receiver, runs scenarios 1-9 of the
+ * performance issue `--runs` times (default 3), prints the medians as a table and writes
+ * everything to bench/results/<timestamp>.json. See docs/performance.md.
+ *
+ * One run measures every scenario in order, so each comparison (hookrelay / ceiling,
+ * hookrelay / pg-boss, isolation / throughput, large / small backlog) is a ratio of two
+ * figures taken minutes apart under the same conditions.
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { type Cluster, resetStatements, type StatementStat, startCluster, topStatements } from "./lib/cluster.ts";
+import { makeContext } from "./lib/context.ts";
+import { parseOptions } from "./lib/options.ts";
+import { killAllChildren, profiling, REPO_ROOT } from "./lib/procs.ts";
+import { startReceiver, type ReceiverControl } from "./lib/receiver.ts";
+import { figures, type RunResult, table } from "./lib/report.ts";
+import { type Backlog, dropBacklog, measureBacklog, prepareBacklog } from "./scenarios/backlog.ts";
+import { runCeiling } from "./scenarios/ceiling.ts";
+import { runDelivery } from "./scenarios/delivery.ts";
+import { runIngest } from "./scenarios/ingest.ts";
+import { runLatency } from "./scenarios/latency.ts";
+import { runPgBoss } from "./scenarios/pgboss.ts";
+import { sweepPgBoss } from "./scenarios/pgboss-sweep.ts";
+
+const opts = parseOptions(process.argv.slice(2));
+const startedAt = new Date();
+const loadAtStart = os.loadavg();
+let cluster: Cluster | null = null;
+let receiver: ReceiverControl | null = null;
+
+async function cleanup(): Promise<void> {
+  await receiver?.stop().catch(() => undefined);
+  killAllChildren();
+  await cluster?.stop().catch(() => undefined);
+}
+
+const watchdog = setTimeout(() => {
+  process.stderr.write(`bench: gave up after ${opts.watchdogMs} ms\n`);
+  killAllChildren();
+  void cleanup().finally(() => process.exit(2));
+}, opts.watchdogMs);
+watchdog.unref();
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`bench: ${signal}, cleaning up\n`);
+    killAllChildren();
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+async function main(): Promise<void> {
+  if (loadAtStart[0]! > 1) {
+    process.stderr.write(
+      `bench: note: load average ${loadAtStart.map((l) => l.toFixed(2)).join(" ")} on ${os.cpus().length} cores; figures will be lower than on an idle machine\n`,
+    );
+  }
+  if (opts.cpuProf) {
+    profiling.dir = path.join(REPO_ROOT, "bench/results/profiles");
+    await mkdir(profiling.dir, { recursive: true });
+  }
+  cluster = await startCluster(opts.pgSettings);
+  receiver = await startReceiver(opts.endpoints);
+  const ctx = makeContext(opts, cluster, receiver);
+  ctx.log(`PostgreSQL and receiver (${receiver.urls.length} ports) up`);
+
+  if (opts.tunePgBoss) {
+    process.stdout.write(`${await sweepPgBoss(ctx)}\n`);
+    return;
+  }
+
+  const { only } = opts;
+  let backlog: Backlog | null = null;
+  const runs: RunResult[] = [];
+  // pg_stat_statements per scenario of the first run: which statements dominate.
+  const statements: Record<string, StatementStat[]> = {};
+  try {
+    if (only.has(8)) {
+      ctx.log(`8 backlog: seeding ${opts.backlogSmall} and ${opts.backlogLarge} pending deliveries`);
+      backlog = await prepareBacklog(ctx);
+    }
+    for (let run = 1; run <= opts.runs; run++) {
+      const r: RunResult = {};
+      const step = async <T>(label: string, fn: () => Promise<T>): Promise<T> => {
+        ctx.log(`run ${run}/${opts.runs}: ${label}`);
+        if (run > 1) return fn();
+        await resetStatements(ctx.cluster);
+        const result = await fn();
+        statements[label] = await topStatements(ctx.cluster);
+        return result;
+      };
+      const n = opts.throughputMessages;
+      if (only.has(1)) r.ceiling = await step("1 ceiling", () => runCeiling(ctx, n));
+      if (only.has(2)) r.pgboss = await step("2 peer (pg-boss)", () => runPgBoss(ctx, { messages: n }));
+      if (only.has(3)) {
+        r.hookrelay1 = await step("3 throughput, 1 worker", () => runDelivery(ctx, { workers: 1, messages: n }));
+        r.hookrelay2 = await step("3 throughput, 2 workers", () => runDelivery(ctx, { workers: 2, messages: n }));
+      }
+      if (only.has(4)) r.latency = await step("4 latency", () => runLatency(ctx));
+      if (only.has(5)) r.ingest = await step("5 ingest", () => runIngest(ctx));
+      if (only.has(6)) {
+        const delayMs = opts.slowDelayMs;
+        r.slowHookrelay = await step("6 slow receiver, hookrelay", () =>
+          runDelivery(ctx, { workers: 1, messages: opts.slowMessages, delayMs }),
+        );
+        r.slowPgboss = await step("6 slow receiver, pg-boss", () => runPgBoss(ctx, { messages: opts.slowMessages, delayMs }));
+      }
+      if (only.has(7)) {
+        const hanging = Array.from({ length: opts.isolationHanging }, (_, i) => i);
+        r.isolation = await step("7 isolation", () =>
+          runDelivery(ctx, { workers: 1, messages: opts.isolationMessages, hanging, timeoutMs: opts.isolationTimeoutMs }),
+        );
+      }
+      if (backlog) {
+        const b = backlog;
+        r.backlog = await step("8 backlog", () => measureBacklog(ctx, b));
+      }
+      runs.push(r);
+    }
+  } finally {
+    if (backlog) await dropBacklog(backlog).catch(() => undefined);
+  }
+
+  const figs = figures(runs);
+  const loadAtEnd = os.loadavg();
+  const notes = [
+    `${opts.quick ? "QUICK MODE (smoke test; sizes too small to mean anything). " : ""}runs: ${opts.runs}; messages: ${opts.throughputMessages}; ` +
+      `pg-boss: ${opts.pgboss.workers} work() x batchSize ${opts.pgboss.batchSize}, polling ${opts.pgboss.pollingIntervalSeconds} s, notifyWhenFull ${opts.pgboss.notifyWhenFull}`,
+    checks(runs),
+    `machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}), load average at start ${loadAtStart.map((l) => l.toFixed(2)).join(" ")}, at end ${loadAtEnd.map((l) => l.toFixed(2)).join(" ")}`,
+  ];
+  process.stdout.write(`\n${table(figs, notes.filter(Boolean))}\n`);
+
+  if (opts.write) {
+    const dir = path.join(REPO_ROOT, "bench/results");
+    await mkdir(dir, { recursive: true });
+    const file = path.join(dir, `${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
+    const json = {
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      machine: {
+        cpus: os.cpus().length,
+        cpuModel: os.cpus()[0]?.model ?? null,
+        totalMemMiB: Math.round(os.totalmem() / 2 ** 20),
+        loadavgAtStart: loadAtStart,
+        loadavgAtEnd: loadAtEnd,
+        node: process.version,
+        platform: `${os.platform()} ${os.release()}`,
+      },
+      options: { ...opts, only: [...opts.only] },
+      postgres: cluster.settings,
+      figures: figs,
+      profile: {
+        statements,
+        claimPlanLargeBacklog: backlog?.largePlan ?? null,
+        backlogSeedMs: backlog?.seedMs ?? null,
+      },
+      runs,
+    };
+    await writeFile(file, `${JSON.stringify(json, null, 2)}\n`);
+    process.stdout.write(`results: ${path.relative(process.cwd(), file)}\n`);
+  }
+}
+
+/** Signature and durability checks over every hookrelay fast-receiver run. */
+function checks(runs: RunResult[]): string {
+  const all = runs.flatMap((r) => [r.hookrelay1, r.hookrelay2, r.slowHookrelay, r.isolation]).filter((d) => d !== undefined);
+  const sum = (f: (d: (typeof all)[number]) => number) => all.reduce((n, d) => n + f(d), 0);
+  if (all.length === 0) return "";
+  const durable = all.filter((d) => d.delivered !== null);
+  const complete = durable.filter((d) => d.delivered === d.expectedHealthy && d.attempts === d.expectedHealthy).length;
+  return (
+    `checks: ${sum((d) => d.verified)} sampled signatures verified, ${sum((d) => d.badSignature)} bad, ${sum((d) => d.unsigned)} unsigned; ` +
+    `${complete}/${durable.length} throughput runs ended with one delivered row and one attempt row per message`
+  );
+}
+
+main().then(
+  async () => {
+    await cleanup();
+    process.exit(0);
+  },
+  async (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    await cleanup();
+    process.exit(1);
+  },
+);

@@ -1,0 +1,101 @@
+/**
+ * hookrelay delivering a seeded backlog: scenarios 3 (throughput, 1 and 2 workers), 6 (slow
+ * receiver), 7 (isolation: some endpoints hang) and 9 (peak RSS of the workers during 3).
+ *
+ * Worker processes (`node bin/hookrelay.js worker`) start first and idle; then the messages
+ * and deliveries are inserted in one transaction (with the NOTIFY enqueueMessage sends), so
+ * every worker sees the whole backlog at once. The rate is taken from the receiver's first
+ * to its last healthy request. Afterwards the database must hold one `delivered` row and one
+ * attempt row per delivery: the run was fully durable.
+ */
+import { type BenchContext, deadlineFor } from "../lib/context.ts";
+import { type HookrelayProcess, peakRssMiB, startHookrelay, stopChild } from "../lib/procs.ts";
+import { createTenants, deliveryCounts, makeMessages, seedMessages } from "../lib/seed.ts";
+import { nowMs, ratePerSecond, waitUntil } from "../lib/stats.ts";
+
+export interface DeliveryParams {
+  workers: number;
+  messages: number;
+  /** receiver answers after this delay */
+  delayMs?: number;
+  /** endpoint indexes that never answer */
+  hanging?: number[];
+  /** every endpoint's timeoutMs (null = server default 15 s) */
+  timeoutMs?: number | null;
+}
+
+export interface DeliveryRun {
+  /** healthy deliveries per second, first to last healthy request at the receiver */
+  rate: number;
+  healthy: number;
+  expectedHealthy: number;
+  seedMs: number;
+  /** VmHWM of each worker process, MiB */
+  peakRssMiB: number[];
+  unsigned: number;
+  badSignature: number;
+  verified: number;
+  /** database state after the run (fast-receiver runs only) */
+  delivered: number | null;
+  attempts: number | null;
+}
+
+export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise<DeliveryRun> {
+  const { receiver, opts } = ctx;
+  const hanging = new Set(p.hanging ?? []);
+  const db = await ctx.freshDb(`hr_w${p.workers}`);
+  const workers: HookrelayProcess[] = [];
+  try {
+    const tenants = await createTenants(db.pool, receiver.urls, ctx.secret, p.timeoutMs ?? null);
+    const messages = makeMessages(p.messages, tenants.length);
+    const expectedHealthy = messages.endpoint.filter((e) => !hanging.has(e)).length;
+    await receiver.configure({ delayMs: p.delayMs ?? 0, hanging: [...hanging], secret: ctx.secret });
+    workers.push(
+      ...(await Promise.all(
+        Array.from({ length: p.workers }, () =>
+          startHookrelay("worker", db.url, { HOOKRELAY_WORKER_CONCURRENCY: String(opts.concurrency) }),
+        ),
+      )),
+    );
+    await receiver.reset();
+
+    const t0 = nowMs();
+    await seedMessages(db.pool, tenants, messages);
+    const seedMs = nowMs() - t0;
+    ctx.log(`  seeded ${p.messages} messages in ${Math.round(seedMs)} ms; ${p.workers} worker(s) delivering`);
+
+    const minRate = p.delayMs ? 100 : 300;
+    const s = await receiver.waitForHealthy(expectedHealthy, deadlineFor(expectedHealthy, minRate));
+    const rss = workers.map((w) => peakRssMiB(w.pid));
+    if (s.healthy < expectedHealthy) {
+      ctx.log(`  WARNING: only ${s.healthy}/${expectedHealthy} healthy deliveries before the deadline`);
+      for (const w of workers) ctx.log(`  worker ${w.pid} said:\n${w.output()}`);
+    }
+
+    let delivered: number | null = null;
+    let attempts: number | null = null;
+    if (hanging.size === 0 && !p.delayMs) {
+      // Results are written back in batches shortly after the last request.
+      await waitUntil(async () => (await deliveryCounts(db.pool)).delivered >= p.messages, 15_000, 100);
+      const counts = await deliveryCounts(db.pool);
+      delivered = counts.delivered;
+      attempts = counts.attempts;
+    }
+    return {
+      rate: ratePerSecond(s.healthy, s.healthyFirst, s.healthyLast),
+      healthy: s.healthy,
+      expectedHealthy,
+      seedMs,
+      peakRssMiB: rss,
+      unsigned: s.unsigned,
+      badSignature: s.badSignature,
+      verified: s.verified,
+      delivered,
+      attempts,
+    };
+  } finally {
+    await Promise.all(workers.map((w) => stopChild(w, 6_000)));
+    await receiver.reset();
+    await db.drop();
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Scenario 5: ingest. Many concurrent clients (an undici Pool, one request in flight per
+ * connection) POST one message per request to an API process as fast as it answers, for a
+ * fixed time; no worker runs, so the figure is the API and the database alone. hookrelay has
+ * no batch ingest endpoint, so the batch figure is reported as not applicable.
+ */
+import { createApiKey } from "../../src/api/auth.ts";
+import { Pool } from "undici";
+import type { BenchContext } from "../lib/context.ts";
+import { type HookrelayProcess, startHookrelay, stopChild } from "../lib/procs.ts";
+import { createTenants, EVENT_TYPE, payloadFor } from "../lib/seed.ts";
+import { nowMs } from "../lib/stats.ts";
+
+export interface IngestRun {
+  rate: number;
+  accepted: number;
+  errors: number;
+  /** messages the database holds afterwards (must equal accepted + warm-up) */
+  stored: number;
+  clients: number;
+}
+
+export async function runIngest(ctx: BenchContext): Promise<IngestRun> {
+  const { receiver, opts } = ctx;
+  const db = await ctx.freshDb("ingest");
+  let api: HookrelayProcess | null = null;
+  let pool: Pool | null = null;
+  try {
+    const tenants = await createTenants(db.pool, receiver.urls, ctx.secret);
+    const { key } = await createApiKey(db.pool, { role: "admin" }, "bench");
+    api = await startHookrelay("api", db.url);
+    const client = new Pool(api.url!, { connections: opts.ingestClients, keepAliveTimeout: 10_000 });
+    pool = client;
+    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    let seq = 0;
+    let accepted = 0;
+    let errors = 0;
+
+    async function loop(until: number, count: boolean): Promise<void> {
+      while (Date.now() < until) {
+        const i = seq++;
+        const tenant = tenants[i % tenants.length]!;
+        try {
+          const res = await client.request({
+            path: `/api/v1/app/${tenant.appId}/msg`,
+            method: "POST",
+            headers,
+            body: `{"eventType":"${EVENT_TYPE}","payload":${payloadFor(i)}}`,
+            signal: AbortSignal.timeout(30_000),
+          });
+          await res.body.dump();
+          if (!count) continue;
+          if (res.statusCode === 202) accepted++;
+          else errors++;
+        } catch {
+          if (count) errors++;
+        }
+      }
+    }
+    const all = (ms: number, count: boolean) => {
+      const until = Date.now() + ms;
+      return Promise.all(Array.from({ length: opts.ingestClients }, () => loop(until, count)));
+    };
+
+    await all(opts.quick ? 300 : 2_000, false); // warm-up
+    const t0 = nowMs();
+    await all(opts.ingestSeconds * 1000, true);
+    const elapsed = nowMs() - t0;
+    const { rows } = await db.pool.query("select count(*)::int as n from messages");
+    return {
+      rate: (accepted * 1000) / elapsed,
+      accepted,
+      errors,
+      stored: rows[0].n,
+      clients: opts.ingestClients,
+    };
+  } finally {
+    await pool?.close();
+    if (api) await stopChild(api, 6_000);
+    await db.drop();
+  }
+}

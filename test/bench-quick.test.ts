@@ -1,0 +1,48 @@
+/**
+ * The bench's smoke mode (`npm run bench -- --quick`) runs in the test suite only to prove
+ * the harness works end to end: it must exit 0 and print a table naming every scenario.
+ * No figure is asserted (timings on a shared machine are not test material).
+ */
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect, test } from "vitest";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const SCENARIOS = [
+  "1 ceiling",
+  "2 peer",
+  "3 throughput",
+  "4 latency",
+  "5 ingest",
+  "6 slow receiver",
+  "7 isolation",
+  "8 backlog",
+  "9 memory",
+];
+
+function runQuickBench(): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(ROOT, "bin/bench.js"), "--quick", "--no-write"], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString("utf8");
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString("utf8");
+    });
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+test("npm run bench -- --quick runs every scenario and prints the table", async () => {
+  const { code, stdout, stderr } = await runQuickBench();
+  expect(code, `bench exited ${code}\n${stderr.slice(-4000)}`).toBe(0);
+  for (const name of SCENARIOS) expect(stdout).toContain(`| ${name}`);
+  expect(stdout).toContain("QUICK MODE");
+}, 600_000);
