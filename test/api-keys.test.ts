@@ -398,30 +398,29 @@ describe("per-key request rate limit", () => {
     try {
       const noisy = (await createKey({ role: "admin" })).key;
       const quiet = (await createKey({ role: "app", appId: appA.id })).key;
-      let sent = 0;
-      let limitedRes: Awaited<ReturnType<typeof req>> | null = null;
-      while (sent < 60) {
-        const res = await req("GET", `${V1}/app`, { key: noisy, app: limited });
-        sent++;
-        if (res.status === 429) {
-          limitedRes = res;
-          break;
-        }
-        expect(res.status).toBe(200);
-      }
-      expect(limitedRes, "no 429 within 60 requests at 5/s").not.toBeNull();
-      // burst = 2 s of the rate: at least 10 pass first
-      expect(sent).toBeGreaterThan(10);
+      // 30 at once: the burst (2 s of the rate = 10) passes, the rest is refused, however
+      // slow the machine (sequential requests on a loaded one could keep pace with the refill)
+      const burst = await Promise.all(
+        Array.from({ length: 30 }, () => req("GET", `${V1}/app`, { key: noisy, app: limited })),
+      );
+      const passed = burst.filter((r) => r.status === 200).length;
+      const limitedRes = burst.find((r) => r.status === 429) ?? null;
+      expect(burst.every((r) => r.status === 200 || r.status === 429)).toBe(true);
+      expect(limitedRes, "no 429 among 30 simultaneous requests at 5/s").not.toBeNull();
+      expect(passed).toBeGreaterThanOrEqual(10);
       expect(limitedRes!.body).toEqual({ code: "rate_limited", detail: expect.any(String) });
       const retryAfter = Number(limitedRes!.headers["retry-after"]);
       expect(Number.isInteger(retryAfter)).toBe(true);
       expect(retryAfter).toBeGreaterThanOrEqual(1);
       expect(retryAfter).toBeLessThanOrEqual(2);
 
-      // still limited right away, on every route; another key is not
-      expect(
-        (await req("POST", `${V1}/app`, { key: noisy, app: limited, body: { name: "x" } })).status,
-      ).toBe(429);
+      // still limited, on every route (a few may pass as tokens refill); another key is not
+      const again = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          req("POST", `${V1}/app`, { key: noisy, app: limited, body: { name: "x" } }),
+        ),
+      );
+      expect(again.filter((r) => r.status === 429).length).toBeGreaterThan(0);
       expect((await req("GET", `${V1}/app/${appA.id}`, { key: quiet, app: limited })).status).toBe(
         200,
       );
