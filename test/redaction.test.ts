@@ -474,7 +474,7 @@ describe("the logger", () => {
   // }`) turns into an unhandled rejection, which ends a Node 20 process. Fix: in object(),
   // keep a WeakSet of the objects on the current path (answer "[Circular]") and a depth cap
   // (answer "[Object]" past ~10 levels), Errors included.
-  test.fails("logging a circular or very deep object never throws", () => {
+  test("logging a circular or very deep object never throws", () => {
     const lines: string[] = [];
     const logger = makeLogger("debug", makeRedactor(), {
       write: (l: string) => void lines.push(l),
@@ -549,7 +549,7 @@ describe("masking gaps found by these tests", () => {
   // in attempts.url and shown in attempt and dead-letter listings. Fix: let the EMAIL pattern
   // take "%40" for the at sign (case-insensitive), or have url() test each decoded parameter
   // value against EMAIL and mask it.
-  test.fails("a percent-encoded email under a harmless parameter name is masked in listings", async () => {
+  test("a percent-encoded email under a harmless parameter name is masked in listings", async () => {
     const outputs = await apiOutputs();
     const rows = await storedRows();
     const encoded = encodeURIComponent(P_ENC.email);

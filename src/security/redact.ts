@@ -35,7 +35,8 @@ export interface Redactor {
 
 const normalize = (name: string) => name.toLowerCase().replace(/[-_]/g, "");
 // bounded repetitions: linear time on long hostile texts
-const EMAIL = /[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,24}/g;
+// ("%40" too: an address inside a URL's query string)
+const EMAIL = /[A-Za-z0-9._%+-]{1,64}(?:@|%40)[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,24}/gi;
 
 export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELDS): Redactor {
   const names = new Set(fields.map(normalize));
@@ -73,8 +74,14 @@ export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELD
       .replace(queryPair, (m, name: string) => (sensitive(name) ? `${name}=${MASK}` : m))
       .replace(EMAIL, MASK);
 
-  const object = <T>(value: T): T => {
+  // Log objects may be cyclic or absurdly deep: a log call must never throw.
+  const object = <T>(value: T, seen: WeakSet<object> = new WeakSet(), depth = 0): T => {
     if (typeof value === "string") return text(value) as T;
+    if (value && typeof value === "object") {
+      if (seen.has(value)) return "[Circular]" as T;
+      if (depth >= 10) return "[Object]" as T;
+      seen.add(value);
+    }
     if (value instanceof Error) {
       // pino's err shape, masked (an Error's own fields are not enumerable)
       const e = value as Error & { code?: unknown };
@@ -83,13 +90,13 @@ export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELD
         message: text(e.message),
         stack: text(e.stack ?? ""),
         ...(e.code !== undefined && { code: e.code }),
-        ...(object({ ...e }) as object),
+        ...(object({ ...e }, seen, depth + 1) as object),
       } as T;
     }
-    if (Array.isArray(value)) return value.map(object) as T;
+    if (Array.isArray(value)) return value.map((v) => object(v, seen, depth + 1)) as T;
     if (value && typeof value === "object" && !(value instanceof Date)) {
       const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(value)) out[k] = sensitive(k) ? MASK : object(v);
+      for (const [k, v] of Object.entries(value)) out[k] = sensitive(k) ? MASK : object(v, seen, depth + 1);
       return out as T;
     }
     return value;
