@@ -97,10 +97,13 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
       });
       // undici looks at the signal only once the request has a socket; the deadline must
       // also cover any wait for one.
-      const response = await Promise.race([pending, rejectOnAbort(signal)]).catch((err) => {
-        pending.then((late) => late.body.destroy(), () => undefined);
-        throw err;
-      });
+      const aborted = rejectOnAbort(signal);
+      const response = await Promise.race([pending, aborted.promise])
+        .catch((err) => {
+          pending.then((late) => late.body.destroy(), () => undefined);
+          throw err;
+        })
+        .finally(aborted.dispose);
       const body = await readCapped(response.body, MAX_RESPONSE_READ_BYTES);
       const status = response.statusCode;
       const { verdict, errorKind } = classifyStatus(status);
@@ -136,12 +139,16 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
   };
 }
 
-function rejectOnAbort(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    const abort = () => reject(signal.reason ?? new Error("aborted"));
+/** A promise that rejects when `signal` aborts; dispose() removes the listener (no leak). */
+function rejectOnAbort(signal: AbortSignal): { promise: Promise<never>; dispose: () => void } {
+  let abort = () => {};
+  const promise = new Promise<never>((_, reject) => {
+    abort = () => reject(signal.reason ?? new Error("aborted"));
     if (signal.aborted) abort();
     else signal.addEventListener("abort", abort, { once: true });
   });
+  promise.catch(() => undefined); // settled by the race; never unhandled
+  return { promise, dispose: () => signal.removeEventListener("abort", abort) };
 }
 
 function failure(verdict: Verdict, errorKind: ErrorKind, error: string) {
