@@ -101,8 +101,8 @@ export function summarizeOutcomes(attempts: readonly AttemptOutcome[]): Endpoint
   return out.sort((a, b) => (a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0));
 }
 
-// Runs with the health rows already locked by this transaction (lockHealthRows), so the
-// values read in "cur" are current and stay so until commit.
+// One statement: lock the batch's health rows, compute each endpoint's next state, write it
+// and record the transitions. The locks are held until the transaction commits.
 const APPLY_SQL = `
 with i as (
   select *
@@ -110,6 +110,17 @@ with i as (
               $6::timestamptz[], $7::bigint[], $8::boolean[], $9::integer[])
     as i(endpoint_id, applied, any_ok, trailing_failures, last_ok_at, last_fail_at,
          probe_id, probe_ok, pause_ms)
+),
+-- The health rows are locked here, in id order (every writer of endpoint_health locks in
+-- that order, so none can deadlock), and read from the lock: a row another transaction
+-- changed while this one waited comes back in its newest version.
+locked as (
+  select h.endpoint_id, h.circuit_state, h.probe_delivery_id, h.very_slow, h.cooldown_ms,
+         h.consecutive_failures
+  from endpoint_health h
+  where h.endpoint_id = any ($1::text[])
+  order by h.endpoint_id
+  for update
 ),
 cur as (
   select h.endpoint_id, h.circuit_state, h.probe_delivery_id, h.very_slow,
@@ -120,7 +131,7 @@ cur as (
          case when h.very_slow then least(coalesce(e.failure_threshold, $10::integer), $13::integer)
               else coalesce(e.failure_threshold, $10::integer) end as threshold,
          i.probe_id, i.probe_ok
-  from endpoint_health h
+  from locked h
   join i on i.endpoint_id = h.endpoint_id
   join endpoints e on e.id = h.endpoint_id
 ),
@@ -178,16 +189,6 @@ select endpoint_id, from_state, to_state,
 from changed
 where from_state <> to_state
 `;
-
-/** Locks the health rows of these endpoints in id order (so concurrent writers cannot deadlock). */
-export async function lockHealthRows(db: Queryable, endpointIds: string[]): Promise<void> {
-  await db.query({
-    name: "hookrelay_lock_health",
-    text: `select 1 from endpoint_health where endpoint_id = any ($1::text[])
-           order by endpoint_id for update`,
-    values: [endpointIds],
-  });
-}
 
 /** Applies a batch's outcomes: releases in-flight slots, counts failures, moves circuits. */
 export async function applyOutcomes(

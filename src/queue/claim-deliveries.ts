@@ -44,10 +44,12 @@ export interface ClaimedDelivery {
 // ready    Endpoints that may send now: enabled, not paused by a Retry-After, below their
 //          in-flight limit, circuit closed (or open with its cooldown over, or half-open
 //          with its probe lost), and with at least one due row. Their endpoint_health rows
-//          are locked for the length of this statement with "skip locked": an endpoint
-//          another worker is claiming for (or recording results of) at this instant is
-//          left for the next round, so claimers never wait on each other, and the
-//          in-flight count and token buckets read here are exact across all workers.
+//          are locked in id order (as every writer of them locks), so the in-flight count
+//          and token buckets read here are exact across all workers. A row another worker
+//          holds (its claim, or the few milliseconds a result write holds it) is waited
+//          for, not skipped: skipping made a claim that overlapped a result write miss
+//          most endpoints. A row changed while waiting is read in its newest version and
+//          checked again.
 // budget   Per endpoint: free in-flight room, capped by the refilled token buckets; an
 //          endpoint whose cooldown is over gets room for exactly one probe.
 // picked   Endpoints in random order (under a backlog every endpoint gets its share of a
@@ -86,7 +88,8 @@ with ready as (
       where d.endpoint_id = h.endpoint_id
         and d.status in ('pending', 'failed', 'in_flight')
         and d.next_attempt_at <= now())
-  for update of h skip locked
+  order by h.endpoint_id
+  for update of h
 ),
 budget as (
   select r.*,

@@ -11,7 +11,7 @@ export async function disableGoneEndpoints(db: Queryable, endpointIds: string[])
        select id from endpoints
        where id = any($1::text[]) and not disabled
        order by id
-       for update
+       for no key update
      )`,
     [endpointIds],
   );

@@ -1,18 +1,21 @@
 /**
  * Writes a batch of attempt outcomes back, in one short transaction:
  *
- * 1. lock the endpoints' health rows in id order (concurrent writers cannot deadlock);
- * 2. one statement inserts every attempt row and latency sample (the requests happened)
+ * 1. one statement inserts every attempt row and latency sample (the requests happened)
  *    and moves each delivery to its next state, but only if it still carries the claim
  *    token of the worker reporting it: a worker whose lease lapsed and was taken over
  *    cannot overwrite the newer outcome;
- * 3. one statement applies the per-endpoint outcome (in-flight slots, failure counts,
- *    circuit transitions, Retry-After pauses);
- * 4. endpoints that answered 410 Gone are disabled.
+ * 2. one statement locks the endpoints' health rows (in id order) and applies the
+ *    per-endpoint outcome (in-flight slots, failure counts, circuit transitions,
+ *    Retry-After pauses);
+ * 3. endpoints that answered 410 Gone are disabled.
+ *
+ * The health rows are locked last, so they are held only for step 2 (and 3) and the
+ * commit: a claim needs them, and waits for them.
  */
 import type { HealthConfig } from "../config.ts";
 import { type Pool, withTransaction } from "../db/pool.ts";
-import { applyOutcomes, lockHealthRows, summarizeOutcomes } from "../health/circuit-breaker.ts";
+import { applyOutcomes, summarizeOutcomes } from "../health/circuit-breaker.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
 import type { DeliveryStatus } from "./delivery-states.ts";
 import { disableGoneEndpoints } from "./disable-gone-endpoints.ts";
@@ -101,9 +104,7 @@ export async function recordResults(
 ): Promise<number> {
   if (results.length === 0) return 0;
   const col = <T>(f: (r: DeliveryResult) => T) => results.map(f);
-  const endpointIds = [...new Set(col((r) => r.endpointId))].sort();
   return withTransaction(pool, async (client) => {
-    await lockHealthRows(client, endpointIds);
     const { rows } = await client.query({
       name: "hookrelay_record_results",
       text: RECORD_SQL,
