@@ -59,6 +59,7 @@ const HELP = `npm run bench -- [options]
   --no-write           do not write bench/results/<timestamp>.json
   --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all)
   --messages <n>       scenario 3 messages (default 50000)
+  --concurrency <n>    requests in flight per hookrelay worker and in the ceiling (default 256)
   --rate <n>           scenario 4 messages/s (default 1000)
   --duration <s>       scenario 4 seconds (default 20)
   --backlog-large <n>  scenario 8 large backlog rows (default 1000000)
@@ -77,6 +78,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       "no-write": { type: "boolean", default: false },
       only: { type: "string" },
       messages: { type: "string" },
+      concurrency: { type: "string" },
       rate: { type: "string" },
       duration: { type: "string" },
       "backlog-large": { type: "string" },
@@ -124,7 +126,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     write: !values["no-write"],
     only,
     endpoints: 100,
-    concurrency: 256,
+    concurrency: Math.round(num(values.concurrency, 256, "concurrency")),
     connectionsPerOrigin: 32,
     throughputMessages: Math.round(num(values.messages, quick ? 2_000 : 50_000, "messages")),
     latencyRate: num(values.rate, quick ? 200 : 1_000, "rate"),

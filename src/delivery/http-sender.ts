@@ -23,8 +23,11 @@ export interface OutboundRequest {
   body: string;
   /** timeoutMs: absolute deadline of the whole attempt. */
   timeoutMs: number;
-  /** Aborts the attempt early (shutdown). */
-  signal?: AbortSignal;
+  /**
+   * Aborts the attempt early (shutdown) when the caller aborts it. The sender aborts it
+   * too when the deadline passes: one controller per attempt, no derived signals.
+   */
+  abort?: AbortController;
 }
 
 export interface AttemptResult {
@@ -72,8 +75,8 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
   async function send(request: OutboundRequest): Promise<AttemptResult> {
     const startedAt = new Date();
     const t0 = performance.now();
-    const deadline = AbortSignal.timeout(request.timeoutMs);
-    const signal = request.signal ? AbortSignal.any([deadline, request.signal]) : deadline;
+    const controller = request.abort ?? new AbortController();
+    const deadline = startDeadline(controller, request.timeoutMs);
     const finish = (partial: Omit<AttemptResult, "startedAt" | "latencyMs">): AttemptResult => ({
       startedAt,
       latencyMs: Math.round(performance.now() - t0),
@@ -93,17 +96,14 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
         method: "POST",
         headers: request.headers,
         body: request.body,
-        signal,
+        signal: controller.signal,
       });
       // undici looks at the signal only once the request has a socket; the deadline must
       // also cover any wait for one.
-      const aborted = rejectOnAbort(signal);
-      const response = await Promise.race([pending, aborted.promise])
-        .catch((err) => {
-          pending.then((late) => late.body.destroy(), () => undefined);
-          throw err;
-        })
-        .finally(aborted.dispose);
+      const response = await Promise.race([pending, deadline.passed]).catch((err) => {
+        pending.then((late) => late.body.destroy(), () => undefined);
+        throw err;
+      });
       const body = await readCapped(response.body, MAX_RESPONSE_READ_BYTES);
       const status = response.statusCode;
       const { verdict, errorKind } = classifyStatus(status);
@@ -126,8 +126,10 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
         // The request itself cannot be sent (e.g. an invalid header): retrying cannot help.
         return finish(failure("permanent", ErrorKind.invalidRequest, `invalid request: ${(err as Error).message}`));
       }
-      const { kind, message } = describeError(err, deadline.aborted, request.timeoutMs);
+      const { kind, message } = describeError(err, deadline.hasPassed(), request.timeoutMs);
       return finish(failure("transient", kind, message));
+    } finally {
+      deadline.clear();
     }
   }
 
@@ -139,16 +141,30 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
   };
 }
 
-/** A promise that rejects when `signal` aborts; dispose() removes the listener (no leak). */
-function rejectOnAbort(signal: AbortSignal): { promise: Promise<never>; dispose: () => void } {
-  let abort = () => {};
-  const promise = new Promise<never>((_, reject) => {
-    abort = () => reject(signal.reason ?? new Error("aborted"));
-    if (signal.aborted) abort();
-    else signal.addEventListener("abort", abort, { once: true });
+/**
+ * The deadline of one attempt: a plain timer (cleared when the attempt ends) that aborts
+ * the controller, which ends the request or the body being read, and rejects `passed`,
+ * which ends a wait for a socket.
+ */
+function startDeadline(controller: AbortController, timeoutMs: number) {
+  let passed = false;
+  let reject: (err: Error) => void = () => {};
+  const promise = new Promise<never>((_, r) => {
+    reject = r;
   });
   promise.catch(() => undefined); // settled by the race; never unhandled
-  return { promise, dispose: () => signal.removeEventListener("abort", abort) };
+  const timer = setTimeout(() => {
+    passed = true;
+    const err = new Error(`no complete response within ${timeoutMs} ms`);
+    err.name = "TimeoutError";
+    controller.abort(err);
+    reject(err);
+  }, timeoutMs);
+  return {
+    passed: promise,
+    hasPassed: () => passed,
+    clear: () => clearTimeout(timer),
+  };
 }
 
 function failure(verdict: Verdict, errorKind: ErrorKind, error: string) {

@@ -27,3 +27,14 @@ test("objects: sensitive keys and strings inside values, configurable names", ()
   const custom = makeRedactor(["player_id"]);
   expect(custom.text('{"player_id":"p1","cid":"c"}')).toBe(`{"player_id":"${MASK}","cid":"c"}`);
 });
+
+test("valuesIn: values of sensitive fields at any depth; none without a sensitive key; escaped keys too", () => {
+  expect(r.valuesIn('{"order":{"Click-ID":"abcd1234","card":{"n":"4111111111111111"}},"amount":5}').sort()).toEqual([
+    "4111111111111111",
+    "abcd1234",
+  ]);
+  expect(r.valuesIn('{"order":{"id":"abcd1234"},"amount":5,"note":"cid=1"}')).toEqual([]);
+  // a key spelled with an escape is not seen by the key scan; the document is parsed
+  expect(r.valuesIn('{"pass\\u0077ord":"hunter22"}')).toEqual(["hunter22"]);
+  expect(r.valuesIn("not json")).toEqual([]);
+});

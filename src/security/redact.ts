@@ -47,6 +47,13 @@ export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELD
   // (a value ends at & ; / # whitespace or a quote: ";"-separated and path parameters too)
   const queryPair = /([A-Za-z0-9_.-]{1,64})=([^&;/\s#"']*)/g;
 
+  const jsonKey = /"([^"\\]{1,64})"\s*:/g;
+  const hasSensitiveKey = (json: string): boolean => {
+    jsonKey.lastIndex = 0;
+    for (let m = jsonKey.exec(json); m; m = jsonKey.exec(json)) if (sensitive(m[1]!)) return true;
+    return false;
+  };
+
   // "name": [ ... ] or "name": { ... } — the whole balanced value goes
   const jsonOpen = /"([^"\\]{1,64})"\s*:\s*([[{])/g;
   const maskNested = (value: string): string => {
@@ -126,6 +133,9 @@ export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELD
     },
     object,
     valuesIn(json) {
+      // Most payloads have no sensitive field at all: a scan of their keys says so without
+      // parsing. Escaped text may hide a key's name from the scan; it is parsed.
+      if (!json.includes("\\") && !hasSensitiveKey(json)) return [];
       const found = new Set<string>();
       let doc: unknown;
       try {

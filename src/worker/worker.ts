@@ -63,7 +63,10 @@ export interface WorkerOptions {
 interface Running {
   claim: ClaimedDelivery;
   token: string;
+  /** aborted by the sender at the attempt's deadline, or by stop() */
   abort: AbortController;
+  /** stop() gave up on this request: its row is released, not recorded */
+  released: boolean;
 }
 
 export function makeWorker(options: WorkerOptions): Worker {
@@ -85,6 +88,7 @@ export function makeWorker(options: WorkerOptions): Worker {
   });
   const running = new Map<number, Running>();
   const keyCache = new Map<string, Buffer>();
+  const maskedUrls = new Map<string, string>();
   const secretBox = options.secretBox ?? makeSecretBox(undefined);
   const redactor = options.redactor ?? makeRedactor();
   let stopping = false;
@@ -124,7 +128,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     });
     if (claims.length > 0) options.onClaim?.(claims.length);
     for (const claim of claims) {
-      const entry: Running = { claim, token, abort: new AbortController() };
+      const entry: Running = { claim, token, abort: new AbortController(), released: false };
       running.set(claim.id, entry);
       void deliver(entry);
     }
@@ -160,9 +164,9 @@ export function makeWorker(options: WorkerOptions): Worker {
         headers,
         body: claim.payload,
         timeoutMs: claim.timeoutMs,
-        signal: entry.abort.signal,
+        abort: entry.abort,
       });
-      if (entry.abort.signal.aborted) {
+      if (entry.released) {
         // Aborted by the drain deadline: released by stop(), not counted as an attempt.
         return;
       }
@@ -170,7 +174,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     } catch (err) {
       logger.error({ err, deliveryId: claim.id }, "delivery crashed; its lease will bring it back");
     } finally {
-      if (!entry.abort.signal.aborted) running.delete(claim.id);
+      if (!entry.released) running.delete(claim.id);
       if (lastClaimFull || stopping) sleeper.wake();
     }
   }
@@ -182,7 +186,9 @@ export function makeWorker(options: WorkerOptions): Worker {
    */
   function maskedTexts(payload: string, result: AttemptResult) {
     if (result.error === null && result.responseBody === null) return { error: null, responseBody: null };
-    const values = redactor.valuesIn(payload);
+    // (valuesIn keeps values of 4+ characters: a shorter text cannot contain one)
+    const values =
+      (result.error?.length ?? 0) >= 4 || (result.responseBody?.length ?? 0) >= 4 ? redactor.valuesIn(payload) : [];
     return {
       error: result.error === null ? null : redactor.textWithout(result.error, values),
       responseBody:
@@ -194,6 +200,17 @@ export function makeWorker(options: WorkerOptions): Worker {
               MAX_RESPONSE_STORED_BYTES,
             ),
     };
+  }
+
+  /** An endpoint URL as stored in its attempt rows (sensitive query values masked). */
+  function maskedUrl(url: string): string {
+    let masked = maskedUrls.get(url);
+    if (masked === undefined) {
+      masked = redactor.url(url);
+      if (maskedUrls.size > 10_000) maskedUrls.clear();
+      maskedUrls.set(url, masked);
+    }
+    return masked;
   }
 
   function toResult(entry: Running, result: AttemptResult): DeliveryResult {
@@ -214,7 +231,7 @@ export function makeWorker(options: WorkerOptions): Worker {
       endpointId: claim.endpointId,
       appId: claim.appId,
       trigger: claim.trigger,
-      url: redactor.url(claim.url),
+      url: maskedUrl(claim.url),
       attemptNumber,
       nextStatus: next.status,
       retryDelayMs: next.retryDelayMs,
@@ -238,7 +255,10 @@ export function makeWorker(options: WorkerOptions): Worker {
       await new Promise((r) => setTimeout(r, 10));
     }
     const unfinished = [...running.values()];
-    for (const entry of unfinished) entry.abort.abort();
+    for (const entry of unfinished) {
+      entry.released = true;
+      entry.abort.abort();
+    }
     // If the database is unreachable, results cannot be written: give up after a grace
     // period rather than hang; the rows are still leased and will be retried.
     const flushed = await Promise.race([
