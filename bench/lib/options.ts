@@ -60,6 +60,7 @@ const HELP = `npm run bench -- [options]
   --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all)
   --messages <n>       scenario 3 messages (default 50000)
   --concurrency <n>    requests in flight per hookrelay worker and in the ceiling (default 256)
+  --clients <n>        scenario 5 concurrent clients (default 64)
   --rate <n>           scenario 4 messages/s (default 1000)
   --duration <s>       scenario 4 seconds (default 20)
   --backlog-large <n>  scenario 8 large backlog rows (default 1000000)
@@ -79,6 +80,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       only: { type: "string" },
       messages: { type: "string" },
       concurrency: { type: "string" },
+      clients: { type: "string" },
       rate: { type: "string" },
       duration: { type: "string" },
       "backlog-large": { type: "string" },
@@ -132,7 +134,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     latencyRate: num(values.rate, quick ? 200 : 1_000, "rate"),
     latencySeconds: num(values.duration, quick ? 2 : 20, "duration"),
     ingestSeconds: quick ? 1 : 10,
-    ingestClients: 64,
+    ingestClients: Math.round(num(values.clients, 64, "clients")),
     slowMessages: quick ? 400 : 20_000,
     slowDelayMs: 50,
     isolationMessages: quick ? 1_000 : 50_000,

@@ -4,13 +4,15 @@
  * paying one each (with fsync at several ms, one commit per message caps ingest at a few
  * hundred per second). While a batch is being written the next one fills up; a request
  * waits at most for the batch in front of it. Each message is still committed, with all
- * its deliveries, before its request is answered (SPEC §2.1).
+ * its deliveries, before its request is answered (SPEC §2.1), and the workers are woken
+ * by the commit itself.
  *
  * If a batch fails, its messages are retried one by one, so one bad message (say, its app
  * was just deleted) fails alone.
  */
 import type { Pool } from "../db/pool.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
+import { WORK_CHANNEL } from "../worker/work-listener.ts";
 import { type EnqueueResult, enqueueMessage, type NewMessage } from "./enqueue-message.ts";
 
 export interface EnqueueBatcher {
@@ -52,12 +54,19 @@ fanout as (
   where not e.disabled
     and (e.event_types is null or m.event_type = any (e.event_types))
     and (e.channels is null or e.channels && coalesce(m.channels, '{}'::text[]))
-  returning message_id
+  returning message_id, next_attempt_at
 ),
 fanned as (
   select message_id, count(*)::int as n from fanout group by message_id
+),
+-- Wakes the workers when the batch commits (one notification per batch, and only if a
+-- delivery is due now). A transaction that notifies holds a global lock through its
+-- commit, which would serialize concurrent enqueues; batches are written one at a time
+-- anyway, so here it costs nothing, and saves the workers a round trip after the commit.
+woken as (
+  select pg_notify('${WORK_CHANNEL}', '') from fanout where next_attempt_at <= now() limit 1
 )
-select i.n, m.id, m.created_at, coalesce(f.n, 0) as deliveries
+select i.n, m.id, m.created_at, coalesce(f.n, 0) as deliveries, (select count(*) from woken) as woken
 from input i
 left join msg m on m.id = i.id
 left join fanned f on f.message_id = i.id
@@ -114,7 +123,7 @@ export function makeEnqueueBatcher(pool: Pool, defaultMaxAttempts: number, maxBa
         } catch {
           // One by one: only the message that cannot be written fails.
           for (const w of batch) {
-            enqueueMessage(pool, w.message, defaultMaxAttempts, "none").then(w.resolve, w.reject);
+            enqueueMessage(pool, w.message, defaultMaxAttempts).then(w.resolve, w.reject);
           }
         }
       }

@@ -5,10 +5,9 @@
  * channels or shares one with the message. A repeated producer `eventId` inserts nothing
  * and returns the original message.
  *
- * Waking the workers: with `notify: "in-transaction"` the statement NOTIFYs itself (the
- * wake-up then arrives exactly when the caller's transaction commits: the library's
- * transactional outbox); with "none" the caller pokes a WorkNotifier after its commit (the
- * API, where per-message NOTIFY would serialize commits; see work-notifier.ts).
+ * Waking the workers: the statement NOTIFYs itself, so the wake-up arrives exactly when the
+ * caller's transaction commits (the library's transactional outbox). The API writes many
+ * messages per transaction instead (enqueue-batcher.ts), with one notification per batch.
  */
 import type { Queryable } from "../db/pool.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
@@ -57,8 +56,8 @@ counted as (
          (select count(*) from fanout)::int as deliveries
 )
 select c.id, c.created_at, c.deliveries,
-       -- $10: wake idle workers when this statement's transaction commits
-       case when $10::boolean and c.deliveries > 0 and $9::timestamptz is null
+       -- wake idle workers when this statement's transaction commits
+       case when c.deliveries > 0 and $9::timestamptz is null
             then pg_notify('${WORK_CHANNEL}', '') end as notified
 from counted c
 `;
@@ -67,7 +66,6 @@ export async function enqueueMessage(
   db: Queryable,
   message: NewMessage,
   defaultMaxAttempts: number,
-  notify: "in-transaction" | "none" = "in-transaction",
 ): Promise<EnqueueResult> {
   const { rows } = await db.query({
     name: "hookrelay_enqueue_message",
@@ -82,7 +80,6 @@ export async function enqueueMessage(
       message.tags ?? null,
       defaultMaxAttempts,
       message.deliverAt ?? null,
-      notify === "in-transaction",
     ],
   });
   const row = rows[0];

@@ -3,7 +3,6 @@ import type { FastifyInstance } from "fastify";
 import { ApiError, notFound } from "../../errors.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import { makeEnqueueBatcher } from "../../queue/enqueue-batcher.ts";
-import { makeWorkNotifier } from "../../queue/work-notifier.ts";
 import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { type RawSlots, rawSlots } from "../raw-json.ts";
@@ -67,7 +66,6 @@ export function messageOut(r: MessageRow, slots: RawSlots, withContent: boolean)
 }
 
 export function registerMessageRoutes(app: FastifyInstance, { pool, config, logger }: ApiContext): void {
-  const notifier = makeWorkNotifier(pool, logger);
   const batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts);
   app.post<{ Params: { appId: string }; Body: MessageIn; Querystring: { with_content: boolean } }>(
     "/app/:appId/msg",
@@ -100,7 +98,6 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config, logg
         tags: body.tags,
         deliverAt,
       });
-      if (result.deliveries > 0 && !deliverAt) notifier.poke();
       const slots = rawSlots();
       // A new message is answered from what was just written; a repeated eventId with the
       // original message as stored.
