@@ -64,7 +64,7 @@ export interface AlertConfig {
 }
 
 export interface WorkerConfig {
-  /** concurrency: requests in flight per worker process. Default 256. */
+  /** concurrency: requests in flight per worker process. Default 1024. */
   concurrency: number;
   /** claimBatch: most rows taken by one claim statement. Default 256. */
   claimBatch: number;
@@ -210,7 +210,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       batch: int("HOOKRELAY_RETENTION_BATCH", 2_000, 1),
     },
     worker: {
-      concurrency: int("HOOKRELAY_WORKER_CONCURRENCY", 256, 1),
+      concurrency: int("HOOKRELAY_WORKER_CONCURRENCY", 1024, 1),
       claimBatch: int("HOOKRELAY_CLAIM_BATCH", 256, 1),
       pollIntervalMs: int("HOOKRELAY_POLL_INTERVAL_MS", 1_000, 1),
       leaseMarginMs: int("HOOKRELAY_LEASE_MARGIN_MS", 30_000, 0),

@@ -10,75 +10,14 @@
  * The processes run with the default HealthConfig (threshold 10, cooldown 300 s, cap 1 h);
  * the endpoints set their own threshold and short retry delays.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { WORK_CHANNEL } from "../src/worker/work-listener.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { killAll, startWorkers } from "./helpers/processes.ts";
 import { type Receiver, type Reply, startReceiver, waitFor } from "./helpers/receiver.ts";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const BIN = path.join(ROOT, "bin", "hookrelay.js");
 const V1 = "/api/v1";
 const WORKERS = 4;
-
-// ---------------------------------------------------------------- worker processes
-
-interface Proc {
-  child: ChildProcess;
-  pid: number;
-  out: () => string;
-  exited: Promise<unknown>;
-}
-
-const procs: Proc[] = [];
-
-function spawnWorker(dbUrl: string): Proc {
-  const child = spawn(process.execPath, [BIN, "worker"], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? "/tmp",
-      DATABASE_URL: dbUrl,
-      HOOKRELAY_LOG_LEVEL: "warn",
-      HOOKRELAY_POLL_INTERVAL_MS: "50",
-      HOOKRELAY_SSRF_ALLOWLIST: "127.0.0.0/8",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  if (child.pid === undefined) throw new Error("could not spawn a worker process");
-  let out = "";
-  child.stdout?.on("data", (c: Buffer) => {
-    out += c.toString();
-  });
-  child.stderr?.on("data", (c: Buffer) => {
-    out += c.toString();
-  });
-  const exited = new Promise((resolve) => child.on("exit", resolve));
-  const proc = { child, pid: child.pid, out: () => out, exited };
-  procs.push(proc);
-  return proc;
-}
-
-const alive = (p: Proc) => p.child.exitCode === null && p.child.signalCode === null;
-
-async function startWorkers(n: number, dbUrl: string): Promise<void> {
-  const started = Array.from({ length: n }, () => spawnWorker(dbUrl));
-  await waitFor(
-    () => {
-      for (const p of started) if (!alive(p)) throw new Error(`worker exited early:\n${p.out()}`);
-      return started.every((p) => /worker .* running/.test(p.out()));
-    },
-    40_000,
-    "the worker processes to start",
-  );
-}
-
-async function killWorkers(): Promise<void> {
-  for (const p of procs) if (alive(p)) process.kill(p.pid, "SIGKILL");
-  await Promise.all(procs.map((p) => p.exited));
-}
 
 // ---------------------------------------------------------------- setup
 
@@ -94,7 +33,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await killWorkers();
+  await killAll();
   await rx?.close();
   await h?.close();
 });

@@ -5,80 +5,15 @@
  * processes, a Retry-After pauses one endpoint and no other, and the in-flight counters end
  * at zero (and are repaired by reconcileInFlight when corrupted).
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { reconcileInFlight } from "../src/health/in-flight.ts";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { killAll, startWorkers } from "./helpers/processes.ts";
 import { type Receiver, type Reply, startReceiver, waitFor } from "./helpers/receiver.ts";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const BIN = path.join(ROOT, "bin", "hookrelay.js");
 const V1 = "/api/v1";
 const WORKERS = 3;
-
-// ---------------------------------------------------------------- worker processes
-
-interface Proc {
-  child: ChildProcess;
-  pid: number;
-  out: () => string;
-  exited: Promise<unknown>;
-}
-
-const procs: Proc[] = [];
-
-function spawnWorker(dbUrl: string): Proc {
-  const child = spawn(process.execPath, [BIN, "worker"], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? "/tmp",
-      DATABASE_URL: dbUrl,
-      HOOKRELAY_LOG_LEVEL: "warn",
-      HOOKRELAY_POLL_INTERVAL_MS: "50",
-      HOOKRELAY_SSRF_ALLOWLIST: "127.0.0.0/8",
-      // Maintenance (which also reconciles in-flight counters) runs once at start only, so
-      // the reconcile test below sees its own repair.
-      HOOKRELAY_MAINTENANCE_INTERVAL_MS: "3600000",
-      HOOKRELAY_STATS_INTERVAL_MS: "3600000",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  if (child.pid === undefined) throw new Error("could not spawn a worker process");
-  let out = "";
-  child.stdout?.on("data", (c: Buffer) => {
-    out += c.toString();
-  });
-  child.stderr?.on("data", (c: Buffer) => {
-    out += c.toString();
-  });
-  const exited = new Promise((resolve) => child.on("exit", resolve));
-  const proc = { child, pid: child.pid, out: () => out, exited };
-  procs.push(proc);
-  return proc;
-}
-
-const alive = (p: Proc) => p.child.exitCode === null && p.child.signalCode === null;
-
-async function startWorkers(n: number, dbUrl: string): Promise<void> {
-  const started = Array.from({ length: n }, () => spawnWorker(dbUrl));
-  await waitFor(
-    () => {
-      for (const p of started) if (!alive(p)) throw new Error(`worker exited early:\n${p.out()}`);
-      return started.every((p) => /worker .* running/.test(p.out()));
-    },
-    40_000,
-    "the worker processes to start",
-  );
-}
-
-async function killWorkers(): Promise<void> {
-  for (const p of procs) if (alive(p)) process.kill(p.pid, "SIGKILL");
-  await Promise.all(procs.map((p) => p.exited));
-}
 
 // ---------------------------------------------------------------- setup
 
@@ -96,12 +31,17 @@ beforeAll(async () => {
     return handlers.get(req.path)?.(n) ?? { status: 200 };
   });
   const t0 = Date.now();
-  await startWorkers(WORKERS, h.db.url);
+  await startWorkers(WORKERS, h.db.url, {
+    // Maintenance (which also reconciles in-flight counters) runs once at start only, so
+    // the reconcile test below sees its own repair.
+    HOOKRELAY_MAINTENANCE_INTERVAL_MS: "3600000",
+    HOOKRELAY_STATS_INTERVAL_MS: "3600000",
+  });
   console.log(`${WORKERS} worker processes started in ${Date.now() - t0} ms`);
 }, 120_000);
 
 afterAll(async () => {
-  await killWorkers();
+  await killAll();
   await rx?.close();
   await h?.close();
 });

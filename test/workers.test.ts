@@ -4,103 +4,20 @@
  * migrations. Apps, endpoints and messages are created in-process; only the delivery side
  * runs in the child processes.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { loadMigrations } from "../src/db/migrate.ts";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { createTestDb } from "./helpers/db.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { type HookrelayProcess, killAll, spawnHookrelay, startWorkers } from "./helpers/processes.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const BIN = path.join(ROOT, "bin", "hookrelay.js");
-
-// ---------------------------------------------------------------- child processes
-
-interface Proc {
-  child: ChildProcess;
-  pid: number;
-  readonly stdout: string;
-  readonly stderr: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const children = new Set<Proc>();
-
-function spawnHookrelay(args: string[], env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: ROOT,
-    // A clean environment: nothing of the test runner's (NODE_OPTIONS etc.) leaks in.
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (c: Buffer) => {
-    stdout += c.toString();
-  });
-  child.stderr?.on("data", (c: Buffer) => {
-    stderr += c.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.on("exit", (code, signal) => resolve({ code, signal }));
-  });
-  if (child.pid === undefined) throw new Error(`could not spawn hookrelay ${args.join(" ")}`);
-  const proc: Proc = {
-    child,
-    pid: child.pid,
-    get stdout() {
-      return stdout;
-    },
-    get stderr() {
-      return stderr;
-    },
-    exited,
-  };
-  children.add(proc);
-  void exited.then(() => children.delete(proc));
-  return proc;
-}
-
-const running = (p: Proc) => p.child.exitCode === null && p.child.signalCode === null;
-
-async function killChildren(): Promise<void> {
-  const list = [...children];
-  for (const p of list) {
-    if (running(p)) process.kill(p.pid, "SIGKILL");
-  }
-  await Promise.all(list.map((p) => p.exited));
-}
-
-let dbUrl: string;
-
-function workerEnv(extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    DATABASE_URL: dbUrl,
-    HOOKRELAY_LOG_LEVEL: "warn",
-    HOOKRELAY_POLL_INTERVAL_MS: "50",
-    // For an SSRF guard, once there is one: the receivers live on loopback.
-    HOOKRELAY_SSRF_ALLOWLIST: "127.0.0.0/8",
-    ...extra,
-  };
-}
-
 /** Starts a worker process and resolves once it says it is running. */
-async function startWorker(extra: Record<string, string> = {}): Promise<Proc> {
-  const p = spawnHookrelay(["worker"], workerEnv(extra));
-  await waitFor(
-    () => {
-      if (!running(p)) throw new Error(`worker exited early:\n${p.stdout}\n${p.stderr}`);
-      return /worker .* running/.test(p.stdout);
-    },
-    30_000,
-    "the worker process to start",
-  );
-  return p;
+async function startWorker(extra: Record<string, string> = {}): Promise<HookrelayProcess> {
+  const [worker] = await startWorkers(1, h.db.url, extra);
+  return worker!;
 }
 
 // ---------------------------------------------------------------- receivers
@@ -168,16 +85,15 @@ const closers: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   h = await startHarness();
-  dbUrl = h.db.url;
 });
 
 afterEach(async () => {
-  await killChildren();
+  await killAll();
   while (closers.length > 0) await closers.pop()!();
 });
 
 afterAll(async () => {
-  await killChildren();
+  await killAll();
   await h?.close();
 });
 

@@ -59,7 +59,7 @@ const HELP = `npm run bench -- [options]
   --no-write           do not write bench/results/<timestamp>.json
   --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all)
   --messages <n>       scenario 3 messages (default 50000)
-  --concurrency <n>    requests in flight per hookrelay worker and in the ceiling (default 256)
+  --concurrency <n>    requests in flight per hookrelay worker and in the ceiling (default 1024)
   --clients <n>        scenario 5 concurrent clients (default 64)
   --rate <n>           scenario 4 messages/s (default 1000)
   --duration <s>       scenario 4 seconds (default 20)
@@ -111,7 +111,7 @@ export function parseOptions(argv: string[]): BenchOptions {
 
   // Chosen by the sweep (`--tune-pgboss`, see docs/performance.md): the best pg-boss 10.4.2
   // setting found with at most the same requests in flight as hookrelay (2 x 128 = 256).
-  let pgboss: PgBossTuning = { workers: 2, batchSize: 128, pollingIntervalSeconds: 0.5, notifyWhenFull: true };
+  let pgboss: PgBossTuning = { workers: 2, batchSize: 256, pollingIntervalSeconds: 0.5, notifyWhenFull: true };
   if (values.pgboss) {
     const [w, b, p, n] = values.pgboss.split(",");
     pgboss = {
@@ -128,7 +128,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     write: !values["no-write"],
     only,
     endpoints: 100,
-    concurrency: Math.round(num(values.concurrency, 256, "concurrency")),
+    concurrency: Math.round(num(values.concurrency, 1024, "concurrency")),
     connectionsPerOrigin: 32,
     throughputMessages: Math.round(num(values.messages, quick ? 2_000 : 50_000, "messages")),
     latencyRate: num(values.rate, quick ? 200 : 1_000, "rate"),

@@ -2,25 +2,28 @@
  * `npm run bench -- --tune-pgboss`: measures pg-boss 10.4.2 with a grid of `work()` loop
  * counts, batch sizes and the notify-when-full option, with a fast and with a 50 ms
  * receiver, and prints the results. The default tuning in bench/lib/options.ts is the best
- * of this sweep whose requests in flight (loops x batchSize) do not exceed hookrelay's 256.
+ * of this sweep whose requests in flight (loops x batchSize) do not exceed hookrelay's
+ * (HOOKRELAY_WORKER_CONCURRENCY, 1024 by default).
  */
 import type { BenchContext } from "../lib/context.ts";
 import type { PgBossTuning } from "../lib/options.ts";
 import { runPgBoss } from "./pgboss.ts";
 
 const GRID: Array<[workers: number, batchSize: number, notifyWhenFull: boolean]> = [
-  [1, 256, false],
-  [2, 128, false],
-  [4, 64, false],
-  [8, 32, false],
-  [4, 256, false],
-  [8, 256, false],
-  [16, 128, false],
-  [1, 256, true],
+  // 256 in flight
   [2, 128, true],
-  [4, 64, true],
-  [8, 32, true],
+  [1, 256, true],
+  [2, 128, false],
+  // 512
+  [4, 128, true],
+  [2, 256, true],
+  // 1024
+  [8, 128, true],
   [4, 256, true],
+  [16, 64, true],
+  [4, 256, false],
+  [8, 128, false],
+  // 2048
   [8, 256, true],
 ];
 
