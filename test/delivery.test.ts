@@ -689,3 +689,68 @@ describe("claim tokens", () => {
     }
   });
 });
+
+// ---------------------------------------------------------------- claims beside other writers
+
+describe("claims and concurrent writers", () => {
+  const options = (over: Partial<ClaimOptions> = {}): ClaimOptions => ({
+    workerId: "w",
+    claimToken: randomUUID(),
+    limit: 100,
+    defaultMaxInFlight: 20,
+    defaultTimeoutMs: 1_000,
+    leaseMarginMs: 30_000,
+    ...over,
+  });
+
+  async function endpointWithMessages(h2: Harness, n: number): Promise<string> {
+    const app = await h2.call("POST", "/api/v1/app", { name: "claims" });
+    const ep = await h2.call("POST", `/api/v1/app/${app.body.id}/endpoint`, { url: "http://127.0.0.1:9/never" });
+    for (let i = 0; i < n; i++) {
+      await enqueueMessage(h2.db.pool, { appId: app.body.id, eventType: "t", payload: `{"i":${i}}` }, 5);
+    }
+    return ep.body.id;
+  }
+
+  test("a claim waits for an endpoint's health row held by a result write, then takes its rows", async () => {
+    // Its own database and no worker: only this test claims.
+    const h2 = await startHarness();
+    try {
+      const endpointId = await endpointWithMessages(h2, 5);
+      let claimed: ClaimedDelivery[] | null = null;
+      await withTransaction(h2.db.pool, async (writer) => {
+        // what a result write holds between its apply statement and its commit
+        await writer.query("select 1 from endpoint_health where endpoint_id = $1 for update", [endpointId]);
+        const claim = claimDeliveries(h2.db.pool, options()).then((rows) => {
+          claimed = rows;
+        });
+        await sleep(300);
+        expect(claimed).toBeNull(); // waiting, not skipping past the endpoint
+        void claim;
+      });
+      await waitFor(() => claimed !== null, 5_000, "the claim");
+      expect(claimed!).toHaveLength(5);
+    } finally {
+      await h2.close();
+    }
+  });
+
+  test("claims racing for one endpoint never take a row twice, and its in-flight count is what they took", async () => {
+    const h2 = await startHarness();
+    try {
+      const endpointId = await endpointWithMessages(h2, 30);
+      const rounds = await Promise.all(Array.from({ length: 6 }, () => claimDeliveries(h2.db.pool, options())));
+      const ids = rounds.flat().map((c) => c.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(ids).toHaveLength(20); // the default max in flight of the endpoint
+      const { rows } = await h2.db.pool.query(
+        `select (select in_flight from endpoint_health where endpoint_id = $1) as counted,
+                (select count(*)::int from deliveries where endpoint_id = $1 and status = 'in_flight') as actual`,
+        [endpointId],
+      );
+      expect(rows[0]).toEqual({ counted: 20, actual: 20 });
+    } finally {
+      await h2.close();
+    }
+  });
+});

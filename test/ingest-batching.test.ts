@@ -1,10 +1,14 @@
 /**
  * API ingest writes concurrent requests' messages together (group commit). Whatever lands
  * in one batch, each request must get its own answer: repeated eventIds inside one batch
- * resolve to one message, and fan-out counts stay per message.
+ * resolve to one message, and fan-out counts stay per message. The batch's commit is what
+ * wakes the workers.
  */
+import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { WORK_CHANNEL } from "../src/worker/work-listener.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { waitFor } from "./helpers/receiver.ts";
 
 let h: Harness;
 beforeAll(async () => {
@@ -42,4 +46,32 @@ test("concurrent creates with repeated eventIds yield one message per eventId", 
   expect(rows).toHaveLength(12);
   // "a" goes to both endpoints, "b" only to the unfiltered one
   for (const r of rows) expect(r.deliveries).toBe(r.event_type === "a" ? 2 : 1);
+});
+
+test("an accepted message wakes listening workers at its commit; a scheduled one does not", async () => {
+  const app = await h.call("POST", "/api/v1/app", { name: "wake" });
+  await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, { url: "https://93.184.215.14/w" });
+  const listener = new pg.Client({ connectionString: h.db.url });
+  await listener.connect();
+  try {
+    const seen: boolean[] = [];
+    listener.on("notification", () => {
+      // what a woken worker would claim must already be committed
+      void h.db.pool
+        .query("select count(*)::int as n from messages where app_id = $1 and event_type = 'now'", [app.body.id])
+        .then((r) => seen.push(r.rows[0].n > 0));
+    });
+    await listener.query(`listen ${WORK_CHANNEL}`);
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const scheduled = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, { eventType: "later", payload: {}, deliverAt: later });
+    expect(scheduled.status).toBe(202);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(seen).toEqual([]);
+    const now = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, { eventType: "now", payload: {} });
+    expect(now.status).toBe(202);
+    await waitFor(() => seen.length > 0, 5_000, "a notification");
+    expect(seen[0]).toBe(true);
+  } finally {
+    await listener.end();
+  }
 });

@@ -110,7 +110,7 @@ export function parseOptions(argv: string[]): BenchOptions {
   if (only.has(9) || only.has(7)) only.add(3);
 
   // Chosen by the sweep (`--tune-pgboss`, see docs/performance.md): the best pg-boss 10.4.2
-  // setting found with at most the same requests in flight as hookrelay (2 x 128 = 256).
+  // setting found with at most the same requests in flight as hookrelay (2 x 256 = 512 <= 1024).
   let pgboss: PgBossTuning = { workers: 2, batchSize: 256, pollingIntervalSeconds: 0.5, notifyWhenFull: true };
   if (values.pgboss) {
     const [w, b, p, n] = values.pgboss.split(",");

@@ -65,7 +65,7 @@ export function messageOut(r: MessageRow, slots: RawSlots, withContent: boolean)
   };
 }
 
-export function registerMessageRoutes(app: FastifyInstance, { pool, config, logger }: ApiContext): void {
+export function registerMessageRoutes(app: FastifyInstance, { pool, config }: ApiContext): void {
   const batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts);
   app.post<{ Params: { appId: string }; Body: MessageIn; Querystring: { with_content: boolean } }>(
     "/app/:appId/msg",
