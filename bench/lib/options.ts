@@ -30,6 +30,8 @@ export interface BenchOptions {
   throughputMessages: number;
   latencyRate: number;
   latencySeconds: number;
+  /** scenario 4 warm-up before measuring */
+  latencyWarmupSeconds: number;
   ingestSeconds: number;
   ingestClients: number;
   slowMessages: number;
@@ -130,18 +132,19 @@ export function parseOptions(argv: string[]): BenchOptions {
     endpoints: 100,
     concurrency: Math.round(num(values.concurrency, 1024, "concurrency")),
     connectionsPerOrigin: 32,
-    throughputMessages: Math.round(num(values.messages, quick ? 2_000 : 50_000, "messages")),
+    throughputMessages: Math.round(num(values.messages, quick ? 600 : 50_000, "messages")),
     latencyRate: num(values.rate, quick ? 200 : 1_000, "rate"),
-    latencySeconds: num(values.duration, quick ? 2 : 20, "duration"),
-    ingestSeconds: quick ? 1 : 10,
+    latencySeconds: num(values.duration, quick ? 1 : 20, "duration"),
+    latencyWarmupSeconds: quick ? 0.3 : 2,
+    ingestSeconds: quick ? 0.5 : 10,
     ingestClients: Math.round(num(values.clients, 64, "clients")),
-    slowMessages: quick ? 400 : 20_000,
+    slowMessages: quick ? 200 : 20_000,
     slowDelayMs: 50,
-    isolationMessages: quick ? 1_000 : 50_000,
+    isolationMessages: quick ? 300 : 50_000,
     isolationHanging: 10,
-    isolationTimeoutMs: 2_000,
-    backlogSmall: quick ? 2_000 : 10_000,
-    backlogLarge: Math.round(num(values["backlog-large"], quick ? 20_000 : 1_000_000, "backlog-large")),
+    isolationTimeoutMs: quick ? 500 : 2_000,
+    backlogSmall: quick ? 1_000 : 10_000,
+    backlogLarge: Math.round(num(values["backlog-large"], quick ? 5_000 : 1_000_000, "backlog-large")),
     backlogClaims: quick ? 5 : 30,
     claimLimit: 500,
     pgboss,

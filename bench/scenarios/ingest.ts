@@ -62,7 +62,7 @@ export async function runIngest(ctx: BenchContext): Promise<IngestRun> {
       return Promise.all(Array.from({ length: opts.ingestClients }, () => loop(until, count)));
     };
 
-    await all(opts.quick ? 300 : 2_000, false); // warm-up
+    await all(opts.quick ? 100 : 2_000, false); // warm-up
     const t0 = nowMs();
     await all(opts.ingestSeconds * 1000, true);
     const elapsed = nowMs() - t0;

@@ -107,7 +107,7 @@ export async function runLatency(ctx: BenchContext): Promise<LatencyRun> {
     }
 
     // Warm-up: connections, prepared statements, JIT of the hot paths.
-    const warm = await offer(opts.latencyRate, Math.min(2, opts.latencySeconds), false, 0);
+    const warm = await offer(opts.latencyRate, opts.latencyWarmupSeconds, false, 0);
     await receiver.waitForHealthy(warm.sent - errors, 15_000);
     await receiver.configure({ secret: ctx.secret, record: true });
     await receiver.reset();
