@@ -218,7 +218,7 @@ beforeAll(async () => {
     msgs[name] = m.json.id;
   }
   // Two failures that reach the logs: a delivery whose secret cannot be opened (sealed under
-  // a key this process does not have) crashes in the worker, and a hostile request body full
+  // a key this process does not have) is recorded as a failed attempt, and a hostile request body full
   // of planted values makes the API log "request failed".
   const sealedApp = await api("POST", `${V1}/app`, { name: "redaction sealed" });
   const sealed = await api("POST", `${V1}/app/${sealedApp.json.id}/endpoint`, {
@@ -241,9 +241,9 @@ beforeAll(async () => {
     `{"eventType":"deep","payload":${PAYLOAD},"tags":${"[".repeat(deep)}"${P.card}"${"]".repeat(deep)},"eventId":"${P.txn}"}`,
   );
   await waitFor(
-    () => logLines.some((l) => l.includes("delivery crashed")),
+    () => logLines.some((l) => l.includes("signing secret could not be opened")),
     15_000,
-    "the crash log line",
+    "the signing failure log line",
   );
 
   await waitFor(
@@ -355,7 +355,7 @@ describe("a full delivery cycle with failures", () => {
     // the capture works: the start-up warning and the 410 warning are there
     expect(logs).toContain("HOOKRELAY_ENCRYPTION_KEY is not set");
     expect(logs).toContain("410 Gone");
-    expect(logs).toContain("delivery crashed");
+    expect(logs).toContain("signing secret could not be opened");
     expect(leaks(logs, P)).toEqual([]);
     expect(logs).not.toContain(adminKey);
   });

@@ -471,6 +471,32 @@ describe("encryption at rest", () => {
     }
   });
 
+  test("a worker without the key records a failed 'signing' attempt and sends nothing; the row does not circle", async () => {
+    const ep = await endpoint(newSecret(), api1);
+    const msg = await call("POST", `${V1}/app/${ep.appId}/msg`, { eventType: "secret.test", payload: { n: ++seq } }, api1);
+    expect(msg.status).toBe(202);
+    const w = workerWith(makeSecretBox(undefined));
+    try {
+      await waitFor(
+        async () =>
+          (await h.db.pool.query("select 1 from attempts where message_id = $1", [msg.body.id])).rows.length > 0,
+        15_000,
+        "the attempt row",
+      );
+    } finally {
+      await w.stop();
+    }
+    const { rows } = await h.db.pool.query(
+      `select d.status, d.attempt_count, a.error_kind, a.error, a.status_code
+       from deliveries d join attempts a on a.delivery_id = d.id where d.message_id = $1`,
+      [msg.body.id],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ status: "failed", attempt_count: 1, error_kind: "signing", status_code: null });
+    expect(rows[0].error).toContain("signing secret could not be opened");
+    expect(rx.on(ep.path)).toHaveLength(0);
+  });
+
   test("a key must be 32 bytes", () => {
     for (const bad of [
       "short",

@@ -25,6 +25,8 @@ export const ErrorKind = {
   gone: "gone",
   ssrfBlocked: "ssrf_blocked",
   invalidRequest: "invalid_request",
+  /** the endpoint's signing secret could not be opened (encryption key missing): nothing was sent */
+  signing: "signing",
 } as const;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 

@@ -58,8 +58,7 @@ export interface ClaimedDelivery {
 //          in_flight rows whose lease ran out are due again: that is how a crashed
 //          worker's rows come back (they are still counted in in_flight, so taking them
 //          over adds nothing there).
-// claimed  The rows become in_flight under a lease with this claim's token (the update
-//          checks each row again, so a row another claim took meanwhile is left); the health
+// claimed  The rows become in_flight under a lease with this claim's token; the health
 //          rows take the new in-flight count, the spent tokens and, for a probe, the
 //          half_open state (recorded in circuit_events).
 const CLAIM_SQL = `
@@ -124,12 +123,11 @@ picked as (
       and d.next_attempt_at <= now()
     order by d.next_attempt_at
     limit greatest(r.room, 0)
+    for update skip locked
   ) d
   where r.room > 0
   limit $3::int
 ),
--- No row lock while picking (a lock is one more WAL record per row): the update itself
--- checks each row again, in its newest version, and leaves any another claim took first.
 claimed as (
   update deliveries d
   set status = 'in_flight',
@@ -140,17 +138,14 @@ claimed as (
       updated_at = now()
   from picked p
   where d.id = p.id
-    and d.status in ('pending', 'failed', 'in_flight')
-    and d.next_attempt_at <= now()
-  returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger,
-            p.was, p.timeout_ms
+  returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger
 ),
 taken as (
-  select c.endpoint_id, count(*)::int as n,
-         (count(*) filter (where c.was <> 'in_flight'))::int as added,
-         min(c.id) as first_id, max(c.timeout_ms) as timeout_ms
-  from claimed c
-  group by c.endpoint_id
+  select p.endpoint_id, count(*)::int as n,
+         (count(*) filter (where p.was <> 'in_flight'))::int as added,
+         min(p.id) as first_id, max(p.timeout_ms) as timeout_ms
+  from picked p
+  group by p.endpoint_id
 ),
 health as (
   update endpoint_health h

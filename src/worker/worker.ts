@@ -21,7 +21,7 @@ import {
   MAX_RESPONSE_STORED_BYTES,
   truncateUtf8,
 } from "../delivery/http-sender.ts";
-import { type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
+import { ErrorKind, type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
 import { secretKey, signatureHeader } from "../delivery/sign.ts";
 import type { Logger } from "../logger.ts";
 import { makeRedactor, type Redactor } from "../security/redact.ts";
@@ -34,6 +34,20 @@ import { makeResultWriter } from "./result-writer.ts";
 import { makeWakeableSleep } from "./wakeable-sleep.ts";
 
 export const USER_AGENT = "hookrelay/0.1 (+webhook delivery)";
+
+/** The outcome of an attempt that could not be signed (no request was sent). */
+function signingFailure(err: unknown): AttemptResult {
+  return {
+    startedAt: new Date(),
+    latencyMs: 0,
+    statusCode: null,
+    verdict: Verdict.transient,
+    errorKind: ErrorKind.signing,
+    error: `signing secret could not be opened: ${(err as Error).message}`,
+    responseBody: null,
+    retryAfterMs: null,
+  };
+}
 
 export interface Worker {
   readonly id: string;
@@ -151,13 +165,24 @@ export function makeWorker(options: WorkerOptions): Worker {
     const { claim } = entry;
     try {
       const timestamp = Math.floor(Date.now() / 1000);
+      let keys: Buffer[];
+      try {
+        keys = keysFor(claim.secrets);
+      } catch (err) {
+        // A secret sealed under a key this process lacks: nothing can be sent. Recorded as a
+        // failed attempt (retried with backoff, then dead-lettered), so the operator sees it
+        // and no row circles through lease expiries forever.
+        logger.error({ err, endpointId: claim.endpointId }, "signing secret could not be opened");
+        writer.add(toResult(entry, signingFailure(err)));
+        return;
+      }
       const headers: Record<string, string> = {
         ...claim.headers,
         "content-type": "application/json",
         "user-agent": USER_AGENT,
         "webhook-id": claim.messageId,
         "webhook-timestamp": String(timestamp),
-        "webhook-signature": signatureHeader(keysFor(claim.secrets), claim.messageId, timestamp, claim.payload),
+        "webhook-signature": signatureHeader(keys, claim.messageId, timestamp, claim.payload),
       };
       const result = await sender.send({
         url: claim.url,
