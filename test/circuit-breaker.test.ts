@@ -13,6 +13,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { WORK_CHANNEL } from "../src/worker/work-listener.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { expectNoInFlightCounters } from "./helpers/in-flight.ts";
 import { killAll, startWorkers } from "./helpers/processes.ts";
 import { type Receiver, type Reply, startReceiver, waitFor } from "./helpers/receiver.ts";
 
@@ -105,20 +106,6 @@ async function endCooldown(endpointId: string): Promise<void> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Once nothing is in flight any more, every endpoint's in-flight counter is back at 0. */
-async function expectNoInFlightCounters(): Promise<void> {
-  await waitFor(
-    async () =>
-      (await h.db.pool.query("select 1 from deliveries where status = 'in_flight' limit 1")).rows
-        .length === 0,
-    30_000,
-    "nothing in flight",
-  );
-  const { rows } = await h.db.pool.query(
-    "select endpoint_id, in_flight from endpoint_health where in_flight <> 0",
-  );
-  expect(rows).toEqual([]);
-}
 
 // ---------------------------------------------------------------- tests
 
@@ -255,7 +242,7 @@ describe("circuit breaker with 4 worker processes", () => {
       [ep.endpointId],
     );
     expect(attempts[0].n).toBe(rx.on(ep.path).length);
-    await expectNoInFlightCounters();
+    await expectNoInFlightCounters(h.db.pool);
   });
 });
 
@@ -312,5 +299,5 @@ test("an operator reset closes an open circuit and the backlog drains", async ()
     expect.stringMatching(/^closed→open:\d+ consecutive failed attempts \(threshold 2\)$/),
     "open→closed:reset by operator",
   ]);
-  await expectNoInFlightCounters();
+  await expectNoInFlightCounters(h.db.pool);
 });

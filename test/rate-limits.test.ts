@@ -9,6 +9,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { reconcileInFlight } from "../src/health/in-flight.ts";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { expectNoInFlightCounters } from "./helpers/in-flight.ts";
 import { killAll, startWorkers } from "./helpers/processes.ts";
 import { type Receiver, type Reply, startReceiver, waitFor } from "./helpers/receiver.ts";
 
@@ -89,20 +90,6 @@ async function delivered(endpointId: string): Promise<number> {
   return rows[0].n;
 }
 
-/** Once nothing is in flight any more, every endpoint's in-flight counter is back at 0. */
-async function expectNoInFlightCounters(): Promise<void> {
-  await waitFor(
-    async () =>
-      (await h.db.pool.query("select 1 from deliveries where status = 'in_flight' limit 1")).rows
-        .length === 0,
-    30_000,
-    "nothing in flight",
-  );
-  const { rows } = await h.db.pool.query(
-    "select endpoint_id, in_flight from endpoint_health where in_flight <> 0",
-  );
-  expect(rows).toEqual([]);
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -127,7 +114,7 @@ test("max in-flight 2 holds across 3 worker processes", async () => {
   expect(rx.on(ep.path)).toHaveLength(MESSAGES);
   const spanMs = rx.on(ep.path).at(-1)!.at - rx.on(ep.path)[0]!.at;
   expect(spanMs).toBeGreaterThanOrEqual((MESSAGES / 2 - 1) * 300 * 0.9);
-  await expectNoInFlightCounters();
+  await expectNoInFlightCounters(h.db.pool);
 });
 
 test("Retry-After: 2 pauses that endpoint for about 2 s and no other", async () => {
@@ -181,7 +168,7 @@ test("Retry-After: 2 pauses that endpoint for about 2 s and no other", async () 
     [a.endpointId],
   );
   expect(rows.map((r) => r.status_code)).toEqual([429, 200, 200, 200, 200, 200]);
-  await expectNoInFlightCounters();
+  await expectNoInFlightCounters(h.db.pool);
 });
 
 test("a 10/s token bucket holds across 3 workers while an unlimited endpoint runs at full speed", async () => {
@@ -264,7 +251,7 @@ test("a 10/s token bucket holds across 3 workers while an unlimited endpoint run
     "everything to be delivered",
   );
   expect(rx.on(limited.path)).toHaveLength(L_MESSAGES);
-  await expectNoInFlightCounters();
+  await expectNoInFlightCounters(h.db.pool);
 });
 
 test("reconcileInFlight repairs a corrupted in-flight counter", async () => {
@@ -290,7 +277,7 @@ test("reconcileInFlight repairs a corrupted in-flight counter", async () => {
   ]);
   expect(await reconcileInFlight(h.db.pool)).toBe(1);
   expect(await reconcileInFlight(h.db.pool)).toBe(0);
-  await expectNoInFlightCounters();
+  await expectNoInFlightCounters(h.db.pool);
 });
 
 // Regression: finished requests used to wake the loop before their results were written

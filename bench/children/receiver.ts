@@ -11,6 +11,7 @@
 import { createHmac } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import type { ReceiverStats } from "../lib/receiver.ts";
 
 interface Behaviour {
   delayMs: number;
@@ -22,19 +23,7 @@ interface Behaviour {
   verifyEvery: number;
 }
 
-interface Counters {
-  total: number;
-  healthy: number;
-  hung: number;
-  failed: number;
-  unsigned: number;
-  badSignature: number;
-  verified: number;
-  first: number;
-  last: number;
-  healthyFirst: number;
-  healthyLast: number;
-}
+type Counters = ReceiverStats;
 
 const fresh = (): Counters => ({
   total: 0, healthy: 0, hung: 0, failed: 0, unsigned: 0, badSignature: 0, verified: 0,

@@ -119,8 +119,10 @@ export function makeWorker(options: WorkerOptions): Worker {
         const limit = Math.min(free, cfg.claimBatch);
         try {
           const claimed = await claimBatch(limit);
-          lastClaimFull = claimed > 0;
-          if (claimed === limit) continue;
+          // A full claim means more may be due: claim again as slots free up. Otherwise new
+          // work arrives by NOTIFY, and endpoint room freed by results wakes us after writes.
+          lastClaimFull = claimed === limit;
+          if (lastClaimFull) continue;
         } catch (err) {
           logger.error({ err }, "claim failed");
           lastClaimFull = false;
