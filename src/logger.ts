@@ -18,6 +18,9 @@ export function makeLogger(
     formatters: {
       log: (object) => redactor.object(object),
     },
+    // A child's bindings are serialized once, when the child is made, and never pass through
+    // formatters.log: they are masked here, in their serialized form.
+    onChild: (child) => maskBindings(child, redactor),
     hooks: {
       logMethod(args, method) {
         method.apply(
@@ -38,6 +41,19 @@ export function makeLogger(
       censor: "[redacted]",
     },
   }, destination);
+}
+
+/** Masks the serialized bindings (`,"key":value,...`) a child logger writes on every line. */
+function maskBindings(child: Logger, redactor: Redactor): void {
+  const holder = child as unknown as Record<symbol, unknown>;
+  const serialized = holder[pino.symbols.chindingsSym];
+  if (typeof serialized !== "string" || serialized.length === 0) return;
+  try {
+    const masked = JSON.stringify(redactor.object(JSON.parse(`{${serialized.slice(1)}}`)));
+    holder[pino.symbols.chindingsSym] = `,${masked.slice(1, -1)}`;
+  } catch {
+    // not JSON after all (a custom serializer): left as pino wrote it
+  }
 }
 
 /** A logger that drops everything (tests, library use). */
