@@ -486,14 +486,18 @@ describe("encryption at rest", () => {
     } finally {
       await w.stop();
     }
+    // (the test config's retry delays are short: a retry may have run before the stop)
     const { rows } = await h.db.pool.query(
       `select d.status, d.attempt_count, a.error_kind, a.error, a.status_code
        from deliveries d join attempts a on a.delivery_id = d.id where d.message_id = $1`,
       [msg.body.id],
     );
-    expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ status: "failed", attempt_count: 1, error_kind: "signing", status_code: null });
-    expect(rows[0].error).toContain("signing secret could not be opened");
+    expect(rows.length).toBeGreaterThanOrEqual(1);
+    for (const row of rows) {
+      expect(["failed", "dead_letter"]).toContain(row.status);
+      expect(row).toMatchObject({ attempt_count: rows.length, error_kind: "signing", status_code: null });
+      expect(row.error).toContain("signing secret could not be opened");
+    }
     expect(rx.on(ep.path)).toHaveLength(0);
   });
 
