@@ -13,31 +13,15 @@ import net from "node:net";
 import v8 from "node:v8";
 import vm from "node:vm";
 import fc from "fast-check";
-import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { buildApi } from "../src/api/server.ts";
 import { silentLogger } from "../src/logger.ts";
 import { type Harness, startHarness, testConfig } from "./helpers/harness.ts";
+import { discoverRoutes } from "./helpers/routes.ts";
 
 const V1 = "/api/v1";
 
 let h: Harness;
-
-/** Every registered "METHOD /path" from Fastify's route tree (see isolation.test.ts). */
-function discoverRoutes(app: FastifyInstance): { method: string; path: string }[] {
-  const out: { method: string; path: string }[] = [];
-  const stack: string[] = [];
-  for (const line of app.printRoutes({ commonPrefix: false }).split("\n")) {
-    const m = /^((?:[│ ] {3})*)[├└]── (.+?)(?: \(([A-Z, ]+)\))?$/.exec(line);
-    if (!m) continue;
-    const depth = m[1]!.length / 4;
-    stack.length = depth;
-    const path = (stack[depth - 1] ?? "") + m[2]!;
-    stack.push(path);
-    for (const method of m[3]?.split(", ") ?? []) out.push({ method, path });
-  }
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------
 // fixtures the fuzzer can aim at (re-created when a DELETE removes them)

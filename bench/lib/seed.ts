@@ -4,7 +4,7 @@
  * columns `enqueueMessage` fills (see src/queue/enqueue-message.ts), inserted set-wise in
  * one transaction so that workers see the whole batch at once.
  */
-import type { Pool } from "../../src/db/pool.ts";
+import { type Pool, withTransaction } from "../../src/db/pool.ts";
 import { ID_PREFIX, newId } from "../../src/ids.ts";
 import { WORK_CHANNEL } from "../../src/worker/work-listener.ts";
 
@@ -80,9 +80,7 @@ export async function createTenants(
  * exactly as many `enqueueMessage` calls would leave the tables (next_attempt_at = now()).
  */
 export async function seedMessages(pool: Pool, tenants: Tenant[], m: Messages, maxAttempts = 5): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query("begin");
+  await withTransaction(pool, async (client) => {
     const chunk = 10_000;
     for (let start = 0; start < m.ids.length; start += chunk) {
       const ids = m.ids.slice(start, start + chunk);
@@ -99,13 +97,7 @@ export async function seedMessages(pool: Pool, tenants: Tenant[], m: Messages, m
       );
     }
     await client.query(`select pg_notify('${WORK_CHANNEL}', '')`);
-    await client.query("commit");
-  } catch (err) {
-    await client.query("rollback").catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** Delivery and attempt counts: every delivered row must have its attempt row (durability). */

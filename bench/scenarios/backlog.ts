@@ -7,7 +7,7 @@
  * backlog; the figure is the median per run and the ratio large / small.
  */
 import { randomUUID } from "node:crypto";
-import type { Queryable } from "../../src/db/pool.ts";
+import { type Queryable, withTransaction } from "../../src/db/pool.ts";
 import { claimDeliveries, type ClaimOptions } from "../../src/queue/claim-deliveries.ts";
 import type { BenchContext, FreshDb } from "../lib/context.ts";
 import { createTenants, EVENT_TYPE } from "../lib/seed.ts";
@@ -36,9 +36,7 @@ async function seed(ctx: BenchContext, db: FreshDb, rows: number): Promise<numbe
   // Endpoints point at a closed port: nothing is ever sent in this scenario.
   const urls = Array.from({ length: ctx.opts.endpoints }, (_, i) => `http://127.0.0.1:9/e/${i}`);
   await createTenants(db.pool, urls, ctx.secret);
-  const client = await db.pool.connect();
-  try {
-    await client.query("begin");
+  await withTransaction(db.pool, async (client) => {
     await client.query(
       `create temp table bench_targets on commit drop as
        select (row_number() over (order by id))::int - 1 as k, id as ep, app_id as app from endpoints`,
@@ -59,13 +57,7 @@ async function seed(ctx: BenchContext, db: FreshDb, rows: number): Promise<numbe
        from generate_series(1, $1::int) g join bench_targets t on t.k = g % $2::int`,
       [rows, ctx.opts.endpoints],
     );
-    await client.query("commit");
-  } catch (err) {
-    await client.query("rollback").catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
   await db.pool.query("vacuum (analyze) messages, deliveries");
   return nowMs() - t0;
 }
