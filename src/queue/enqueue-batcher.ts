@@ -7,26 +7,21 @@
  * its deliveries, before its request is answered (SPEC §2.1), and the workers are woken
  * by the commit itself.
  *
- * The statement checks that each message's app exists (callers may pass an app id they
- * did not look up); a message whose app does not exist is not written and comes back as
- * `appMissing`. If a batch fails anyway, its messages are retried one by one, so one bad
- * message fails alone.
+ * If a batch fails, its messages are retried one by one, so one bad message (say, its app
+ * was just deleted) fails alone.
  */
 import type { Pool } from "../db/pool.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
 import { WORK_CHANNEL } from "../worker/work-listener.ts";
 import { type EnqueueResult, enqueueMessage, type NewMessage } from "./enqueue-message.ts";
 
-/** Written (or found by its eventId), or not written because the app does not exist. */
-export type BatchResult = EnqueueResult | { appMissing: true };
-
 export interface EnqueueBatcher {
-  enqueue(message: NewMessage): Promise<BatchResult>;
+  enqueue(message: NewMessage): Promise<EnqueueResult>;
 }
 
 interface Waiting {
   message: NewMessage;
-  resolve(result: BatchResult): void;
+  resolve(result: EnqueueResult): void;
   reject(err: unknown): void;
 }
 
@@ -37,10 +32,6 @@ with input as (
               $8::timestamptz[])
     with ordinality as i(id, app_id, event_type, event_id, payload, channels, tags, deliver_at, n)
 ),
--- one primary-key probe per distinct app named in the batch
-known_apps as (
-  select id from applications where id = any ($2::text[])
-),
 msg as (
   insert into messages (id, app_id, event_type, event_id, payload, channels, tags)
   select i.id, i.app_id, i.event_type, i.event_id, i.payload,
@@ -50,7 +41,6 @@ msg as (
          case when i.tags is null then null
               else array(select jsonb_array_elements_text(i.tags::jsonb)) end
   from input i
-  where i.app_id in (select id from known_apps)
   order by i.n
   on conflict (app_id, event_id) do nothing
   returning id, app_id, event_type, channels, created_at
@@ -76,8 +66,7 @@ fanned as (
 woken as (
   select pg_notify('${WORK_CHANNEL}', '') from fanout where next_attempt_at <= now() limit 1
 )
-select i.n, m.id, m.created_at, coalesce(f.n, 0) as deliveries, (select count(*) from woken) as woken,
-       i.app_id in (select id from known_apps) as app_found
+select i.n, m.id, m.created_at, coalesce(f.n, 0) as deliveries, (select count(*) from woken) as woken
 from input i
 left join msg m on m.id = i.id
 left join fanned f on f.message_id = i.id
@@ -110,8 +99,6 @@ export function makeEnqueueBatcher(pool: Pool, defaultMaxAttempts: number, maxBa
       const row = rows[i];
       if (row?.id) {
         w.resolve({ messageId: row.id, createdAt: row.created_at, created: true, deliveries: row.deliveries });
-      } else if (row && !row.app_found) {
-        w.resolve({ appMissing: true });
       } else {
         // A repeated eventId (possibly repeated within this very batch): the original.
         const existing = await pool.query(
@@ -147,7 +134,7 @@ export function makeEnqueueBatcher(pool: Pool, defaultMaxAttempts: number, maxBa
 
   return {
     enqueue(message) {
-      return new Promise<BatchResult>((resolve, reject) => {
+      return new Promise<EnqueueResult>((resolve, reject) => {
         queue.push({ message, resolve, reject });
         if (!writing) void drain();
       });

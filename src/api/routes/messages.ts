@@ -1,7 +1,7 @@
 /** /api/v1/app/{appId}/msg: accepting and reading messages. */
 import type { FastifyInstance } from "fastify";
 import { ApiError, notFound } from "../../errors.ts";
-import { ID_PREFIX, looksLikeId } from "../../ids.ts";
+import { ID_PREFIX } from "../../ids.ts";
 import { makeEnqueueBatcher } from "../../queue/enqueue-batcher.ts";
 import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
@@ -79,38 +79,25 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
     },
     async (request, reply) => {
       const body = request.body;
-      const { principal } = request;
+      const appId = await resolveAppId(pool, request.principal, request.params.appId).catch(async (err) => {
+        if (!body.application || !(err instanceof ApiError) || err.status !== 404 || request.principal.role !== "admin") {
+          throw err;
+        }
+        const created = await insertApp(pool, { ...body.application, uid: body.application.uid ?? checkPathUid(request.params.appId) });
+        return created.id;
+      });
       // The payload exactly as sent (the body was parsed already, so this cannot fail).
       const payload = rawMember(request.rawBody ?? "", "payload") ?? JSON.stringify(body.payload);
       const deliverAt = timeInput(body.deliverAt, "deliverAt");
-      const enqueue = (appId: string) =>
-        batcher.enqueue({
-          appId,
-          eventType: body.eventType,
-          payload,
-          eventId: body.eventId,
-          channels: body.channels,
-          tags: body.tags,
-          deliverAt,
-        });
-      // An app id the caller may reach needs no lookup first: the batch statement writes
-      // the message only if that app exists. Anything else (a uid, an app that does not
-      // exist, one to create from body.application) is resolved, then written.
-      const named = request.params.appId;
-      const direct = looksLikeId(named, ID_PREFIX.app) && (principal.role === "admin" || principal.appId === named);
-      let result = direct ? await enqueue(named) : null;
-      if (!result || "appMissing" in result) {
-        const appId = await resolveAppId(pool, principal, named).catch(async (err) => {
-          if (!body.application || !(err instanceof ApiError) || err.status !== 404 || principal.role !== "admin") {
-            throw err;
-          }
-          const created = await insertApp(pool, { ...body.application, uid: body.application.uid ?? checkPathUid(named) });
-          return created.id;
-        });
-        result = await enqueue(appId);
-        // deleted between the lookup and the write
-        if ("appMissing" in result) throw notFound("application");
-      }
+      const result = await batcher.enqueue({
+        appId,
+        eventType: body.eventType,
+        payload,
+        eventId: body.eventId,
+        channels: body.channels,
+        tags: body.tags,
+        deliverAt,
+      });
       const slots = rawSlots();
       // A new message is answered from what was just written; a repeated eventId with the
       // original message as stored.
