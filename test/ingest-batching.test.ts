@@ -6,6 +6,7 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { ID_PREFIX, newId } from "../src/ids.ts";
 import { WORK_CHANNEL } from "../src/worker/work-listener.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { waitFor } from "./helpers/receiver.ts";
@@ -74,4 +75,46 @@ test("an accepted message wakes listening workers at its commit; a scheduled one
   } finally {
     await listener.end();
   }
+});
+
+test("a message to an app id that does not exist is refused alone; its batch is written", async () => {
+  const app = await h.call("POST", "/api/v1/app", { name: "present" });
+  await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, { url: "https://93.184.215.14/p" });
+  const missing = newId(ID_PREFIX.app); // well-formed, but no app has it
+  const results = await Promise.all(
+    Array.from({ length: 30 }, (_, i) =>
+      h.call("POST", `/api/v1/app/${i % 3 === 0 ? missing : app.body.id}/msg`, { eventType: "t", payload: { i } }),
+    ),
+  );
+  expect(results.filter((r) => r.status === 404)).toHaveLength(10);
+  expect(results.filter((r) => r.status === 404).every((r) => r.body.code === "not_found")).toBe(true);
+  expect(results.filter((r) => r.status === 202)).toHaveLength(20);
+  const { rows } = await h.db.pool.query(
+    `select (select count(*)::int from messages where app_id = $1) as present,
+            (select count(*)::int from deliveries where app_id = $1) as deliveries,
+            (select count(*)::int from messages where app_id = $2) as missing`,
+    [app.body.id, missing],
+  );
+  expect(rows[0]).toEqual({ present: 20, deliveries: 20, missing: 0 });
+});
+
+test("a uid shaped like an app id still names its app; an app key cannot reach another app by id", async () => {
+  const idShapedUid = newId(ID_PREFIX.app); // no app has this id
+  const app = await h.call("POST", "/api/v1/app", { name: "uid", uid: idShapedUid });
+  expect(app.status).toBe(201);
+  const sent = await h.call("POST", `/api/v1/app/${idShapedUid}/msg`, { eventType: "t", payload: { via: "uid" } });
+  expect(sent.status).toBe(202);
+  const stored = await h.db.pool.query("select app_id from messages where id = $1", [sent.body.id]);
+  expect(stored.rows[0].app_id).toBe(app.body.id);
+
+  const other = await h.call("POST", "/api/v1/app", { name: "other" });
+  const key = await h.call("POST", "/api/v1/api-keys", { role: "app", appId: app.body.id });
+  expect(key.status).toBe(201);
+  const asApp = { authorization: `Bearer ${key.body.key}` };
+  const own = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, { eventType: "t", payload: {} }, asApp);
+  expect(own.status).toBe(202);
+  const foreign = await h.call("POST", `/api/v1/app/${other.body.id}/msg`, { eventType: "t", payload: {} }, asApp);
+  expect(foreign.status).toBe(404);
+  const written = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [other.body.id]);
+  expect(written.rows[0].n).toBe(0);
 });
