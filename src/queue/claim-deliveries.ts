@@ -77,21 +77,17 @@ with ready as (
     select count(*)::int as expired from deliveries x
     where x.endpoint_id = h.endpoint_id and x.status = 'in_flight' and x.next_attempt_at <= now()
   ) x
-  -- at least one due row: a probe per endpoint (a lateral with a limit is never flattened
-  -- into a join, which on small-table statistics could scan every due row of the queue)
-  cross join lateral (
-    select 1 from deliveries d
-    where d.endpoint_id = h.endpoint_id
-      and d.status in ('pending', 'failed', 'in_flight')
-      and d.next_attempt_at <= now()
-    limit 1
-  ) due
   where not e.disabled
     and (h.paused_until is null or h.paused_until <= now())
     and h.in_flight - x.expired < coalesce(e.max_in_flight, $4::int)
     and (h.circuit_state = 'closed'
          or (h.circuit_state = 'open' and h.open_until <= now())
          or (h.circuit_state = 'half_open' and h.probe_until <= now()))
+    and exists (
+      select 1 from deliveries d
+      where d.endpoint_id = h.endpoint_id
+        and d.status in ('pending', 'failed', 'in_flight')
+        and d.next_attempt_at <= now())
   order by h.endpoint_id
   for update of h
 ),
