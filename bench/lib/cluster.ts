@@ -132,8 +132,10 @@ export interface StatementStat {
   calls: number;
   totalMs: number;
   meanMs: number;
-  /** planning time per call; 0 unless pg_stat_statements.track_planning is on */
+  /** time per planning; 0 unless pg_stat_statements.track_planning is on */
   meanPlanMs: number;
+  /** how many times it was planned (a cached generic plan is not planned again) */
+  plans: number;
   rowsPerCall: number;
   sharedBlksHit: number;
   sharedBlksRead: number;
@@ -144,7 +146,7 @@ export async function topStatements(cluster: Cluster, limit = 8): Promise<Statem
   const { rows } = await cluster.admin((c) =>
     c.query(
       `select left(regexp_replace(query, '\\s+', ' ', 'g'), 160) as query, calls::float8 as calls,
-              total_exec_time as total_ms, mean_exec_time as mean_ms, mean_plan_time as plan_ms,
+              total_exec_time as total_ms, mean_exec_time as mean_ms, mean_plan_time as plan_ms, plans::float8 as plans,
               rows::float8 as rows,
               shared_blks_hit::float8 as hit, shared_blks_read::float8 as read, wal_bytes::float8 as wal
        from pg_stat_statements order by total_exec_time desc limit $1::int`,
@@ -157,6 +159,7 @@ export async function topStatements(cluster: Cluster, limit = 8): Promise<Statem
     totalMs: Math.round(r.total_ms),
     meanMs: Number(r.mean_ms.toFixed(3)),
     meanPlanMs: Number(r.plan_ms.toFixed(3)),
+    plans: r.plans,
     rowsPerCall: Number((r.rows / Math.max(1, r.calls)).toFixed(1)),
     sharedBlksHit: r.hit,
     sharedBlksRead: r.read,
