@@ -165,6 +165,47 @@ describe("purgeExpired removes exactly what is past its age", () => {
     expect(again).toEqual([]);
   });
 
+  test("a message's own retention comes first, but never while a delivery of it is still due", async () => {
+    const pool = h.db.pool;
+    const { appId, endpointId: e1 } = await appWithEndpoint(h);
+    const e2 = (await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${DEAD_URL}/y` })).body.id;
+    const t = { appId, endpointIds: [e1, e2] };
+    const YOUNG = DAY; // far inside every configured age
+    const m = {
+      expiredDelivered: await message(pool, t, "x1", YOUNG, ["delivered", "canceled"]),
+      expiredDead: await message(pool, t, "x2", YOUNG, ["delivered", "dead_letter"], MIN),
+      expiredPending: await message(pool, t, "x3", YOUNG, ["delivered", "pending"]),
+      expiredFailed: await message(pool, t, "x4", YOUNG, ["failed"]),
+      expiredInFlight: await message(pool, t, "x5", YOUNG, ["in_flight"]),
+      notYetExpired: await message(pool, t, "x6", YOUNG, ["delivered"]),
+      noExpiry: await message(pool, t, "x7", YOUNG, ["delivered"]),
+    };
+    const expire = (id: string, inMs: number) =>
+      pool.query("update messages set expires_at = now() + $2::bigint * interval '1 millisecond' where id = $1", [id, inMs]);
+    for (const id of [m.expiredDelivered, m.expiredDead, m.expiredPending, m.expiredFailed, m.expiredInFlight]) {
+      await expire(id, -MIN);
+    }
+    await expire(m.notYetExpired, MIN);
+
+    expect(await purgeExpired(pool, retention)).toEqual({ attempts: 0, dead_letters: 1, messages: 2 });
+    const { rows } = await pool.query("select id from messages where app_id = $1", [appId]);
+    const left = new Set(rows.map((r) => r.id));
+    const gone = ["expiredDelivered", "expiredDead"];
+    for (const [name, id] of Object.entries(m)) {
+      expect(left.has(id), `${name} ${gone.includes(name) ? "gone" : "kept"}`).toBe(!gone.includes(name));
+    }
+    const statuses = async (id: string) =>
+      (await pool.query("select status from deliveries where message_id = $1 order by status", [id])).rows.map((r) => r.status);
+    expect(await statuses(m.expiredPending)).toEqual(["delivered", "pending"]);
+    expect(await statuses(m.expiredFailed)).toEqual(["failed"]);
+    expect(await statuses(m.expiredInFlight)).toEqual(["in_flight"]);
+
+    // once the pending delivery is done, the expired message goes at the next purge
+    await pool.query("update deliveries set status = 'delivered' where message_id = $1", [m.expiredPending]);
+    expect(await purgeExpired(pool, retention)).toEqual({ attempts: 0, dead_letters: 0, messages: 1 });
+    expect(await statuses(m.expiredPending)).toEqual([]);
+  });
+
   test("the maintenance runner's retention task applies the configured ages", async () => {
     const pool = h.db.pool;
     const { appId, endpointId } = await appWithEndpoint(h);

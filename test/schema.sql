@@ -219,6 +219,7 @@ table messages (
   channels text[],
   tags text[],
   created_at timestamp with time zone not null default now(),
+  expires_at timestamp with time zone,
   constraint messages_app_id_event_id_key UNIQUE (app_id, event_id),
   constraint messages_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
   constraint messages_pkey PRIMARY KEY (id)
@@ -257,4 +258,5 @@ CREATE INDEX latency_samples_endpoint_idx ON public.latency_samples USING btree 
 CREATE UNIQUE INDEX messages_app_id_event_id_key ON public.messages USING btree (app_id, event_id);
 CREATE INDEX messages_app_idx ON public.messages USING btree (app_id, id);
 CREATE INDEX messages_created_brin ON public.messages USING brin (created_at);
+CREATE INDEX messages_expires_idx ON public.messages USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 CREATE UNIQUE INDEX messages_pkey ON public.messages USING btree (id);

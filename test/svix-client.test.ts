@@ -281,9 +281,25 @@ describe("svix client against hookrelay", () => {
     expect(page.data.map((m) => m.id)).toEqual([tagged.id]);
   });
 
-  test.fails("SVIX-GAP message.create accepts payloadRetentionPeriod", async () => {
-    const m = await svix.message.create(app.id, { eventType: "x", payload: {}, payloadRetentionPeriod: 30 });
-    expect(m.id).toMatch(/^msg_/);
+  test("message.create keeps payloadRetentionPeriod (days) or payloadRetentionHours as the message's expiry", async () => {
+    const days = await svix.message.create(app.id, { eventType: "x", payload: {}, payloadRetentionPeriod: 14 });
+    const hours = await svix.message.create(app.id, { eventType: "x", payload: {}, payloadRetentionHours: 6 });
+    const plain = await svix.message.create(app.id, { eventType: "x", payload: {} });
+    const { rows } = await h.db.pool.query(
+      `select id, extract(epoch from expires_at - created_at)::int as seconds from messages where id = any($1)`,
+      [[days.id, hours.id, plain.id]],
+    );
+    const seconds = new Map(rows.map((r) => [r.id, r.seconds]));
+    // created_at is the transaction's start, expires_at counts from the statement: within a second
+    expect(Math.abs(seconds.get(days.id) - 14 * 86_400)).toBeLessThanOrEqual(1);
+    expect(Math.abs(seconds.get(hours.id) - 6 * 3_600)).toBeLessThanOrEqual(1);
+    expect(seconds.get(plain.id)).toBeNull();
+    await expect(
+      svix.message.create(app.id, { eventType: "x", payload: {}, payloadRetentionPeriod: 1, payloadRetentionHours: 1 }),
+    ).rejects.toMatchObject({ code: 400 });
+    await expect(svix.message.create(app.id, { eventType: "x", payload: {}, payloadRetentionPeriod: 0 })).rejects.toMatchObject({
+      code: 422,
+    });
   });
 
   test("message.create with application creates the app alongside", async () => {

@@ -9,6 +9,11 @@
  * | delivered messages, payloads | 30 days (HOOKRELAY_RETENTION_PAYLOAD_MS)  |
  * | dead letters                 | 30 days unless requeued (..._DEAD_LETTER_MS) |
  * | latency samples              | the latency window, 24 h (src/health/latency-stats.ts) |
+ *
+ * A message created with its own retention (Svix's payloadRetentionPeriod or
+ * payloadRetentionHours: messages.expires_at) goes when that passes, if that comes first:
+ * its dead letters with it (such a message can no longer be requeued), never while a
+ * delivery of it is still pending, retrying or in flight.
  */
 import type { RetentionConfig } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
@@ -31,8 +36,10 @@ const PURGES: ReadonlyArray<{ what: PurgeProgress["what"]; age: (r: RetentionCon
     what: "dead_letters",
     age: (r) => r.deadLetterMs,
     sql: `delete from deliveries where ctid = any (array(
-            select ctid from deliveries
-            where status = 'dead_letter' and updated_at < now() - $1::bigint * interval '1 millisecond'
+            select d.ctid from deliveries d
+            where d.status = 'dead_letter'
+              and (d.updated_at < now() - $1::bigint * interval '1 millisecond'
+                   or exists (select 1 from messages m where m.id = d.message_id and m.expires_at <= now()))
             limit $2::integer))`,
   },
   {
@@ -41,7 +48,7 @@ const PURGES: ReadonlyArray<{ what: PurgeProgress["what"]; age: (r: RetentionCon
     // deliveries of these messages (all delivered or canceled) go with them (cascade)
     sql: `delete from messages where ctid = any (array(
             select m.ctid from messages m
-            where m.created_at < now() - $1::bigint * interval '1 millisecond'
+            where (m.created_at < now() - $1::bigint * interval '1 millisecond' or m.expires_at <= now())
               and not exists (
                 select 1 from deliveries d
                 where d.message_id = m.id

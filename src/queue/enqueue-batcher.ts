@@ -29,17 +29,18 @@ const BATCH_SQL = `
 with input as (
   select *
   from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-              $8::timestamptz[])
-    with ordinality as i(id, app_id, event_type, event_id, payload, channels, tags, deliver_at, n)
+              $8::timestamptz[], $10::bigint[])
+    with ordinality as i(id, app_id, event_type, event_id, payload, channels, tags, deliver_at, retention_ms, n)
 ),
 msg as (
-  insert into messages (id, app_id, event_type, event_id, payload, channels, tags)
+  insert into messages (id, app_id, event_type, event_id, payload, channels, tags, expires_at)
   select i.id, i.app_id, i.event_type, i.event_id, i.payload,
          -- channels and tags arrive as JSON arrays (arrays of arrays cannot be unnested)
          case when i.channels is null then null
               else array(select jsonb_array_elements_text(i.channels::jsonb)) end,
          case when i.tags is null then null
-              else array(select jsonb_array_elements_text(i.tags::jsonb)) end
+              else array(select jsonb_array_elements_text(i.tags::jsonb)) end,
+         now() + i.retention_ms * interval '1 millisecond'
   from input i
   order by i.n
   on conflict (app_id, event_id) do nothing
@@ -93,6 +94,7 @@ export function makeEnqueueBatcher(pool: Pool, defaultMaxAttempts: number, maxBa
         batch.map((w) => json(w.message.tags)),
         batch.map((w) => w.message.deliverAt ?? null),
         defaultMaxAttempts,
+        batch.map((w) => w.message.retentionMs ?? null),
       ],
     });
     for (const [i, w] of batch.entries()) {

@@ -23,6 +23,11 @@ export interface NewMessage {
   tags?: string[] | null;
   /** scheduled send; null = now */
   deliverAt?: Date | null;
+  /**
+   * Keep the message (and its payload) at most this long once it is finished; it never
+   * outlives the configured retention. Null: the configured retention only.
+   */
+  retentionMs?: number | null;
 }
 
 export interface EnqueueResult {
@@ -35,8 +40,9 @@ export interface EnqueueResult {
 
 const ENQUEUE_SQL = `
 with msg as (
-  insert into messages (id, app_id, event_type, event_id, payload, channels, tags)
-  values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text[], $7::text[])
+  insert into messages (id, app_id, event_type, event_id, payload, channels, tags, expires_at)
+  values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text[], $7::text[],
+          now() + $10::bigint * interval '1 millisecond')
   on conflict (app_id, event_id) do nothing
   returning id, app_id, event_type, channels, created_at
 ),
@@ -80,6 +86,7 @@ export async function enqueueMessage(
       message.tags ?? null,
       defaultMaxAttempts,
       message.deliverAt ?? null,
+      message.retentionMs ?? null,
     ],
   });
   const row = rows[0];

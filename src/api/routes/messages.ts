@@ -1,6 +1,6 @@
 /** /api/v1/app/{appId}/msg: accepting and reading messages. */
 import type { FastifyInstance } from "fastify";
-import { ApiError, notFound } from "../../errors.ts";
+import { ApiError, badRequest, notFound } from "../../errors.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import { makeEnqueueBatcher } from "../../queue/enqueue-batcher.ts";
 import { rawMember } from "../json-member.ts";
@@ -30,6 +30,8 @@ interface MessageIn {
   channels?: string[] | null;
   tags?: string[] | null;
   deliverAt?: string | null;
+  payloadRetentionPeriod?: number | null;
+  payloadRetentionHours?: number | null;
 }
 
 const messageIn = {
@@ -43,6 +45,10 @@ const messageIn = {
     channels: { ...nameListSchema, maxItems: 10 },
     tags: { ...nameListSchema, maxItems: 10 },
     deliverAt: { type: ["string", "null"], format: "date-time" },
+    // Svix: keep the message (and its payload) this many days, or hours; one or the other.
+    // The configured retention (HOOKRELAY_RETENTION_PAYLOAD_MS) stays the upper bound.
+    payloadRetentionPeriod: { type: ["integer", "null"], minimum: 1, maximum: 3650 },
+    payloadRetentionHours: { type: ["integer", "null"], minimum: 1, maximum: 87600 },
     // Svix: create the application alongside when the path names none that exists
     application: { ...appIn, type: ["object", "null"] },
   },
@@ -51,6 +57,18 @@ const messageIn = {
 const contentQuery = { with_content: { type: "boolean", default: true } } as const;
 
 export const COLUMNS = "id, event_type, event_id, payload, channels, tags, created_at";
+
+const HOUR_MS = 3_600_000;
+
+/** Svix's per-message payload retention, in ms; null when the request sets none. */
+function retentionInput(days: number | null | undefined, hours: number | null | undefined): number | null {
+  if (days != null && hours != null) {
+    throw badRequest("payloadRetentionPeriod and payloadRetentionHours are mutually exclusive: set one");
+  }
+  if (days != null) return days * 24 * HOUR_MS;
+  if (hours != null) return hours * HOUR_MS;
+  return null;
+}
 
 /** A message as Svix shapes it; the payload is embedded raw through `slots`. */
 export function messageOut(r: MessageRow, slots: RawSlots, withContent: boolean) {
@@ -89,6 +107,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
       // The payload exactly as sent (the body was parsed already, so this cannot fail).
       const payload = rawMember(request.rawBody ?? "", "payload") ?? JSON.stringify(body.payload);
       const deliverAt = timeInput(body.deliverAt, "deliverAt");
+      const retentionMs = retentionInput(body.payloadRetentionPeriod, body.payloadRetentionHours);
       const result = await batcher.enqueue({
         appId,
         eventType: body.eventType,
@@ -97,6 +116,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
         channels: body.channels,
         tags: body.tags,
         deliverAt,
+        retentionMs,
       });
       const slots = rawSlots();
       // A new message is answered from what was just written; a repeated eventId with the
