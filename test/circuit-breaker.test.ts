@@ -106,7 +106,6 @@ async function endCooldown(endpointId: string): Promise<void> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-
 // ---------------------------------------------------------------- tests
 
 describe("circuit breaker with 4 worker processes", () => {

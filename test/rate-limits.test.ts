@@ -90,7 +90,6 @@ async function delivered(endpointId: string): Promise<number> {
   return rows[0].n;
 }
 
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------- tests

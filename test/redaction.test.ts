@@ -449,8 +449,8 @@ describe("the logger", () => {
   });
 
   // Regression: a child logger's bindings, which pino serializes apart from the log object,
-  // were written unmasked (logger.child({ url }) leaked on every line). Fixed with
-  // formatters.bindings in src/logger.ts.
+  // were written unmasked (logger.child({ url }) leaked on every line). Fixed by the onChild
+  // hook in src/logger.ts (pino 10 does not apply formatters.bindings to children).
   test("a child logger's bindings are masked too", () => {
     const lines: string[] = [];
     const logger = makeLogger("debug", makeRedactor(), {
