@@ -16,6 +16,7 @@ import {
 } from "../src/queue/claim-deliveries.ts";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { type DeliveryResult, recordResults } from "../src/queue/record-results.ts";
+import { releaseExpiredClaims } from "../src/queue/release-deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import {
   type Received,
@@ -611,7 +612,10 @@ describe("claim tokens", () => {
         await claimDeliveries(h2.db.pool, claimOptions(randomUUID(), "worker-x")),
       ).toHaveLength(0);
 
-      await h2.db.pool.query("update deliveries set next_attempt_at = now() - interval '1 second'");
+      // Worker A's lease runs out: the row is handed back, and worker B takes it.
+      await h2.db.pool.query("update claims set lease_expires_at = now() - interval '1 second'");
+      expect(await releaseExpiredClaims(h2.db.pool)).toBe(1);
+      expect(await h2.db.pool.query("select * from claims")).toMatchObject({ rowCount: 0 });
       const claimedB = await claimDeliveries(h2.db.pool, claimOptions(tokenB, "worker-b"));
       expect(claimedB).toHaveLength(1);
       expect(claimedB[0]!.id).toBe(claimedA[0]!.id);
@@ -749,6 +753,103 @@ describe("claims and concurrent writers", () => {
         [endpointId],
       );
       expect(rows[0]).toEqual({ counted: 20, actual: 20 });
+    } finally {
+      await h2.close();
+    }
+  });
+
+  test("a claim rewrites its rows in place (no index entries), leases them in one claims row, and the last result ends it", async () => {
+    const h2 = await startHarness();
+    try {
+      const endpointId = await endpointWithMessages(h2, 12);
+      const token = randomUUID();
+      // The transaction's own statistics: how many of its updates were in place (HOT).
+      const claimed = await withTransaction(h2.db.pool, async (client) => {
+        const rows = await claimDeliveries(client, options({ claimToken: token, limit: 10 }));
+        const { rows: stats } = await client.query(
+          `select pg_stat_get_xact_tuples_updated('deliveries'::regclass)::int as updated,
+                  pg_stat_get_xact_tuples_hot_updated('deliveries'::regclass)::int as in_place`,
+        );
+        expect(stats[0]).toEqual({ updated: 10, in_place: 10 });
+        return rows;
+      });
+      expect(claimed).toHaveLength(10);
+      const { rows: leases } = await h2.db.pool.query("select token, delivery_ids, lease_expires_at from claims");
+      expect(leases).toHaveLength(1);
+      expect(leases[0].token).toBe(token);
+      expect(leases[0].delivery_ids.map(Number).sort((a: number, b: number) => a - b)).toEqual(
+        claimed.map((c) => c.id).sort((a, b) => a - b),
+      );
+      // lease = the endpoint's timeout (1 s by default here) + the margin (30 s)
+      const leaseMs = new Date(leases[0].lease_expires_at).getTime() - Date.now();
+      expect(leaseMs).toBeGreaterThan(25_000);
+      expect(leaseMs).toBeLessThan(32_000);
+
+      const result = (c: ClaimedDelivery, finishesClaim: boolean): DeliveryResult => ({
+        deliveryId: c.id,
+        claimToken: token,
+        messageId: c.messageId,
+        endpointId,
+        appId: c.appId,
+        trigger: c.trigger,
+        url: c.url,
+        attemptNumber: 1,
+        nextStatus: "delivered",
+        retryDelayMs: 0,
+        startedAt: new Date(),
+        latencyMs: 3,
+        success: true,
+        statusCode: 200,
+        errorKind: null,
+        error: null,
+        responseBody: null,
+        isProbe: false,
+        pauseMs: null,
+        finishesClaim,
+      });
+      await recordResults(h2.db.pool, claimed.slice(0, 9).map((c) => result(c, false)), h2.config.health);
+      expect((await h2.db.pool.query("select 1 from claims")).rowCount).toBe(1);
+      await recordResults(h2.db.pool, [result(claimed[9]!, true)], h2.config.health);
+      expect((await h2.db.pool.query("select 1 from claims")).rowCount).toBe(0);
+      // Nothing is left to hand back, and the two rows never claimed are still due.
+      expect(await releaseExpiredClaims(h2.db.pool)).toBe(0);
+      const { rows } = await h2.db.pool.query(
+        "select status, count(*)::int as n from deliveries where endpoint_id = $1 group by status order by status",
+        [endpointId],
+      );
+      expect(rows).toEqual([
+        { status: "delivered", n: 10 },
+        { status: "pending", n: 2 },
+      ]);
+    } finally {
+      await h2.close();
+    }
+  });
+
+  test("rows of a claim whose lease ran out are handed back once, with their in-flight slots", async () => {
+    const h2 = await startHarness();
+    try {
+      const endpointId = await endpointWithMessages(h2, 5);
+      const first = await claimDeliveries(h2.db.pool, options({ limit: 5 }));
+      expect(first).toHaveLength(5);
+      // Under the lease: nothing to hand back, and nothing left to claim.
+      expect(await releaseExpiredClaims(h2.db.pool)).toBe(0);
+      expect(await claimDeliveries(h2.db.pool, options())).toHaveLength(0);
+
+      await h2.db.pool.query("update claims set lease_expires_at = now() - interval '1 millisecond'");
+      // Two workers looking at once: each row comes back exactly once.
+      const released = await Promise.all([releaseExpiredClaims(h2.db.pool), releaseExpiredClaims(h2.db.pool)]);
+      expect(released[0] + released[1]).toBe(5);
+      const { rows } = await h2.db.pool.query(
+        `select (select in_flight from endpoint_health where endpoint_id = $1) as in_flight,
+                (select count(*)::int from deliveries where endpoint_id = $1 and status = 'pending'
+                   and claim_token is null and attempt_count = 0) as pending,
+                (select count(*)::int from claims) as claims`,
+        [endpointId],
+      );
+      expect(rows[0]).toEqual({ in_flight: 0, pending: 5, claims: 0 });
+      const again = await claimDeliveries(h2.db.pool, options());
+      expect(again.map((c) => c.id).sort()).toEqual(first.map((c) => c.id).sort());
     } finally {
       await h2.close();
     }

@@ -73,6 +73,14 @@ table circuit_events (
   constraint circuit_events_pkey PRIMARY KEY (id)
 );
 
+table claims (
+  token uuid not null,
+  worker_id text not null,
+  delivery_ids int8[] not null,
+  lease_expires_at timestamp with time zone not null,
+  constraint claims_pkey PRIMARY KEY (token)
+);
+
 table deliveries (
   id bigint not null generated always as identity,
   message_id text not null,
@@ -96,6 +104,8 @@ table deliveries (
   updated_at timestamp with time zone not null default now(),
   requeued_at timestamp with time zone,
   requeued_by text,
+  queued boolean,
+  dead_lettered boolean,
   constraint deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
   constraint deliveries_message_id_endpoint_id_key UNIQUE (message_id, endpoint_id),
   constraint deliveries_message_id_fkey FOREIGN KEY (message_id) REFERENCES messages(id) ON DELETE CASCADE,
@@ -237,10 +247,11 @@ CREATE INDEX attempts_message_idx ON public.attempts USING btree (message_id, id
 CREATE UNIQUE INDEX attempts_pkey ON public.attempts USING btree (id);
 CREATE INDEX circuit_events_endpoint_idx ON public.circuit_events USING btree (endpoint_id, id);
 CREATE UNIQUE INDEX circuit_events_pkey ON public.circuit_events USING btree (id);
-CREATE INDEX deliveries_dead_letter_idx ON public.deliveries USING btree (endpoint_id, updated_at) WHERE (status = 'dead_letter'::text);
-CREATE INDEX deliveries_due_idx ON public.deliveries USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE (status = ANY (ARRAY['pending'::text, 'failed'::text, 'in_flight'::text]));
+CREATE INDEX claims_lease_idx ON public.claims USING btree (lease_expires_at);
+CREATE UNIQUE INDEX claims_pkey ON public.claims USING btree (token);
+CREATE INDEX deliveries_dead_letter_idx ON public.deliveries USING btree (endpoint_id, updated_at) WHERE dead_lettered;
+CREATE INDEX deliveries_due_idx ON public.deliveries USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE queued;
 CREATE INDEX deliveries_endpoint_message_idx ON public.deliveries USING btree (endpoint_id, message_id);
-CREATE INDEX deliveries_in_flight_idx ON public.deliveries USING btree (endpoint_id) WITH (deduplicate_items=off) WHERE (status = 'in_flight'::text);
 CREATE UNIQUE INDEX deliveries_message_id_endpoint_id_key ON public.deliveries USING btree (message_id, endpoint_id);
 CREATE UNIQUE INDEX deliveries_pkey ON public.deliveries USING btree (id);
 CREATE UNIQUE INDEX endpoint_health_pkey ON public.endpoint_health USING btree (endpoint_id);

@@ -205,6 +205,8 @@ test("4 worker processes deliver 2,000 messages exactly once", async () => {
     [appIds],
   );
   expect(rows[0]).toEqual({ n: 2_000, d: 2_000 });
+  // Every claim ended with the write of its last result.
+  expect((await h.db.pool.query("select token from claims")).rows).toEqual([]);
 });
 
 test("after kill -9 mid-batch another worker delivers everything once the leases expire", async () => {
@@ -268,6 +270,8 @@ test("after kill -9 mid-batch another worker delivers everything once the leases
   );
   expect(lost).toEqual([]);
   expect(await statusCounts(appIds)).toEqual({ delivered: 300 });
+  // The dead worker's claims were handed back and are gone; the new worker's all ended.
+  expect((await h.db.pool.query("select token from claims")).rows).toEqual([]);
 });
 
 test("SIGTERM lets in-flight requests finish, records them and exits 0", async () => {

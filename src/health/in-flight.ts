@@ -19,7 +19,7 @@ export async function reconcileInFlight(pool: Pool): Promise<number> {
        from unnest($1::text[]) as l(endpoint_id)
        left join (
          select endpoint_id, count(*)::int as n from deliveries
-         where status = 'in_flight' and endpoint_id = any ($1::text[])
+         where queued and status = 'in_flight' and endpoint_id = any ($1::text[])
          group by endpoint_id
        ) c on c.endpoint_id = l.endpoint_id
        where h.endpoint_id = l.endpoint_id and h.in_flight <> coalesce(c.n, 0)`,

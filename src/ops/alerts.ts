@@ -39,7 +39,7 @@ export async function currentAlerts(
             (count(*) filter (where d.updated_at < now() - $1::bigint * interval '1 millisecond'))::int as before,
             min(d.updated_at) filter (where d.updated_at >= now() - $1::bigint * interval '1 millisecond') as since
      from deliveries d join endpoints e on e.id = d.endpoint_id
-     where d.status = 'dead_letter' and d.updated_at >= now() - 2 * $1::bigint * interval '1 millisecond'
+     where d.dead_lettered and d.updated_at >= now() - 2 * $1::bigint * interval '1 millisecond'
        and ($2::text is null or d.app_id = $2::text)
      group by d.endpoint_id, e.url`,
     [a.deadLetterWindowMs, appId],
@@ -58,7 +58,7 @@ export async function currentAlerts(
 
   const oldest = await db.query(
     `select min(${waitingSinceSql("deliveries")}) as at from deliveries
-     where status in ('pending', 'failed', 'in_flight') and ($1::text is null or app_id = $1::text)`,
+     where queued and ($1::text is null or app_id = $1::text)`,
     [appId],
   );
   const oldestAt: Date | null = oldest.rows[0].at;

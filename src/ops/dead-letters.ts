@@ -16,7 +16,7 @@ export interface DeadLetterFilter {
 }
 
 const FILTER_SQL = `
-  d.status = 'dead_letter'
+  d.dead_lettered
   and ($1::text is null or d.app_id = $1::text)
   and ($2::text is null or d.endpoint_id = $2::text)
   and ($3::integer is null or d.last_status_code = $3::integer)

@@ -26,7 +26,7 @@ export async function healthSummary(db: Queryable, appId: string | null = null):
        -- reads only the partial due index's rows: the backlog, not the history
        select status, count(*)::int as n, min(${waitingSinceSql("deliveries")}) as oldest
        from deliveries
-       where status in ('pending', 'failed', 'in_flight') and ($1::text is null or app_id = $1::text)
+       where queued and ($1::text is null or app_id = $1::text)
        group by status
      ),
      last_hour as (
@@ -42,7 +42,7 @@ export async function healthSummary(db: Queryable, appId: string | null = null):
        coalesce((select n from backlog where status = 'in_flight'), 0) as in_flight,
        (select min(oldest) from backlog) as oldest_pending,
        (select count(*) from deliveries
-         where status = 'dead_letter' and ($1::text is null or app_id = $1::text))::int as dead_letter,
+         where dead_lettered and ($1::text is null or app_id = $1::text))::int as dead_letter,
        h.ok as delivered_last_hour, h.failed as failed_last_hour, h.avg_ms
      from last_hour h`,
     [appId],

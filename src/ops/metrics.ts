@@ -150,11 +150,11 @@ async function queueSnapshot(pool: Pool): Promise<QueueSnapshot> {
     select
       (select coalesce(json_object_agg(status, n), '{}') from (
          select status, count(*)::int as n from deliveries
-         where status in ('pending', 'failed', 'in_flight') group by status) s) as depth,
+         where queued group by status) s) as depth,
       (select extract(epoch from now() - min(${waitingSinceSql("deliveries")}))::float8 from deliveries
-        where status in ('pending', 'failed', 'in_flight')) as oldest,
+        where queued) as oldest,
       (select coalesce(json_object_agg(circuit_state, n), '{}') from (
          select circuit_state, count(*)::int as n from endpoint_health group by circuit_state) c) as circuits,
-      (select count(*)::int from deliveries where status = 'dead_letter') as dead`);
+      (select count(*)::int from deliveries where dead_lettered) as dead`);
   return rows[0];
 }

@@ -37,7 +37,7 @@ const PURGES: ReadonlyArray<{ what: PurgeProgress["what"]; age: (r: RetentionCon
     age: (r) => r.deadLetterMs,
     sql: `delete from deliveries where ctid = any (array(
             select d.ctid from deliveries d
-            where d.status = 'dead_letter'
+            where d.dead_lettered
               and (d.updated_at < now() - $1::bigint * interval '1 millisecond'
                    or exists (select 1 from messages m where m.id = d.message_id and m.expires_at <= now()))
             limit $2::integer))`,
@@ -52,7 +52,7 @@ const PURGES: ReadonlyArray<{ what: PurgeProgress["what"]; age: (r: RetentionCon
               and not exists (
                 select 1 from deliveries d
                 where d.message_id = m.id
-                  and d.status in ('pending', 'failed', 'in_flight', 'dead_letter'))
+                  and (d.queued or d.dead_lettered))
             limit $2::integer))`,
   },
 ];

@@ -54,40 +54,35 @@ export interface ClaimedDelivery {
 //          endpoint whose cooldown is over gets room for exactly one probe.
 // picked   Endpoints in random order (under a backlog every endpoint gets its share of a
 //          batch: a partner with 100k queued rows cannot push the others back), and per
-//          endpoint its oldest due rows up to its budget, through deliveries_due_idx.
-//          in_flight rows whose lease ran out are due again: that is how a crashed
-//          worker's rows come back (they are still counted in in_flight, so taking them
-//          over adds nothing there).
-// claimed  The rows become in_flight under a lease with this claim's token; the health
-//          rows take the new in-flight count, the spent tokens and, for a probe, the
-//          half_open state (recorded in circuit_events).
+//          endpoint its oldest due rows up to its budget, through deliveries_due_idx,
+//          stepping over its rows in flight (they keep their place in that index).
+// claimed  The rows become in_flight with this claim's token, rewritten in place: no value
+//          an index reads changes (migration 0007), so no index gets an entry. The lease
+//          is one claims row for the whole claim; if it runs out before the worker has
+//          written every result, the rows are handed back (releaseExpiredClaims). The
+//          health rows take the new in-flight count, the spent tokens and, for a probe,
+//          the half_open state (recorded in circuit_events).
 const CLAIM_SQL = `
 with ready as (
-  select h.endpoint_id, h.circuit_state, h.in_flight - x.expired as in_flight, h.tokens_second, h.tokens_minute,
+  select h.endpoint_id, h.circuit_state, h.in_flight, h.tokens_second, h.tokens_minute,
          h.tokens_hour, h.tokens_at, e.timeout_ms, coalesce(e.max_in_flight, $4::int) as max_in_flight,
          -- Svix's throttleRate is a per-second limit
          coalesce(e.rate_per_second, e.throttle_rate) as rate_per_second,
          e.rate_per_minute, e.rate_per_hour
   from endpoint_health h
   join endpoints e on e.id = h.endpoint_id
-  -- Rows whose lease ran out (their worker died) still count in h.in_flight until they are
-  -- taken over, but must not hold their slots: otherwise a worker that died while an
-  -- endpoint was at its limit would freeze that endpoint for good.
-  cross join lateral (
-    select count(*)::int as expired from deliveries x
-    where x.endpoint_id = h.endpoint_id and x.status = 'in_flight' and x.next_attempt_at <= now()
-  ) x
   where not e.disabled
     and (h.paused_until is null or h.paused_until <= now())
-    and h.in_flight - x.expired < coalesce(e.max_in_flight, $4::int)
+    and h.in_flight < coalesce(e.max_in_flight, $4::int)
     and (h.circuit_state = 'closed'
          or (h.circuit_state = 'open' and h.open_until <= now())
          or (h.circuit_state = 'half_open' and h.probe_until <= now()))
     and exists (
       select 1 from deliveries d
       where d.endpoint_id = h.endpoint_id
-        and d.status in ('pending', 'failed', 'in_flight')
-        and d.next_attempt_at <= now())
+        and d.queued
+        and d.next_attempt_at <= now()
+        and d.status <> 'in_flight')
   order by h.endpoint_id
   for update of h
 ),
@@ -113,14 +108,15 @@ room as (
   order by random()
 ),
 picked as (
-  select d.id, d.endpoint_id, d.status as was, coalesce(r.timeout_ms, $5::int) as timeout_ms
+  select d.id, d.endpoint_id, coalesce(r.timeout_ms, $5::int) as timeout_ms
   from room r
   cross join lateral (
-    select d.id, d.endpoint_id, d.status
+    select d.id, d.endpoint_id
     from deliveries d
     where d.endpoint_id = r.endpoint_id
-      and d.status in ('pending', 'failed', 'in_flight')
+      and d.queued
       and d.next_attempt_at <= now()
+      and d.status <> 'in_flight'
     order by d.next_attempt_at
     limit greatest(r.room, 0)
     for update skip locked
@@ -133,23 +129,27 @@ claimed as (
   set status = 'in_flight',
       claim_token = $2::uuid,
       claimed_by = $1::text,
-      lease_expires_at = now() + (p.timeout_ms + $6::int) * interval '1 millisecond',
-      next_attempt_at = now() + (p.timeout_ms + $6::int) * interval '1 millisecond',
-      updated_at = now()
+      lease_expires_at = now() + (p.timeout_ms + $6::int) * interval '1 millisecond'
   from picked p
   where d.id = p.id
   returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger
 ),
+lease as (
+  insert into claims (token, worker_id, delivery_ids, lease_expires_at)
+  select $2::uuid, $1::text, array_agg(p.id order by p.id),
+         now() + (max(p.timeout_ms) + $6::int) * interval '1 millisecond'
+  from picked p
+  having count(*) > 0
+),
 taken as (
   select p.endpoint_id, count(*)::int as n,
-         (count(*) filter (where p.was <> 'in_flight'))::int as added,
          min(p.id) as first_id, max(p.timeout_ms) as timeout_ms
   from picked p
   group by p.endpoint_id
 ),
 health as (
   update endpoint_health h
-  set in_flight = h.in_flight + t.added,
+  set in_flight = h.in_flight + t.n,
       tokens_second = r.ts - t.n,
       tokens_minute = r.tm - t.n,
       tokens_hour = r.th - t.n,

@@ -4,7 +4,8 @@
  * 1. one statement inserts every attempt row and latency sample (the requests happened)
  *    and moves each delivery to its next state, but only if it still carries the claim
  *    token of the worker reporting it: a worker whose lease lapsed and was taken over
- *    cannot overwrite the newer outcome;
+ *    cannot overwrite the newer outcome. Claims whose last result this is end here too
+ *    (their claims rows are deleted);
  * 2. one statement locks the endpoints' health rows (in id order) and applies the
  *    per-endpoint outcome (in-flight slots, failure counts, circuit transitions,
  *    Retry-After pauses);
@@ -45,6 +46,8 @@ export interface DeliveryResult {
   isProbe: boolean;
   /** pause the whole endpoint this long (429/503 Retry-After, clamped to the cap) */
   pauseMs: number | null;
+  /** the last result of its claim: the claim's lease row goes with this write */
+  finishesClaim?: boolean;
 }
 
 const RECORD_SQL = `
@@ -92,6 +95,9 @@ inserted as (
          r.response_body
   from r
   returning 1
+),
+finished as (
+  delete from claims where token = any ($18::uuid[])
 )
 select u.id from updated u
 `;
@@ -126,6 +132,7 @@ export async function recordResults(
         col((r) => r.appId),
         col((r) => r.trigger),
         col((r) => r.url),
+        results.filter((r) => r.finishesClaim).map((r) => r.claimToken),
       ],
     });
     const applied = new Set<number>(rows.map((r) => r.id));

@@ -5,7 +5,9 @@
  *
  * Loop: claim as many rows as there are free slots → start their requests → if the claim
  * came back full, claim again as soon as slots free up; otherwise sleep until NOTIFY,
- * a finished request (endpoint room may have opened) or the poll interval.
+ * a finished request (endpoint room may have opened) or the poll interval. Once per poll
+ * interval it also hands back the rows of claims whose lease ran out (their worker died).
+ * Each claim's lease row is deleted with the write of its last result.
  *
  * stop(): no more claims; in-flight requests get until the drain deadline, their results
  * are written; requests still running then are aborted and their rows released (due
@@ -29,7 +31,7 @@ import { makeSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
 import { afterAttempt } from "../queue/delivery-states.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
-import { releaseDeliveries } from "../queue/release-deliveries.ts";
+import { releaseDeliveries, releaseExpiredClaims } from "../queue/release-deliveries.ts";
 import { makeResultWriter } from "./result-writer.ts";
 import { makeWakeableSleep } from "./wakeable-sleep.ts";
 
@@ -101,6 +103,8 @@ export function makeWorker(options: WorkerOptions): Worker {
     },
   });
   const running = new Map<number, Running>();
+  /** per claim token: how many of its rows have no result handed to the writer yet */
+  const openClaims = new Map<string, number>();
   const keyCache = new Map<string, Buffer>();
   const maskedUrls = new Map<string, string>();
   const secretBox = options.secretBox ?? makeSecretBox(undefined);
@@ -109,9 +113,15 @@ export function makeWorker(options: WorkerOptions): Worker {
   let loop: Promise<void> | null = null;
   let stopped: Promise<void> | null = null;
   let lastClaimFull = false;
+  let lastExpiryCheck = 0;
 
   async function runLoop(): Promise<void> {
     while (!stopping) {
+      if (Date.now() - lastExpiryCheck >= cfg.pollIntervalMs) {
+        lastExpiryCheck = Date.now();
+        // Rows of claims whose worker died come back here (any worker may do it).
+        await releaseExpiredClaims(pool).catch((err) => logger.error({ err }, "handing back expired claims failed"));
+      }
       const free = cfg.concurrency - running.size;
       // Wait for a meaningful number of free slots rather than claiming one row at a time.
       const worthClaiming = free >= Math.min(cfg.claimBatch, Math.ceil(cfg.concurrency / 4));
@@ -142,7 +152,10 @@ export function makeWorker(options: WorkerOptions): Worker {
       defaultTimeoutMs: defaults.timeoutMs,
       leaseMarginMs: cfg.leaseMarginMs,
     });
-    if (claims.length > 0) options.onClaim?.(claims.length);
+    if (claims.length > 0) {
+      options.onClaim?.(claims.length);
+      openClaims.set(token, claims.length);
+    }
     for (const claim of claims) {
       const entry: Running = { claim, token, abort: new AbortController(), released: false };
       running.set(claim.id, entry);
@@ -270,7 +283,19 @@ export function makeWorker(options: WorkerOptions): Worker {
       ...maskedTexts(claim.payload, result),
       isProbe: claim.isProbe,
       pauseMs,
+      finishesClaim: finishOne(entry.token),
     };
+  }
+
+  /** Counts one more row of a claim as done; true for its last one. */
+  function finishOne(token: string): boolean {
+    const left = (openClaims.get(token) ?? 1) - 1;
+    if (left > 0) {
+      openClaims.set(token, left);
+      return false;
+    }
+    openClaims.delete(token);
+    return true;
   }
 
   async function drain(): Promise<void> {

@@ -31,11 +31,11 @@ const HEALTH_SELECT = `
     select count(*) filter (where d.status in ('pending', 'failed'))::int as pending,
            min(${waitingSinceSql("d")}) as oldest_pending_at
     from deliveries d
-    where d.endpoint_id = e.id and d.status in ('pending', 'failed', 'in_flight')
+    where d.endpoint_id = e.id and d.queued
   ) q
   cross join lateral (
     select count(*)::int as dead_letter from deliveries d
-    where d.endpoint_id = e.id and d.status = 'dead_letter'
+    where d.endpoint_id = e.id and d.dead_lettered
   ) dl`;
 
 // biome-ignore lint/suspicious/noExplicitAny: a row of HEALTH_SELECT
