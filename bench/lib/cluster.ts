@@ -4,6 +4,7 @@
  * template database migrated for hookrelay and installed for pg-boss, and one fresh
  * database cloned from it per measured run.
  */
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -12,6 +13,7 @@ import PgBoss from "pg-boss";
 import { startEmbeddedPostgres } from "../../src/db/embedded.ts";
 import { migrate } from "../../src/db/migrate.ts";
 import { makePool } from "../../src/db/pool.ts";
+import { withChildren } from "./cpu.ts";
 
 /**
  * Tuned for a 2-core machine with plenty of RAM, for short write-heavy runs. Every one is
@@ -55,6 +57,8 @@ export interface Cluster {
   dropDb(name: string): Promise<void>;
   /** Runs `fn` with a client on the maintenance database. */
   admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T>;
+  /** The postmaster and its children right now (backends, autovacuum, WAL writer, ...). */
+  pids(): number[];
   stop(): Promise<void>;
 }
 
@@ -108,6 +112,10 @@ export async function startCluster(extra: string[]): Promise<Cluster> {
     settings,
     urlFor,
     admin,
+    pids() {
+      const postmaster = Number(readFileSync(path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0]);
+      return withChildren(postmaster);
+    },
     async createDb(name) {
       await admin((c) => c.query(`create database ${c.escapeIdentifier(name)} template ${TEMPLATE_DB}`));
       return urlFor(name);

@@ -56,6 +56,7 @@ export function figures(runs: RunResult[]): Figure[] {
   const atMost = (x: number, text = `<= ${x}`) => ({ text, ok: (v: number) => v <= x });
 
   add("1 ceiling", "bare undici POSTs/s", "/s", (r) => r.ceiling?.rate);
+  add("1 ceiling", "CPU ms / 1k requests: client", "ms", (r) => r.ceiling?.cpuPerThousand.client);
   add("2 peer", "pg-boss jobs/s", "/s", (r) => r.pgboss?.rate);
   add("3 throughput", "hookrelay 1 worker", "/s", (r) => r.hookrelay1?.rate);
   add("3 throughput", "hookrelay 2 workers", "/s", (r) => r.hookrelay2?.rate);
@@ -66,6 +67,15 @@ export function figures(runs: RunResult[]): Figure[] {
   add("3 throughput", "2 workers / ceiling", "x", (r) => vs(r.hookrelay2?.rate, r.ceiling?.rate));
   add("3 throughput", "best / ceiling", "x", (r) => vs(best(r), r.ceiling?.rate), atLeast(0.5));
   add("3 throughput", "best / pg-boss", "x", (r) => vs(best(r), r.pgboss?.rate), atLeast(2));
+  // CPU time per 1,000 deliveries (1 worker): the cost of the work itself, which steal moves
+  // far less than the rates above
+  const cpu = (group: string) => (r: RunResult) => r.hookrelay1?.cpuPerThousand.ms[group];
+  add("3 throughput", "CPU ms / 1k deliveries: worker", "ms", cpu("worker"));
+  add("3 throughput", "CPU ms / 1k deliveries: PostgreSQL", "ms", cpu("postgres"));
+  add("3 throughput", "CPU ms / 1k deliveries: receiver", "ms", cpu("receiver"));
+  add("3 throughput", "CPU stolen by the host (1 worker)", "%", (r) =>
+    r.hookrelay1 ? 100 * r.hookrelay1.cpuPerThousand.steal : undefined,
+  );
   add("4 latency", "enqueue-to-delivery p50", "ms", (r) => r.latency?.p50, atMost(15));
   add("4 latency", "enqueue-to-delivery p95", "ms", (r) => r.latency?.p95);
   add("4 latency", "enqueue-to-delivery p99", "ms", (r) => r.latency?.p99, atMost(60));
@@ -92,6 +102,7 @@ export function figures(runs: RunResult[]): Figure[] {
 function fmt(v: number, unit: string): string {
   if (!Number.isFinite(v)) return "n/a";
   if (unit === "x") return v.toFixed(2);
+  if (unit === "%") return v.toFixed(0);
   if (unit === "ms") return v < 10 ? v.toFixed(2) : v.toFixed(1);
   return Math.round(v).toLocaleString("en-US");
 }

@@ -6,6 +6,7 @@
  */
 import { Agent } from "undici";
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
+import { startCpuMeter } from "../lib/cpu.ts";
 import { makeMessages } from "../lib/seed.ts";
 import { ratePerSecond } from "../lib/stats.ts";
 
@@ -13,6 +14,8 @@ export interface CeilingRun {
   rate: number;
   delivered: number;
   errors: number;
+  /** CPU ms per 1,000 requests: this (client) process and the receiver */
+  cpuPerThousand: { client: number; receiver: number };
 }
 
 export async function runCeiling(ctx: BenchContext, count: number): Promise<CeilingRun> {
@@ -54,9 +57,17 @@ export async function runCeiling(ctx: BenchContext, count: number): Promise<Ceil
     }
   }
   try {
+    const cpu = startCpuMeter({ client: () => [process.pid], receiver: () => [receiver.pid] });
     await Promise.all(Array.from({ length: opts.concurrency }, loop));
     const s = await receiver.waitForHealthy(count, 10_000);
-    return { rate: ratePerSecond(s.healthy, s.healthyFirst, s.healthyLast), delivered: s.healthy, errors };
+    const spent = cpu();
+    const perThousand = (ms: number | undefined) => ((ms ?? 0) * 1000) / Math.max(1, s.healthy);
+    return {
+      rate: ratePerSecond(s.healthy, s.healthyFirst, s.healthyLast),
+      delivered: s.healthy,
+      errors,
+      cpuPerThousand: { client: perThousand(spent.ms.client), receiver: perThousand(spent.ms.receiver) },
+    };
   } finally {
     await agent.close();
     await receiver.reset();

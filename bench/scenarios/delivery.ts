@@ -9,6 +9,7 @@
  * attempt row per delivery: the run was fully durable.
  */
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
+import { type CpuSpent, startCpuMeter } from "../lib/cpu.ts";
 import { type HookrelayProcess, peakRssMiB, startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, deliveryCounts, makeMessages, seedMessages } from "../lib/seed.ts";
 import { nowMs, ratePerSecond, waitUntil } from "../lib/stats.ts";
@@ -35,6 +36,11 @@ export interface DeliveryRun {
   unsigned: number;
   badSignature: number;
   verified: number;
+  /**
+   * CPU time from the end of the seeding to the last healthy request, in ms per 1,000
+   * healthy deliveries, by process group, and the share of the machine stolen meanwhile
+   */
+  cpuPerThousand: CpuSpent;
   /** database state after the run (fast-receiver runs only) */
   delivered: number | null;
   attempts: number | null;
@@ -62,10 +68,16 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
     const t0 = nowMs();
     await seedMessages(db.pool, tenants, messages);
     const seedMs = nowMs() - t0;
+    const cpu = startCpuMeter({
+      worker: () => workers.map((w) => w.pid),
+      postgres: () => ctx.cluster.pids(),
+      receiver: () => [receiver.pid],
+    });
     ctx.log(`  seeded ${p.messages} messages in ${Math.round(seedMs)} ms; ${p.workers} worker(s) delivering`);
 
     const minRate = p.delayMs ? 100 : 300;
     const s = await receiver.waitForHealthy(expectedHealthy, deadlineFor(expectedHealthy, minRate));
+    const spent = cpu();
     const rss = workers.map((w) => peakRssMiB(w.pid));
     if (s.healthy < expectedHealthy) {
       ctx.log(`  WARNING: only ${s.healthy}/${expectedHealthy} healthy deliveries before the deadline`);
@@ -87,6 +99,12 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
       expectedHealthy,
       seedMs,
       peakRssMiB: rss,
+      cpuPerThousand: {
+        ms: Object.fromEntries(
+          Object.entries(spent.ms).map(([group, ms]) => [group, (ms * 1000) / Math.max(1, s.healthy)]),
+        ),
+        steal: spent.steal,
+      },
       unsigned: s.unsigned,
       badSignature: s.badSignature,
       verified: s.verified,
