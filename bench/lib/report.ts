@@ -82,10 +82,21 @@ export function figures(runs: RunResult[]): Figure[] {
   add("4 latency", "accept-to-attempt-start p50 (db)", "ms", (r) => r.latency?.queueP50);
   add("4 latency", "accept-to-attempt-start p99 (db)", "ms", (r) => r.latency?.queueP99);
   add("4 latency", "offered rate", "/s", (r) => r.latency?.offeredRate);
+  for (const group of ["api", "worker", "postgres", "receiver", "client"]) {
+    add("4 latency", `CPU ms / 1k messages: ${group === "client" ? "load generator" : group}`, "ms", (r) =>
+      r.latency?.cpuPerThousand.ms[group],
+    );
+  }
+  add("4 latency", "CPU stolen by the host", "%", (r) => (r.latency ? 100 * r.latency.cpuPerThousand.steal : undefined));
   add("4 latency", "scheduled-to-delivery p99", "ms", (r) => r.latency?.scheduledP99);
   add("4 latency", "API response p99", "ms", (r) => r.latency?.apiP99);
   add("5 ingest", "single-message requests", "/s", (r) => r.ingest?.rate, atLeast(5000));
   add("5 ingest", "batch requests (no batch endpoint)", "/s", (r) => (r.ingest ? Number.NaN : undefined));
+  const ingestCpu = (group: string) => (r: RunResult) => r.ingest?.cpuPerThousand.ms[group];
+  add("5 ingest", "CPU ms / 1k messages: API", "ms", ingestCpu("api"));
+  add("5 ingest", "CPU ms / 1k messages: PostgreSQL", "ms", ingestCpu("postgres"));
+  add("5 ingest", "CPU ms / 1k messages: load generator", "ms", ingestCpu("client"));
+  add("5 ingest", "CPU stolen by the host", "%", (r) => (r.ingest ? 100 * r.ingest.cpuPerThousand.steal : undefined));
   add("6 slow receiver", "hookrelay (50 ms receiver)", "/s", (r) => r.slowHookrelay?.rate);
   add("6 slow receiver", "pg-boss (50 ms receiver)", "/s", (r) => r.slowPgboss?.rate);
   add("6 slow receiver", "hookrelay / pg-boss", "x", (r) => vs(r.slowHookrelay?.rate, r.slowPgboss?.rate), atLeast(4));

@@ -9,6 +9,7 @@ import { Pool } from "undici";
 import type { BenchContext } from "../lib/context.ts";
 import { type HookrelayProcess, startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, EVENT_TYPE, payloadFor } from "../lib/seed.ts";
+import { type CpuSpent, startCpuMeter } from "../lib/cpu.ts";
 import { nowMs } from "../lib/stats.ts";
 
 export interface IngestRun {
@@ -18,6 +19,8 @@ export interface IngestRun {
   /** messages the database holds afterwards (must equal accepted + warm-up) */
   stored: number;
   clients: number;
+  /** CPU ms per 1,000 accepted messages: the API, PostgreSQL and the load generator */
+  cpuPerThousand: CpuSpent;
 }
 
 export async function runIngest(ctx: BenchContext): Promise<IngestRun> {
@@ -63,9 +66,12 @@ export async function runIngest(ctx: BenchContext): Promise<IngestRun> {
     };
 
     await all(opts.quick ? 100 : 2_000, false); // warm-up
+    const apiPid = api.pid;
+    const cpu = startCpuMeter({ api: () => [apiPid], postgres: () => ctx.cluster.pids(), client: () => [process.pid] });
     const t0 = nowMs();
     await all(opts.ingestSeconds * 1000, true);
     const elapsed = nowMs() - t0;
+    const spent = cpu();
     const { rows } = await db.pool.query("select count(*)::int as n from messages");
     return {
       rate: (accepted * 1000) / elapsed,
@@ -73,6 +79,10 @@ export async function runIngest(ctx: BenchContext): Promise<IngestRun> {
       errors,
       stored: rows[0].n,
       clients: opts.ingestClients,
+      cpuPerThousand: {
+        ms: Object.fromEntries(Object.entries(spent.ms).map(([g, ms]) => [g, (ms * 1000) / Math.max(1, accepted)])),
+        steal: spent.steal,
+      },
     };
   } finally {
     await pool?.close();

@@ -10,6 +10,7 @@
 import { createApiKey } from "../../src/api/auth.ts";
 import { Pool } from "undici";
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
+import { type CpuSpent, startCpuMeter } from "../lib/cpu.ts";
 import { type HookrelayProcess, startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, EVENT_TYPE, payloadFor, type Tenant } from "../lib/seed.ts";
 import { nowMs, percentile, sleep } from "../lib/stats.ts";
@@ -34,6 +35,8 @@ export interface LatencyRun {
   /** from the database: accept (created_at) to the attempt's start, i.e. queue wait + claim */
   queueP50: number;
   queueP99: number;
+  /** CPU ms per 1,000 messages by process (the load generator is "client"), and the steal */
+  cpuPerThousand: CpuSpent;
 }
 
 interface Sent {
@@ -114,8 +117,16 @@ export async function runLatency(ctx: BenchContext): Promise<LatencyRun> {
     errors = 0;
 
     ctx.log(`  offering ${opts.latencyRate} msg/s for ${opts.latencySeconds} s`);
+    const cpu = startCpuMeter({
+      api: () => [procs[0]!.pid],
+      worker: () => [procs[1]!.pid],
+      postgres: () => ctx.cluster.pids(),
+      receiver: () => [receiver.pid],
+      client: () => [process.pid],
+    });
     const run = await offer(opts.latencyRate, opts.latencySeconds, true, 1_000_000);
     const s = await receiver.waitForHealthy(sent.size, deadlineFor(sent.size, 200, 15_000));
+    const spent = cpu();
     const { ids, at } = await receiver.records();
 
     const e2e: number[] = [];
@@ -152,6 +163,10 @@ export async function runLatency(ctx: BenchContext): Promise<LatencyRun> {
       offeredRate: Math.round(run.offeredRate),
       queueP50: r(Number(stages.rows[0]?.p50)),
       queueP99: r(Number(stages.rows[0]?.p99)),
+      cpuPerThousand: {
+        ms: Object.fromEntries(Object.entries(spent.ms).map(([g, ms]) => [g, (ms * 1000) / Math.max(1, sent.size)])),
+        steal: spent.steal,
+      },
     };
   } finally {
     await client?.close();
