@@ -1,6 +1,9 @@
+import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { loadMigrations } from "../src/db/migrate.ts";
 import { schemaSnapshot } from "../src/db/schema-snapshot.ts";
+import { releaseExpiredClaims } from "../src/queue/release-deliveries.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { SNAPSHOT_FILE } from "./helpers/dump-schema.ts";
 
@@ -12,4 +15,52 @@ afterAll(() => db.drop());
 
 test("migrations produce the schema in test/schema.sql (regenerate: npm run schema:dump)", async () => {
   expect(await schemaSnapshot(db.pool)).toBe(await readFile(SNAPSHOT_FILE, "utf8"));
+});
+
+test("migration 0007 keeps the leases of rows in flight under the old rules, and they come back through the claims table", async () => {
+  const old = await createTestDb({ template: false });
+  try {
+    const migrations = await loadMigrations();
+    for (const m of migrations.filter((m) => m.id < 7)) await old.pool.query(m.sql);
+    const token = randomUUID();
+    await old.pool.query(`
+      insert into applications (id, name) values ('app_1', 'a');
+      insert into endpoints (id, app_id, url) values ('ep_1', 'app_1', 'http://127.0.0.1:9/x');
+      insert into messages (id, app_id, event_type, payload)
+      select 'msg_' || i, 'app_1', 't', '{}' from generate_series(1, 3) i;
+      -- leased until an hour from now under the old rules (the lease was next_attempt_at)
+      insert into deliveries (message_id, endpoint_id, app_id, status, max_attempts, next_attempt_at, claim_token, claimed_by)
+      values ('msg_1', 'ep_1', 'app_1', 'in_flight', 5, now() + interval '1 hour', '${token}', 'old-worker');
+      insert into deliveries (message_id, endpoint_id, app_id, status, max_attempts)
+      values ('msg_2', 'ep_1', 'app_1', 'pending', 5);
+      -- in flight without a token: nothing could ever hand it back
+      insert into deliveries (message_id, endpoint_id, app_id, status, max_attempts, attempt_count, next_attempt_at)
+      values ('msg_3', 'ep_1', 'app_1', 'in_flight', 5, 1, now() + interval '1 hour');
+      update endpoint_health set in_flight = 2;`);
+    for (const m of migrations.filter((m) => m.id === 7)) await old.pool.query(m.sql);
+
+    const { rows: claims } = await old.pool.query(
+      "select token, worker_id, delivery_ids, lease_expires_at > now() + interval '59 minutes' as kept from claims",
+    );
+    const { rows: leased } = await old.pool.query("select id from deliveries where message_id = 'msg_1'");
+    expect(claims).toEqual([{ token, worker_id: "old-worker", delivery_ids: [String(leased[0].id)], kept: true }]);
+    const { rows } = await old.pool.query(
+      "select message_id, status, queued, dead_lettered from deliveries order by message_id",
+    );
+    expect(rows).toEqual([
+      { message_id: "msg_1", status: "in_flight", queued: true, dead_lettered: false },
+      { message_id: "msg_2", status: "pending", queued: true, dead_lettered: false },
+      { message_id: "msg_3", status: "failed", queued: true, dead_lettered: false },
+    ]);
+
+    // Once its lease has run out, the old claim's row is handed back like any other.
+    await old.pool.query("update claims set lease_expires_at = now() - interval '1 second'");
+    expect(await releaseExpiredClaims(old.pool)).toBe(1);
+    const { rows: after } = await old.pool.query(
+      "select (select status from deliveries where message_id = 'msg_1') as status, (select count(*)::int from claims) as claims",
+    );
+    expect(after[0]).toEqual({ status: "pending", claims: 0 });
+  } finally {
+    await old.drop();
+  }
 });
