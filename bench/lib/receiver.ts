@@ -35,6 +35,7 @@ export interface ReceiverControl {
   /** zero the counters, cut off hanging requests */
   reset(): Promise<void>;
   stats(): Promise<ReceiverStats>;
+  /** recorded requests: webhook-id and arrival time on the wall clock (ms since the epoch) */
   records(): Promise<{ ids: string[]; at: number[] }>;
   /** Waits until `count` healthy requests arrived, at most `timeoutMs`; returns the stats. */
   waitForHealthy(count: number, timeoutMs: number): Promise<ReceiverStats>;
