@@ -172,6 +172,32 @@ async function startRawServer(onRequest: (res: http.ServerResponse) => void) {
   };
 }
 
+/** A successful attempt's result for a claimed row, as a worker holding `token` reports it. */
+function resultFor(claim: ClaimedDelivery, token: string, over: Partial<DeliveryResult> = {}): DeliveryResult {
+  return {
+    deliveryId: claim.id,
+    claimToken: token,
+    messageId: claim.messageId,
+    endpointId: claim.endpointId,
+    appId: claim.appId,
+    trigger: claim.trigger,
+    url: claim.url,
+    attemptNumber: claim.attemptCount + 1,
+    nextStatus: "delivered",
+    retryDelayMs: 0,
+    startedAt: new Date(),
+    latencyMs: 5,
+    success: true,
+    statusCode: 200,
+    errorKind: null,
+    error: null,
+    responseBody: null,
+    isProbe: claim.isProbe,
+    pauseMs: null,
+    ...over,
+  };
+}
+
 // ---------------------------------------------------------------- the request itself
 
 describe("the request", () => {
@@ -620,32 +646,6 @@ describe("claim tokens", () => {
       expect(claimedB).toHaveLength(1);
       expect(claimedB[0]!.id).toBe(claimedA[0]!.id);
 
-      const result = (
-        claim: ClaimedDelivery,
-        token: string,
-        over: Partial<DeliveryResult>,
-      ): DeliveryResult => ({
-        deliveryId: claim.id,
-        claimToken: token,
-        messageId: claim.messageId,
-        endpointId: claim.endpointId,
-        appId: claim.appId,
-        trigger: claim.trigger,
-        url: claim.url,
-        attemptNumber: claim.attemptCount + 1,
-        nextStatus: "delivered",
-        retryDelayMs: 0,
-        startedAt: new Date(),
-        latencyMs: 5,
-        success: true,
-        statusCode: 200,
-        errorKind: null,
-        error: null,
-        responseBody: null,
-        isProbe: claim.isProbe,
-        pauseMs: null,
-        ...over,
-      });
       const health = h2.config.health;
       const inFlightCount = async () =>
         (
@@ -661,7 +661,7 @@ describe("claim tokens", () => {
       const stale = await recordResults(
         h2.db.pool,
         [
-          result(claimedA[0]!, tokenA, {
+          resultFor(claimedA[0]!, tokenA, {
             nextStatus: "dead_letter",
             success: false,
             statusCode: 400,
@@ -677,7 +677,7 @@ describe("claim tokens", () => {
       // Nor does it free worker B's in-flight slot.
       expect(await inFlightCount()).toBe(1);
 
-      const current = await recordResults(h2.db.pool, [result(claimedB[0]!, tokenB, {})], health);
+      const current = await recordResults(h2.db.pool, [resultFor(claimedB[0]!, tokenB)], health);
       expect(current).toBe(1);
       expect(await inFlightCount()).toBe(0);
       const final = (
@@ -785,31 +785,9 @@ describe("claims and concurrent writers", () => {
       expect(leaseMs).toBeGreaterThan(25_000);
       expect(leaseMs).toBeLessThan(32_000);
 
-      const result = (c: ClaimedDelivery, finishesClaim: boolean): DeliveryResult => ({
-        deliveryId: c.id,
-        claimToken: token,
-        messageId: c.messageId,
-        endpointId,
-        appId: c.appId,
-        trigger: c.trigger,
-        url: c.url,
-        attemptNumber: 1,
-        nextStatus: "delivered",
-        retryDelayMs: 0,
-        startedAt: new Date(),
-        latencyMs: 3,
-        success: true,
-        statusCode: 200,
-        errorKind: null,
-        error: null,
-        responseBody: null,
-        isProbe: false,
-        pauseMs: null,
-        finishesClaim,
-      });
-      await recordResults(h2.db.pool, claimed.slice(0, 9).map((c) => result(c, false)), h2.config.health);
+      await recordResults(h2.db.pool, claimed.slice(0, 9).map((c) => resultFor(c, token)), h2.config.health);
       expect((await h2.db.pool.query("select 1 from claims")).rowCount).toBe(1);
-      await recordResults(h2.db.pool, [result(claimed[9]!, true)], h2.config.health);
+      await recordResults(h2.db.pool, [resultFor(claimed[9]!, token, { finishesClaim: true })], h2.config.health);
       expect((await h2.db.pool.query("select 1 from claims")).rowCount).toBe(0);
       // Nothing is left to hand back, and the two rows never claimed are still due.
       expect(await releaseExpiredClaims(h2.db.pool)).toBe(0);
