@@ -656,6 +656,14 @@ describe("claim tokens", () => {
       const before = (await h2.db.pool.query("select * from deliveries")).rows[0];
       expect(before.status).toBe("in_flight");
       expect(before.claim_token).toBe(tokenB);
+      // Say worker B's request is its endpoint's half-open probe (and was A's too).
+      await h2.db.pool.query(
+        "update endpoint_health set circuit_state = 'half_open', probe_delivery_id = $2 where endpoint_id = $1",
+        [ep.body.id, before.id],
+      );
+      const circuit = async () =>
+        (await h2.db.pool.query("select circuit_state from endpoint_health where endpoint_id = $1", [ep.body.id]))
+          .rows[0].circuit_state;
 
       // Worker A comes back late with a permanent failure: it must not land.
       const stale = await recordResults(
@@ -667,6 +675,7 @@ describe("claim tokens", () => {
             statusCode: 400,
             errorKind: "http",
             error: "HTTP 400",
+            isProbe: true,
           }),
         ],
         health,
@@ -674,12 +683,14 @@ describe("claim tokens", () => {
       expect(stale).toBe(0);
       const after = (await h2.db.pool.query("select * from deliveries")).rows[0];
       expect(after).toEqual(before);
-      // Nor does it free worker B's in-flight slot.
+      // Nor does it free worker B's in-flight slot, or reopen the circuit as a failed probe.
       expect(await inFlightCount()).toBe(1);
+      expect(await circuit()).toBe("half_open");
 
-      const current = await recordResults(h2.db.pool, [resultFor(claimedB[0]!, tokenB)], health);
+      const current = await recordResults(h2.db.pool, [resultFor(claimedB[0]!, tokenB, { isProbe: true })], health);
       expect(current).toBe(1);
       expect(await inFlightCount()).toBe(0);
+      expect(await circuit()).toBe("closed");
       const final = (
         await h2.db.pool.query("select * from deliveries where message_id = $1", [messageId])
       ).rows[0];

@@ -9,16 +9,7 @@ function attempt(
   success: boolean,
   extra: Partial<AttemptOutcome> = {},
 ): AttemptOutcome {
-  return {
-    deliveryId: ms,
-    endpointId,
-    success,
-    startedAt: at(ms),
-    isProbe: false,
-    applied: true,
-    pauseMs: null,
-    ...extra,
-  };
+  return { endpointId, success, startedAt: at(ms), pauseMs: null, ...extra };
 }
 
 describe("summarizeOutcomes", () => {
@@ -49,7 +40,6 @@ describe("summarizeOutcomes", () => {
       trailingFailures: 2, // 40 and 50; 10 and 20 came before the success at 30
       lastOkAt: at(30),
       lastFailAt: at(50),
-      applied: 5,
     });
   });
 
@@ -83,31 +73,6 @@ describe("summarizeOutcomes", () => {
     expect(o).toMatchObject({ anyOk: true, trailingFailures: 0 });
   });
 
-  test("stale results (not applied) release no slot and cannot be the probe, but still count as outcomes", () => {
-    const [o] = summarizeOutcomes([
-      attempt("ep", 1, false, { applied: false, isProbe: true, deliveryId: 7 }),
-      attempt("ep", 2, false),
-    ]);
-    expect(o).toMatchObject({
-      applied: 1,
-      probeDeliveryId: null,
-      probeOk: null,
-      trailingFailures: 2,
-    });
-  });
-
-  test("the probe's delivery id and outcome are reported", () => {
-    const [failed] = summarizeOutcomes([
-      attempt("ep", 1, false, { isProbe: true, deliveryId: 42 }),
-    ]);
-    expect(failed).toMatchObject({ probeDeliveryId: 42, probeOk: false });
-    const [ok] = summarizeOutcomes([
-      attempt("ep", 1, true, { isProbe: true, deliveryId: 43 }),
-      attempt("ep", 2, false),
-    ]);
-    expect(ok).toMatchObject({ probeDeliveryId: 43, probeOk: true, trailingFailures: 1 });
-  });
-
   test("the longest Retry-After pause of the batch wins; none means null", () => {
     const [o] = summarizeOutcomes([
       attempt("ep", 1, false, { pauseMs: 2_000 }),
@@ -129,24 +94,18 @@ describe("summarizeOutcomes", () => {
     expect(out).toEqual([
       {
         endpointId: "ep_a",
-        applied: 2,
         anyOk: false,
         trailingFailures: 2,
         lastOkAt: null,
         lastFailAt: at(3),
-        probeDeliveryId: null,
-        probeOk: null,
         pauseMs: null,
       },
       {
         endpointId: "ep_b",
-        applied: 2,
         anyOk: true,
         trailingFailures: 1,
         lastOkAt: at(2),
         lastFailAt: at(4),
-        probeDeliveryId: null,
-        probeOk: null,
         pauseMs: 1_000,
       },
     ]);

@@ -22,36 +22,31 @@
  * workers never race on a transition.
  */
 import type { HealthConfig } from "../config.ts";
-import type { Queryable } from "../db/pool.ts";
 
 export const CircuitState = { closed: "closed", open: "open", halfOpen: "half_open" } as const;
 export type CircuitState = (typeof CircuitState)[keyof typeof CircuitState];
 
-/** What one batch of results says about one endpoint. */
+/**
+ * What one batch of results says about one endpoint, apart from what depends on which
+ * results were stale (how many slots they release, whether the probe's counts): the
+ * statement that writes the batch works that out (src/queue/record-results.ts).
+ */
 export interface EndpointOutcome {
   endpointId: string;
-  /** results that moved a delivery (the rest were stale): in-flight slots released */
-  applied: number;
   /** the batch holds at least one success */
   anyOk: boolean;
   /** failures after the batch's last success (all failures if none succeeded) */
   trailingFailures: number;
   lastOkAt: Date | null;
   lastFailAt: Date | null;
-  /** the probe's delivery id and outcome, if the batch holds the probe's (applied) result */
-  probeDeliveryId: number | null;
-  probeOk: boolean | null;
   /** pause the endpoint this long (Retry-After on 429/503, already clamped) */
   pauseMs: number | null;
 }
 
 export interface AttemptOutcome {
-  deliveryId: number;
   endpointId: string;
   success: boolean;
   startedAt: Date;
-  isProbe: boolean;
-  applied: boolean;
   pauseMs: number | null;
 }
 
@@ -70,8 +65,6 @@ export function summarizeOutcomes(attempts: readonly AttemptOutcome[]): Endpoint
     let anyOk = false;
     let lastOkAt: Date | null = null;
     let lastFailAt: Date | null = null;
-    let applied = 0;
-    let probe: AttemptOutcome | null = null;
     let pauseMs: number | null = null;
     for (const a of list) {
       if (a.success) {
@@ -82,35 +75,33 @@ export function summarizeOutcomes(attempts: readonly AttemptOutcome[]): Endpoint
         trailing++;
         lastFailAt = a.startedAt;
       }
-      if (a.applied) applied++;
-      if (a.isProbe && a.applied) probe = a;
       if (a.pauseMs !== null) pauseMs = Math.max(pauseMs ?? 0, a.pauseMs);
     }
-    out.push({
-      endpointId,
-      applied,
-      anyOk,
-      trailingFailures: trailing,
-      lastOkAt,
-      lastFailAt,
-      probeDeliveryId: probe?.deliveryId ?? null,
-      probeOk: probe ? probe.success : null,
-      pauseMs,
-    });
+    out.push({ endpointId, anyOk, trailingFailures: trailing, lastOkAt, lastFailAt, pauseMs });
   }
   return out.sort((a, b) => (a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0));
 }
 
-// One statement: lock the batch's health rows, compute each endpoint's next state, write it
-// and record the transitions. The locks are held until the transaction commits.
-const APPLY_SQL = `
-with i as (
-  select *
-  from unnest($1::text[], $2::integer[], $3::boolean[], $4::integer[], $5::timestamptz[],
-              $6::timestamptz[], $7::bigint[], $8::boolean[], $9::integer[])
-    as i(endpoint_id, applied, any_ok, trailing_failures, last_ok_at, last_fail_at,
-         probe_id, probe_ok, pause_ms)
-),
+/** The health settings applyOutcomesSql reads, in its parameter order. */
+export const healthSettings = (h: HealthConfig) => [
+  h.failureThreshold,
+  h.cooldownMs,
+  h.cooldownCapMs,
+  h.verySlowFailureThreshold,
+];
+
+/**
+ * The CTEs that apply a batch's outcomes to endpoint_health, for the statement that writes
+ * the batch (src/queue/record-results.ts): lock the endpoints' health rows, compute each
+ * one's next state, write it and record the transitions in circuit_events. They read a
+ * relation `i`, one row per endpoint: endpoint_id, applied (slots to release), any_ok,
+ * trailing_failures, last_ok_at, last_fail_at, probe_id and probe_ok (the probe's applied
+ * result, if the batch holds it) and pause_ms; and healthSettings(...) as parameters
+ * $first to $first+3. The locks are held until the statement's transaction commits.
+ */
+export function applyOutcomesSql(first: number): string {
+  const p = (k: number) => `$${first + k}`;
+  return `
 -- The health rows are locked here, in id order (every writer of endpoint_health locks in
 -- that order, so none can deadlock), and read from the lock: a row another transaction
 -- changed while this one waited comes back in its newest version.
@@ -118,18 +109,18 @@ locked as (
   select h.endpoint_id, h.circuit_state, h.probe_delivery_id, h.very_slow, h.cooldown_ms,
          h.consecutive_failures
   from endpoint_health h
-  where h.endpoint_id = any ($1::text[])
+  where h.endpoint_id in (select endpoint_id from i)
   order by h.endpoint_id
   for update
 ),
 cur as (
   select h.endpoint_id, h.circuit_state, h.probe_delivery_id, h.very_slow,
-         coalesce(e.cooldown_ms, $11::integer) as base_cooldown,
-         coalesce(h.cooldown_ms, coalesce(e.cooldown_ms, $11::integer)) as cooldown,
+         coalesce(e.cooldown_ms, ${p(1)}::integer) as base_cooldown,
+         coalesce(h.cooldown_ms, coalesce(e.cooldown_ms, ${p(1)}::integer)) as cooldown,
          case when i.any_ok then i.trailing_failures
               else h.consecutive_failures + i.trailing_failures end as failures,
-         case when h.very_slow then least(coalesce(e.failure_threshold, $10::integer), $13::integer)
-              else coalesce(e.failure_threshold, $10::integer) end as threshold,
+         case when h.very_slow then least(coalesce(e.failure_threshold, ${p(0)}::integer), ${p(3)}::integer)
+              else coalesce(e.failure_threshold, ${p(0)}::integer) end as threshold,
          i.probe_id, i.probe_ok
   from locked h
   join i on i.endpoint_id = h.endpoint_id
@@ -161,14 +152,14 @@ changed as (
       cooldown_ms = case
         when n.to_state = n.circuit_state then h.cooldown_ms
         when n.to_state = 'closed' then null
-        when n.circuit_state = 'half_open' then least(greatest($12::integer, n.base_cooldown), n.cooldown * 2)
+        when n.circuit_state = 'half_open' then least(greatest(${p(2)}::integer, n.base_cooldown), n.cooldown * 2)
         else n.cooldown end,
       opened_at = case when n.to_state = 'open' and n.circuit_state <> 'open' then now() else h.opened_at end,
       open_until = case
         when n.to_state = n.circuit_state then h.open_until
         when n.to_state = 'closed' then null
         when n.circuit_state = 'half_open'
-          then now() + least(greatest($12::integer, n.base_cooldown), n.cooldown * 2) * interval '1 millisecond'
+          then now() + least(greatest(${p(2)}::integer, n.base_cooldown), n.cooldown * 2) * interval '1 millisecond'
         else now() + n.cooldown * interval '1 millisecond' end,
       probe_delivery_id = case when n.to_state <> n.circuit_state then null else h.probe_delivery_id end,
       probe_until = case when n.to_state <> n.circuit_state then null else h.probe_until end
@@ -176,45 +167,18 @@ changed as (
   where h.endpoint_id = i.endpoint_id
   returning h.endpoint_id, n.circuit_state as from_state, h.circuit_state as to_state,
             n.failures, n.threshold, h.cooldown_ms
-)
-insert into circuit_events (endpoint_id, from_state, to_state, reason)
-select endpoint_id, from_state, to_state,
-       case
-         when from_state = 'closed' then
-           failures || ' consecutive failed attempts (threshold ' || threshold || ')'
-         when to_state = 'open' then
-           'probe failed; cooling down for ' || (cooldown_ms / 1000) || ' s'
-         else 'probe succeeded'
-       end
-from changed
-where from_state <> to_state
-`;
-
-/** Applies a batch's outcomes: releases in-flight slots, counts failures, moves circuits. */
-export async function applyOutcomes(
-  db: Queryable,
-  outcomes: readonly EndpointOutcome[],
-  health: HealthConfig,
-): Promise<void> {
-  if (outcomes.length === 0) return;
-  const col = <T>(f: (o: EndpointOutcome) => T) => outcomes.map(f);
-  await db.query({
-    name: "hookrelay_apply_outcomes",
-    text: APPLY_SQL,
-    values: [
-      col((o) => o.endpointId),
-      col((o) => o.applied),
-      col((o) => o.anyOk),
-      col((o) => o.trailingFailures),
-      col((o) => o.lastOkAt),
-      col((o) => o.lastFailAt),
-      col((o) => o.probeDeliveryId),
-      col((o) => o.probeOk),
-      col((o) => (o.pauseMs === null ? null : Math.round(o.pauseMs))),
-      health.failureThreshold,
-      health.cooldownMs,
-      health.cooldownCapMs,
-      health.verySlowFailureThreshold,
-    ],
-  });
+),
+transitions as (
+  insert into circuit_events (endpoint_id, from_state, to_state, reason)
+  select endpoint_id, from_state, to_state,
+         case
+           when from_state = 'closed' then
+             failures || ' consecutive failed attempts (threshold ' || threshold || ')'
+           when to_state = 'open' then
+             'probe failed; cooling down for ' || (cooldown_ms / 1000) || ' s'
+           else 'probe succeeded'
+         end
+  from changed
+  where from_state <> to_state
+)`;
 }

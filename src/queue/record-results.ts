@@ -1,25 +1,27 @@
 /**
- * Writes a batch of attempt outcomes back, in one short transaction:
+ * Writes a batch of attempt outcomes back in one statement (one round trip, its own
+ * transaction):
  *
- * 1. one statement inserts every attempt row and latency sample (the requests happened)
- *    and moves each delivery to its next state, but only if it still carries the claim
- *    token of the worker reporting it: a worker whose lease lapsed and was taken over
- *    cannot overwrite the newer outcome. Claims whose last result this is end here too
- *    (their claims rows are deleted);
- * 2. one statement locks the endpoints' health rows (in id order) and applies the
- *    per-endpoint outcome (in-flight slots, failure counts, circuit transitions,
- *    Retry-After pauses);
- * 3. endpoints that answered 410 Gone are disabled.
+ * 1. it inserts every attempt row and latency sample (the requests happened) and moves
+ *    each delivery to its next state, but only if it still carries the claim token of the
+ *    worker reporting it: a worker whose lease lapsed and was taken over cannot overwrite
+ *    the newer outcome. Claims whose last result this is end here too (their claims rows
+ *    are deleted);
+ * 2. it locks the endpoints' health rows (in id order) and applies the per-endpoint
+ *    outcome (in-flight slots of the results that applied, failure counts, circuit
+ *    transitions, Retry-After pauses);
+ * 3. it disables the endpoints that answered 410 Gone.
  *
- * The health rows are locked last, so they are held only for step 2 (and 3) and the
- * commit: a claim needs them, and waits for them.
+ * The health rows are locked after the deliveries are written, and the statement commits
+ * at once: a claim needs those rows and waits for them, so they are never held across a
+ * round trip to the worker (under load that round trip, not the SQL, was most of the
+ * time a claim waited).
  */
 import type { HealthConfig } from "../config.ts";
-import { type Pool, withTransaction } from "../db/pool.ts";
-import { applyOutcomes, summarizeOutcomes } from "../health/circuit-breaker.ts";
+import type { Queryable } from "../db/pool.ts";
+import { applyOutcomesSql, healthSettings, summarizeOutcomes } from "../health/circuit-breaker.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
 import type { DeliveryStatus } from "./delivery-states.ts";
-import { disableGoneEndpoints } from "./disable-gone-endpoints.ts";
 
 export interface DeliveryResult {
   deliveryId: number;
@@ -56,10 +58,10 @@ with r as (
   from unnest(
     $1::bigint[], $2::uuid[], $3::text[], $4::integer[], $5::integer[], $6::timestamptz[],
     $7::integer[], $8::integer[], $9::text[], $10::text[], $11::text[], $12::text[],
-    $13::text[], $14::text[], $15::text[], $16::text[], $17::text[]
-  ) as r(id, token, status, delay_ms, attempt_number, started_at,
+    $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::boolean[]
+  ) with ordinality as r(id, token, status, delay_ms, attempt_number, started_at,
          latency_ms, status_code, error_kind, error, response_body, outcome,
-         message_id, endpoint_id, app_id, trigger, url)
+         message_id, endpoint_id, app_id, trigger, url, is_probe, n)
 ),
 updated as (
   update deliveries d
@@ -80,7 +82,7 @@ updated as (
       updated_at = now()
   from r
   where d.id = r.id and d.claim_token = r.token and d.status = 'in_flight'
-  returning d.id
+  returning d.id, d.endpoint_id
 ),
 samples as (
   insert into latency_samples (endpoint_id, at, latency_ms, ok)
@@ -94,63 +96,90 @@ inserted as (
          r.url, r.started_at, r.latency_ms, r.outcome, r.status_code, r.error_kind, r.error,
          r.response_body
   from r
-  returning 1
 ),
 finished as (
-  delete from claims where token = any ($18::uuid[])
+  delete from claims where token = any ($19::uuid[])
+),
+-- Per endpoint: the slots its applied results release, and its probe's result if that
+-- applied (a stale result is neither: its row was handed back and claimed again).
+released as (
+  select endpoint_id, count(*)::int as n from updated group by endpoint_id
+),
+probe as (
+  select distinct on (r.endpoint_id) r.endpoint_id, r.id, r.outcome = 'success' as ok
+  from r
+  where r.is_probe and r.id in (select id from updated)
+  order by r.endpoint_id, r.started_at desc, r.n desc
+),
+i as (
+  select o.endpoint_id, coalesce(rl.n, 0) as applied, o.any_ok, o.trailing_failures,
+         o.last_ok_at, o.last_fail_at, p.id as probe_id, p.ok as probe_ok, o.pause_ms
+  from unnest($20::text[], $21::boolean[], $22::integer[], $23::timestamptz[],
+              $24::timestamptz[], $25::integer[])
+    as o(endpoint_id, any_ok, trailing_failures, last_ok_at, last_fail_at, pause_ms)
+  left join released rl on rl.endpoint_id = o.endpoint_id
+  left join probe p on p.endpoint_id = o.endpoint_id
+),
+${applyOutcomesSql(26)},
+-- 410 Gone disables the endpoint, in the same transaction as the dead letter it caused
+-- (rows locked in id order: two writers disabling overlapping sets cannot deadlock).
+gone as (
+  update endpoints e
+  set disabled = true, disabled_reason = 'gone', updated_at = now()
+  where e.id in (
+    select id from endpoints
+    where id = any ($30::text[]) and not disabled
+    order by id
+    for no key update
+  )
 )
 select u.id from updated u
 `;
 
 /** Records the results; returns how many deliveries changed state (stale ones did not). */
 export async function recordResults(
-  pool: Pool,
+  db: Queryable,
   results: DeliveryResult[],
   health: HealthConfig,
 ): Promise<number> {
   if (results.length === 0) return 0;
   const col = <T>(f: (r: DeliveryResult) => T) => results.map(f);
-  return withTransaction(pool, async (client) => {
-    const { rows } = await client.query({
-      name: "hookrelay_record_results",
-      text: RECORD_SQL,
-      values: [
-        col((r) => r.deliveryId),
-        col((r) => r.claimToken),
-        col((r) => r.nextStatus),
-        col((r) => Math.round(r.retryDelayMs)),
-        col((r) => r.attemptNumber),
-        col((r) => r.startedAt),
-        col((r) => r.latencyMs),
-        col((r) => r.statusCode),
-        col((r) => r.errorKind),
-        col((r) => r.error),
-        col((r) => r.responseBody),
-        col((r) => (r.success ? "success" : "failure")),
-        col((r) => r.messageId),
-        col((r) => r.endpointId),
-        col((r) => r.appId),
-        col((r) => r.trigger),
-        col((r) => r.url),
-        results.filter((r) => r.finishesClaim).map((r) => r.claimToken),
-      ],
-    });
-    const applied = new Set<number>(rows.map((r) => r.id));
-    const outcomes = summarizeOutcomes(
-      results.map((r) => ({
-        deliveryId: r.deliveryId,
-        endpointId: r.endpointId,
-        success: r.success,
-        startedAt: r.startedAt,
-        isProbe: r.isProbe,
-        applied: applied.has(r.deliveryId),
-        pauseMs: r.pauseMs,
-      })),
-    );
-    await applyOutcomes(client, outcomes, health);
-    // 410 Gone disables the endpoint, in the same transaction as the dead letter it caused.
-    const gone = [...new Set(results.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId))];
-    await disableGoneEndpoints(client, gone);
-    return applied.size;
+  const outcomes = summarizeOutcomes(
+    results.map((r) => ({ endpointId: r.endpointId, success: r.success, startedAt: r.startedAt, pauseMs: r.pauseMs })),
+  );
+  const per = <T>(f: (o: (typeof outcomes)[number]) => T) => outcomes.map(f);
+  const { rows } = await db.query({
+    name: "hookrelay_record_results",
+    text: RECORD_SQL,
+    values: [
+      col((r) => r.deliveryId),
+      col((r) => r.claimToken),
+      col((r) => r.nextStatus),
+      col((r) => Math.round(r.retryDelayMs)),
+      col((r) => r.attemptNumber),
+      col((r) => r.startedAt),
+      col((r) => r.latencyMs),
+      col((r) => r.statusCode),
+      col((r) => r.errorKind),
+      col((r) => r.error),
+      col((r) => r.responseBody),
+      col((r) => (r.success ? "success" : "failure")),
+      col((r) => r.messageId),
+      col((r) => r.endpointId),
+      col((r) => r.appId),
+      col((r) => r.trigger),
+      col((r) => r.url),
+      col((r) => r.isProbe),
+      results.filter((r) => r.finishesClaim).map((r) => r.claimToken),
+      per((o) => o.endpointId),
+      per((o) => o.anyOk),
+      per((o) => o.trailingFailures),
+      per((o) => o.lastOkAt),
+      per((o) => o.lastFailAt),
+      per((o) => (o.pauseMs === null ? null : Math.round(o.pauseMs))),
+      ...healthSettings(health),
+      [...new Set(results.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId))],
+    ],
   });
+  return rows.length;
 }
