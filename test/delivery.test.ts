@@ -769,19 +769,25 @@ describe("claims and concurrent writers", () => {
     }
   });
 
-  test("a claim rewrites its rows in place (no index entries), leases them in one claims row, and the last result ends it", async () => {
+  test("a claim rewrites its rows in place (no index entries), leases them in one claims row, commits without a flush wait, and the last result ends it", async () => {
     const h2 = await startHarness();
     try {
       const endpointId = await endpointWithMessages(h2, 12);
       const token = randomUUID();
       // The transaction's own statistics: how many of its updates were in place (HOT).
       const claimed = await withTransaction(h2.db.pool, async (client) => {
+        // as in production (the test cluster runs with synchronous_commit off)
+        await client.query("set local synchronous_commit = on");
         const rows = await claimDeliveries(client, options({ claimToken: token, limit: 10 }));
         const { rows: stats } = await client.query(
           `select pg_stat_get_xact_tuples_updated('deliveries'::regclass)::int as updated,
                   pg_stat_get_xact_tuples_hot_updated('deliveries'::regclass)::int as in_place`,
         );
         expect(stats[0]).toEqual({ updated: 10, in_place: 10 });
+        // Its commit does not wait for the WAL flush (a lost claim only makes its rows due
+        // again); the setting is the transaction's own.
+        const { rows: sync } = await client.query("select current_setting('synchronous_commit') as v");
+        expect(sync[0].v).toBe("off");
         return rows;
       });
       expect(claimed).toHaveLength(10);
@@ -810,6 +816,16 @@ describe("claims and concurrent writers", () => {
         { status: "delivered", n: 10 },
         { status: "pending", n: 2 },
       ]);
+      // In its own transaction (as the worker runs it) the setting ends with the claim.
+      const session = await h2.db.pool.connect();
+      try {
+        await session.query("set synchronous_commit = on");
+        expect(await claimDeliveries(session, options({ limit: 1 }))).toHaveLength(1);
+        expect((await session.query("show synchronous_commit")).rows[0].synchronous_commit).toBe("on");
+        await session.query("reset synchronous_commit");
+      } finally {
+        session.release();
+      }
     } finally {
       await h2.close();
     }
