@@ -6,7 +6,9 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import type { Pool } from "../src/db/pool.ts";
 import { ID_PREFIX, newId } from "../src/ids.ts";
+import { makeEnqueueBatcher } from "../src/queue/enqueue-batcher.ts";
 import { WORK_CHANNEL } from "../src/worker/work-listener.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { waitFor } from "./helpers/receiver.ts";
@@ -117,4 +119,32 @@ test("a uid shaped like an app id still names its app; an app key cannot reach a
   expect(foreign.status).toBe(404);
   const written = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [other.body.id]);
   expect(written.rows[0].n).toBe(0);
+});
+
+test("a long queue gets a second writer beside the first, never a third; every message is written", async () => {
+  const app = await h.call("POST", "/api/v1/app", { name: "writers" });
+  await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, { url: "https://93.184.215.14/w2" });
+  let running = 0;
+  let most = 0;
+  // The pool as the batcher sees it, counting batch writes under way at once.
+  const counting = {
+    async query(config: { name?: string }, values?: unknown[]) {
+      const isBatch = config.name === "hookrelay_enqueue_batch";
+      if (isBatch) most = Math.max(most, ++running);
+      try {
+        return await h.db.pool.query(config as never, values as never);
+      } finally {
+        if (isBatch) running--;
+      }
+    },
+  } as unknown as Pool;
+  const batcher = makeEnqueueBatcher(counting, 5, { maxBatch: 5, secondWriterAt: 3 });
+  const results = await Promise.all(
+    Array.from({ length: 300 }, (_, i) => batcher.enqueue({ appId: app.body.id, eventType: "t", payload: `{"i":${i}}` })),
+  );
+  expect(most).toBe(2);
+  expect(new Set(results.map((r) => r.messageId)).size).toBe(300);
+  expect(results.every((r) => r.created && r.deliveries === 1)).toBe(true);
+  const { rows } = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [app.body.id]);
+  expect(rows[0].n).toBe(300);
 });
