@@ -17,9 +17,10 @@
  * already in flight when the circuit opened update the failure count but no state.
  * Every transition is written to circuit_events (time, from, to, reason).
  *
- * The claim query (src/queue/claim-deliveries.ts) performs open → half_open; this module
- * applies a batch of attempt outcomes. Both run with the endpoint's health row locked, so
- * workers never race on a transition.
+ * The claim query (src/queue/claim-deliveries.ts) performs open → half_open; the statement
+ * that writes a batch of results (src/queue/record-results.ts) applies their outcomes
+ * with the SQL below. Both run with the endpoint's health row locked, so workers never race
+ * on a transition.
  */
 import type { HealthConfig } from "../config.ts";
 
@@ -28,8 +29,8 @@ export type CircuitState = (typeof CircuitState)[keyof typeof CircuitState];
 
 /**
  * What one batch of results says about one endpoint, apart from what depends on which
- * results were stale (how many slots they release, whether the probe's counts): the
- * statement that writes the batch works that out (src/queue/record-results.ts).
+ * results were stale (how many in-flight slots are released, whether the probe's result
+ * counts): the statement that writes the batch works that out from the rows it moved.
  */
 export interface EndpointOutcome {
   endpointId: string;
