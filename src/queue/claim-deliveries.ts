@@ -67,7 +67,9 @@ export interface ClaimedDelivery {
 // for this transaction only). A claim lost in a database crash only puts its rows back as
 // they were, due, to be sent again: at least once holds, as when a worker dies. Any later
 // durable commit (the claim's result write, say) flushes it anyway. Not waiting shortens
-// every claim by one flush, and with it the time the claim holds its health rows.
+// every claim by one flush, and with it the time the claim holds its health rows. So the
+// claim must run as its own transaction (the worker sends it on the pool): inside a
+// caller's transaction the setting would cover that transaction's commit too.
 const CLAIM_SQL = `
 with no_flush_wait as (
   select set_config('synchronous_commit', 'off', true)
