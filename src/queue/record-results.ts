@@ -144,9 +144,7 @@ export async function recordResults(
 ): Promise<number> {
   if (results.length === 0) return 0;
   const col = <T>(f: (r: DeliveryResult) => T) => results.map(f);
-  const outcomes = summarizeOutcomes(
-    results.map((r) => ({ endpointId: r.endpointId, success: r.success, startedAt: r.startedAt, pauseMs: r.pauseMs })),
-  );
+  const outcomes = summarizeOutcomes(results);
   const per = <T>(f: (o: (typeof outcomes)[number]) => T) => outcomes.map(f);
   const { rows } = await db.query({
     name: "hookrelay_record_results",
