@@ -565,6 +565,27 @@ describe("timeouts and response limits", () => {
     }
   });
 
+  test("a connection dropped halfway through the body fails the attempt at once, not at its deadline", async () => {
+    const server = await startRawServer((res) => {
+      res.writeHead(200, { "content-type": "text/plain", "content-length": "1000" });
+      res.write("z".repeat(100));
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    try {
+      const appId = await newApp();
+      const endpointId = await newEndpoint(appId, `${server.url}/cut`, { timeoutMs: 8_000, maxAttempts: 1 });
+      const msgId = await send(appId);
+
+      const row = await waitForStatus(msgId, endpointId, "dead_letter", 6_000);
+      expect(row.last_error_kind).toBe("connection");
+      const [attempt] = await attemptRows(msgId);
+      expect(attempt!.outcome).toBe("failure");
+      expect(attempt!.latency_ms).toBeLessThan(6_000);
+    } finally {
+      await server.close();
+    }
+  });
+
   test("a response body over 64 KiB is cut and at most 1 KiB is stored", async () => {
     const appId = await newApp();
     // 3-byte characters: 1024 is not a multiple of 3, so the cut must respect UTF-8.

@@ -5,6 +5,7 @@
  * them unless asked). At most 64 KiB of the response is read, 1 KiB kept.
  */
 import { performance } from "node:perf_hooks";
+import type { Readable } from "node:stream";
 import { isSsrfBlockedError, makeGuardedAgent, type SsrfGuard } from "../security/ssrf-guard.ts";
 import {
   ErrorKind,
@@ -72,27 +73,35 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
     bodyTimeout: 0,
   });
 
+  // The origin and path of each endpoint URL, parsed once (a URL object per attempt was a
+  // measurable share of what a busy worker allocates).
+  const targets = new Map<string, { origin: string; path: string } | null>();
+  function targetOf(raw: string): { origin: string; path: string } | null {
+    let target = targets.get(raw);
+    if (target === undefined) {
+      try {
+        const url = new URL(raw);
+        target = { origin: url.origin, path: url.pathname + url.search };
+      } catch {
+        target = null;
+      }
+      if (targets.size > 10_000) targets.clear();
+      targets.set(raw, target);
+    }
+    return target;
+  }
+
   async function send(request: OutboundRequest): Promise<AttemptResult> {
     const startedAt = new Date();
     const t0 = performance.now();
+    const target = targetOf(request.url);
+    if (target === null) return failure(startedAt, t0, "permanent", ErrorKind.invalidRequest, "invalid endpoint URL");
     const controller = request.abort ?? new AbortController();
     const deadline = startDeadline(controller, request.timeoutMs);
-    const finish = (partial: Omit<AttemptResult, "startedAt" | "latencyMs">): AttemptResult => ({
-      startedAt,
-      latencyMs: Math.round(performance.now() - t0),
-      ...partial,
-    });
-
-    let url: URL;
-    try {
-      url = new URL(request.url);
-    } catch {
-      return finish(failure("permanent", ErrorKind.invalidRequest, "invalid endpoint URL"));
-    }
     try {
       const pending = agent.request({
-        origin: url.origin,
-        path: url.pathname + url.search,
+        origin: target.origin,
+        path: target.path,
         method: "POST",
         headers: request.headers,
         body: request.body,
@@ -107,27 +116,28 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
       const body = await readCapped(response.body, MAX_RESPONSE_READ_BYTES);
       const status = response.statusCode;
       const { verdict, errorKind } = classifyStatus(status);
-      const retryAfter = RETRY_AFTER_STATUSES.has(status)
-        ? parseRetryAfter(headerValue(response.headers["retry-after"]))
-        : null;
-      return finish({
+      return {
+        startedAt,
+        latencyMs: Math.round(performance.now() - t0),
         statusCode: status,
         verdict,
         errorKind,
         error: verdict === "success" ? null : `HTTP ${status}`,
         responseBody: body.length > 0 ? truncateUtf8(body, MAX_RESPONSE_READ_BYTES) : null,
-        retryAfterMs: retryAfter,
-      });
+        retryAfterMs: RETRY_AFTER_STATUSES.has(status)
+          ? parseRetryAfter(headerValue(response.headers["retry-after"]))
+          : null,
+      };
     } catch (err) {
       if (isSsrfBlockedError(err)) {
-        return finish(failure("permanent", ErrorKind.ssrfBlocked, (err as Error).message));
+        return failure(startedAt, t0, "permanent", ErrorKind.ssrfBlocked, (err as Error).message);
       }
       if ((err as { code?: string }).code === "UND_ERR_INVALID_ARG") {
         // The request itself cannot be sent (e.g. an invalid header): retrying cannot help.
-        return finish(failure("permanent", ErrorKind.invalidRequest, `invalid request: ${(err as Error).message}`));
+        return failure(startedAt, t0, "permanent", ErrorKind.invalidRequest, `invalid request: ${(err as Error).message}`);
       }
       const { kind, message } = describeError(err, deadline.hasPassed(), request.timeoutMs);
-      return finish(failure("transient", kind, message));
+      return failure(startedAt, t0, "transient", kind, message);
     } finally {
       deadline.clear();
     }
@@ -167,27 +177,52 @@ function startDeadline(controller: AbortController, timeoutMs: number) {
   };
 }
 
-function failure(verdict: Verdict, errorKind: ErrorKind, error: string) {
-  return { statusCode: null, verdict, errorKind, error, responseBody: null, retryAfterMs: null };
+/** An attempt that got no HTTP answer (or could not be made). */
+function failure(startedAt: Date, t0: number, verdict: Verdict, errorKind: ErrorKind, error: string): AttemptResult {
+  return {
+    startedAt,
+    latencyMs: Math.round(performance.now() - t0),
+    statusCode: null,
+    verdict,
+    errorKind,
+    error,
+    responseBody: null,
+    retryAfterMs: null,
+  };
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** Reads at most `limit` bytes; a longer body is cut off (and its socket dropped). */
-async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, limit: number) {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= limit) {
-      body.destroy();
-      break;
-    }
-  }
-  return Buffer.concat(chunks, Math.min(size, limit));
+const EMPTY = Buffer.alloc(0);
+
+function joinChunks(chunks: Buffer[]): Buffer {
+  return chunks.length === 0 ? EMPTY : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
+
+/**
+ * Reads at most `limit` bytes; a longer body is cut off (and its socket dropped). Reads by
+ * events, not `for await`: an async iterator costs a promise per chunk and a generator per
+ * response, on every attempt.
+ */
+function readCapped(body: Readable, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    body.on("data", (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= limit) {
+        body.destroy();
+        resolve(joinChunks(chunks).subarray(0, limit));
+      }
+    });
+    body.once("end", () => resolve(joinChunks(chunks)));
+    body.once("error", reject);
+    // (after "end" or the cut-off this changes nothing: the promise is settled)
+    body.once("close", () => reject(new Error("response body closed before its end")));
+  });
 }
 
 /** The first `maxBytes` of a body as text, never splitting a UTF-8 character. */

@@ -194,7 +194,8 @@ select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attem
        m.event_type, m.payload,
        e.url, e.headers, coalesce(e.timeout_ms, $5::int) as timeout_ms,
        e.retry_base_ms, e.retry_cap_ms,
-       coalesce(s.secrets, '{}'::text[]) as secrets,
+       -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
+       to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
        (h.before is not null and h.before <> 'closed') as is_probe
 from claimed c
 cross join lateral (
