@@ -880,4 +880,44 @@ describe("claims and concurrent writers", () => {
       await h2.close();
     }
   });
+
+  test("stop(): a request still running at the drain deadline is cut off and its row released, unused", async () => {
+    let requestClosed = false;
+    let requests = 0;
+    const server = await startRawServer((res) => {
+      requests++;
+      res.on("close", () => {
+        requestClosed = true;
+      });
+      // never answers
+    });
+    const h2 = await startHarness({ ssrfAllowlist: ["127.0.0.0/8"] });
+    try {
+      const app = await h2.call("POST", "/api/v1/app", { name: "drain" });
+      const ep = await h2.call("POST", `/api/v1/app/${app.body.id}/endpoint`, {
+        url: `${server.url}/hang`,
+        timeoutMs: 20_000,
+      });
+      const msg = await h2.call("POST", `/api/v1/app/${app.body.id}/msg`, { eventType: "t", payload: { a: 1 } });
+      const worker = h2.startWorker({ shutdownTimeoutMs: 300 });
+      await waitFor(() => requests === 1, 5_000, "the request to reach the server");
+
+      const stoppedAt = Date.now();
+      await worker.stop();
+      expect(Date.now() - stoppedAt).toBeLessThan(5_000); // the drain deadline, not the 20 s timeout
+      await waitFor(() => requestClosed, 3_000, "the request to be cut off");
+      const { rows } = await h2.db.pool.query(
+        `select d.status, d.attempt_count, d.claim_token,
+                (select count(*)::int from attempts a where a.delivery_id = d.id) as attempts,
+                (select in_flight from endpoint_health where endpoint_id = d.endpoint_id) as in_flight,
+                (select count(*)::int from claims) as claims
+         from deliveries d where d.message_id = $1 and d.endpoint_id = $2`,
+        [msg.body.id, ep.body.id],
+      );
+      expect(rows).toEqual([{ status: "pending", attempt_count: 0, claim_token: null, attempts: 0, in_flight: 0, claims: 0 }]);
+    } finally {
+      await h2.close();
+      await server.close();
+    }
+  });
 });

@@ -4,8 +4,10 @@
  * bytes cannot outlive its timeout. Redirects are never followed (undici does not follow
  * them unless asked). At most 64 KiB of the response is read, 1 KiB kept.
  */
+import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
 import type { Readable } from "node:stream";
+import type { Dispatcher } from "undici";
 import { isSsrfBlockedError, makeGuardedAgent, type SsrfGuard } from "../security/ssrf-guard.ts";
 import {
   ErrorKind,
@@ -26,9 +28,27 @@ export interface OutboundRequest {
   timeoutMs: number;
   /**
    * Aborts the attempt early (shutdown) when the caller aborts it. The sender aborts it
-   * too when the deadline passes: one controller per attempt, no derived signals.
+   * too when the deadline passes: one per attempt, no derived signals.
    */
-  abort?: AbortController;
+  abort?: AttemptAbort;
+}
+
+/**
+ * Aborts one attempt. undici takes an EventEmitter with `aborted` and `reason` as a
+ * request's signal, as well as an AbortSignal; one is made for every attempt, and an
+ * AbortController with its listener added and removed costs about 3.5 µs here, this 0.2.
+ */
+export class AttemptAbort extends EventEmitter {
+  aborted = false;
+  /** undefined: undici reports its own RequestAbortedError */
+  reason: Error | undefined = undefined;
+
+  abort(reason?: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.emit("abort");
+  }
 }
 
 export interface AttemptResult {
@@ -96,8 +116,8 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
     const t0 = performance.now();
     const target = targetOf(request.url);
     if (target === null) return failure(startedAt, t0, "permanent", ErrorKind.invalidRequest, "invalid endpoint URL");
-    const controller = request.abort ?? new AbortController();
-    const deadline = startDeadline(controller, request.timeoutMs);
+    const controller = request.abort ?? new AttemptAbort();
+    const deadline = new AttemptDeadline(controller, request.timeoutMs);
     try {
       const pending = agent.request({
         origin: target.origin,
@@ -105,14 +125,17 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
         method: "POST",
         headers: request.headers,
         body: request.body,
-        signal: controller.signal,
+        signal: controller,
       });
       // undici looks at the signal only once the request has a socket; the deadline must
       // also cover any wait for one.
-      const response = await Promise.race([pending, deadline.passed]).catch((err) => {
-        pending.then((late) => late.body.destroy(), () => undefined);
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await deadline.race(pending);
+      } catch (err) {
+        pending.then(discardLateResponse, ignore);
         throw err;
-      });
+      }
       const body = await readCapped(response.body, MAX_RESPONSE_READ_BYTES);
       const status = response.statusCode;
       const { verdict, errorKind } = classifyStatus(status);
@@ -136,7 +159,7 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
         // The request itself cannot be sent (e.g. an invalid header): retrying cannot help.
         return failure(startedAt, t0, "permanent", ErrorKind.invalidRequest, `invalid request: ${(err as Error).message}`);
       }
-      const { kind, message } = describeError(err, deadline.hasPassed(), request.timeoutMs);
+      const { kind, message } = describeError(err, deadline.passed, request.timeoutMs);
       return failure(startedAt, t0, "transient", kind, message);
     } finally {
       deadline.clear();
@@ -153,28 +176,49 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
 
 /**
  * The deadline of one attempt: a plain timer (cleared when the attempt ends) that aborts
- * the controller, which ends the request or the body being read, and rejects `passed`,
- * which ends a wait for a socket.
+ * the controller, which ends the request or the body being read, and rejects a wait for
+ * the response head, which ends a wait for a socket. A class, not closures: one is made
+ * for every attempt.
  */
-function startDeadline(controller: AbortController, timeoutMs: number) {
-  let passed = false;
-  let reject: (err: Error) => void = () => {};
-  const promise = new Promise<never>((_, r) => {
-    reject = r;
-  });
-  promise.catch(() => undefined); // settled by the race; never unhandled
-  const timer = setTimeout(() => {
-    passed = true;
-    const err = new Error(`no complete response within ${timeoutMs} ms`);
+class AttemptDeadline {
+  passed = false;
+  readonly #controller: AttemptAbort;
+  readonly #timeoutMs: number;
+  readonly #timer: NodeJS.Timeout;
+  #rejectWait: ((err: Error) => void) | null = null;
+
+  constructor(controller: AttemptAbort, timeoutMs: number) {
+    this.#controller = controller;
+    this.#timeoutMs = timeoutMs;
+    this.#timer = setTimeout(expire, timeoutMs, this);
+  }
+
+  /**
+   * `pending`, or a rejection if the deadline passes first. (A rejection after the race
+   * has settled is still handled: the race listens to both promises.)
+   */
+  race<T>(pending: Promise<T>): Promise<T> {
+    const passed = new Promise<never>((_, reject) => {
+      this.#rejectWait = reject;
+    });
+    return Promise.race([pending, passed]);
+  }
+
+  expire(): void {
+    this.passed = true;
+    const err = new Error(`no complete response within ${this.#timeoutMs} ms`);
     err.name = "TimeoutError";
-    controller.abort(err);
-    reject(err);
-  }, timeoutMs);
-  return {
-    passed: promise,
-    hasPassed: () => passed,
-    clear: () => clearTimeout(timer),
-  };
+    this.#controller.abort(err);
+    this.#rejectWait?.(err);
+  }
+
+  clear(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+function expire(deadline: AttemptDeadline): void {
+  deadline.expire();
 }
 
 /** An attempt that got no HTTP answer (or could not be made). */
@@ -190,6 +234,12 @@ function failure(startedAt: Date, t0: number, verdict: Verdict, errorKind: Error
     retryAfterMs: null,
   };
 }
+
+function discardLateResponse(late: Dispatcher.ResponseData): void {
+  late.body.destroy();
+}
+
+function ignore(): void {}
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;

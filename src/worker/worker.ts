@@ -18,6 +18,7 @@ import { hostname } from "node:os";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import {
+  AttemptAbort,
   type AttemptResult,
   type HttpSender,
   MAX_RESPONSE_STORED_BYTES,
@@ -80,7 +81,7 @@ interface Running {
   claim: ClaimedDelivery;
   token: string;
   /** aborted by the sender at the attempt's deadline, or by stop() */
-  abort: AbortController;
+  abort: AttemptAbort;
   /** stop() gave up on this request: its row is released, not recorded */
   released: boolean;
 }
@@ -157,7 +158,7 @@ export function makeWorker(options: WorkerOptions): Worker {
       openClaims.set(token, claims.length);
     }
     for (const claim of claims) {
-      const entry: Running = { claim, token, abort: new AbortController(), released: false };
+      const entry: Running = { claim, token, abort: new AttemptAbort(), released: false };
       running.set(claim.id, entry);
       void deliver(entry);
     }
