@@ -260,18 +260,25 @@ function readCapped(body: Readable, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let ended = false;
     body.on("data", (chunk: Buffer) => {
       chunks.push(chunk);
       size += chunk.length;
       if (size >= limit) {
+        ended = true;
         body.destroy();
         resolve(joinChunks(chunks).subarray(0, limit));
       }
     });
-    body.once("end", () => resolve(joinChunks(chunks)));
+    body.once("end", () => {
+      ended = true;
+      resolve(joinChunks(chunks));
+    });
     body.once("error", reject);
-    // (after "end" or the cut-off this changes nothing: the promise is settled)
-    body.once("close", () => reject(new Error("response body closed before its end")));
+    body.once("close", () => {
+      // (an error was reported already, if there was one; an Error costs a stack trace)
+      if (!ended) reject(new Error("response body closed before its end"));
+    });
   });
 }
 

@@ -60,7 +60,8 @@ export function makeMetrics(options: {
       this.set(options.inFlight?.() ?? 0);
     },
   });
-  const labelled = new Set<string>();
+  /** the latency series of each labelled endpoint (at most maxEndpointLabels) */
+  const latencyByEndpoint = new Map<string, ReturnType<typeof latency.labels>>();
 
   // The queue-wide gauges read the database at scrape time: one query per scrape, shared
   // by their collect() functions (prom-client awaits them all before writing the text).
@@ -121,16 +122,25 @@ export function makeMetrics(options: {
       return registry.metrics();
     },
     recordResults(results) {
+      // Counted per batch and observed through each endpoint's bound child: label lookups
+      // once per batch or endpoint, not per result.
+      const byOutcome = new Map<string, number>();
+      const byClass = new Map<string, number>();
       for (const r of results) {
-        deliveries.inc({ outcome: r.nextStatus });
-        attempts.inc({ status_class: r.statusCode === null ? "error" : `${Math.floor(r.statusCode / 100)}xx` });
-        let endpoint = r.endpointId;
-        if (!labelled.has(endpoint)) {
-          if (labelled.size < options.maxEndpointLabels) labelled.add(endpoint);
-          else endpoint = "other";
+        byOutcome.set(r.nextStatus, (byOutcome.get(r.nextStatus) ?? 0) + 1);
+        const statusClass = r.statusCode === null ? "error" : `${Math.floor(r.statusCode / 100)}xx`;
+        byClass.set(statusClass, (byClass.get(statusClass) ?? 0) + 1);
+        let series = latencyByEndpoint.get(r.endpointId);
+        if (series === undefined) {
+          const label = latencyByEndpoint.size < options.maxEndpointLabels ? r.endpointId : "other";
+          series = latency.labels({ endpoint: label });
+          // endpoints past the limit are not remembered: they share "other" and stay few lookups
+          if (label !== "other") latencyByEndpoint.set(r.endpointId, series);
         }
-        latency.observe({ endpoint }, r.latencyMs / 1000);
+        series.observe(r.latencyMs / 1000);
       }
+      for (const [outcome, n] of byOutcome) deliveries.inc({ outcome }, n);
+      for (const [status_class, n] of byClass) attempts.inc({ status_class }, n);
     },
     recordClaim(size) {
       claims.observe(size);
