@@ -73,3 +73,11 @@ export function startCpuMeter(groups: CpuGroups): () => CpuSpent {
     return { ms, steal: total > 0 ? (machine.steal - machineBefore.steal) / total : 0 };
   };
 }
+
+/** CPU ms per 1,000 units of work (requests, deliveries, jobs, messages). */
+export function perThousand(spent: CpuSpent, units: number): CpuSpent {
+  return {
+    ms: Object.fromEntries(Object.entries(spent.ms).map(([group, ms]) => [group, (ms * 1000) / Math.max(1, units)])),
+    steal: spent.steal,
+  };
+}

@@ -58,6 +58,11 @@ export function figures(runs: RunResult[]): Figure[] {
   add("1 ceiling", "bare undici POSTs/s", "/s", (r) => r.ceiling?.rate);
   add("1 ceiling", "CPU ms / 1k requests: client", "ms", (r) => r.ceiling?.cpuPerThousand.client);
   add("2 peer", "pg-boss jobs/s", "/s", (r) => r.pgboss?.rate);
+  // the same CPU figures as scenario 3's, for the peer: where each spends its time
+  const peerCpu = (group: string) => (r: RunResult) => r.pgboss?.cpuPerThousand.ms[group];
+  add("2 peer", "CPU ms / 1k jobs: pg-boss worker", "ms", peerCpu("worker"));
+  add("2 peer", "CPU ms / 1k jobs: PostgreSQL", "ms", peerCpu("postgres"));
+  add("2 peer", "CPU ms / 1k jobs: receiver", "ms", peerCpu("receiver"));
   add("3 throughput", "hookrelay 1 worker", "/s", (r) => r.hookrelay1?.rate);
   add("3 throughput", "hookrelay 2 workers", "/s", (r) => r.hookrelay2?.rate);
   const best = (r: RunResult) =>

@@ -9,7 +9,7 @@
  * attempt row per delivery: the run was fully durable.
  */
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
-import { type CpuSpent, startCpuMeter } from "../lib/cpu.ts";
+import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import { type HookrelayProcess, peakRssMiB, startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, deliveryCounts, makeMessages, seedMessages } from "../lib/seed.ts";
 import { nowMs, ratePerSecond, waitUntil } from "../lib/stats.ts";
@@ -99,12 +99,7 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
       expectedHealthy,
       seedMs,
       peakRssMiB: rss,
-      cpuPerThousand: {
-        ms: Object.fromEntries(
-          Object.entries(spent.ms).map(([group, ms]) => [group, (ms * 1000) / Math.max(1, s.healthy)]),
-        ),
-        steal: spent.steal,
-      },
+      cpuPerThousand: perThousand(spent, s.healthy),
       unsigned: s.unsigned,
       badSignature: s.badSignature,
       verified: s.verified,

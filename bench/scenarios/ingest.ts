@@ -9,7 +9,7 @@ import { Pool } from "undici";
 import type { BenchContext } from "../lib/context.ts";
 import { type HookrelayProcess, startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, EVENT_TYPE, payloadFor } from "../lib/seed.ts";
-import { type CpuSpent, startCpuMeter } from "../lib/cpu.ts";
+import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import { nowMs } from "../lib/stats.ts";
 
 export interface IngestRun {
@@ -79,10 +79,7 @@ export async function runIngest(ctx: BenchContext): Promise<IngestRun> {
       errors,
       stored: rows[0].n,
       clients: opts.ingestClients,
-      cpuPerThousand: {
-        ms: Object.fromEntries(Object.entries(spent.ms).map(([g, ms]) => [g, (ms * 1000) / Math.max(1, accepted)])),
-        steal: spent.steal,
-      },
+      cpuPerThousand: perThousand(spent, accepted),
     };
   } finally {
     await pool?.close();

@@ -10,7 +10,7 @@
 import { createApiKey } from "../../src/api/auth.ts";
 import { Pool } from "undici";
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
-import { type CpuSpent, startCpuMeter } from "../lib/cpu.ts";
+import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import { type HookrelayProcess, startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, EVENT_TYPE, payloadFor, type Tenant } from "../lib/seed.ts";
 import { nowMs, percentile, sleep } from "../lib/stats.ts";
@@ -175,10 +175,7 @@ export async function runLatency(ctx: BenchContext): Promise<LatencyRun> {
       offeredRate: Math.round(run.offeredRate),
       queueP50: r(Number(stages.rows[0]?.p50)),
       queueP99: r(Number(stages.rows[0]?.p99)),
-      cpuPerThousand: {
-        ms: Object.fromEntries(Object.entries(spent.ms).map(([g, ms]) => [g, (ms * 1000) / Math.max(1, sent.size)])),
-        steal: spent.steal,
-      },
+      cpuPerThousand: perThousand(spent, sent.size),
     };
   } finally {
     await client?.close();

@@ -7,6 +7,7 @@
 import PgBoss from "pg-boss";
 import { PGBOSS_SCHEMA } from "../lib/cluster.ts";
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
+import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import type { PgBossTuning } from "../lib/options.ts";
 import { type Child, forkChild, stopChild } from "../lib/procs.ts";
 import { makeMessages } from "../lib/seed.ts";
@@ -19,6 +20,8 @@ export interface PgBossRun {
   delivered: number;
   expected: number;
   tuning: PgBossTuning;
+  /** CPU time from the insert's commit to the last request, in ms per 1,000 jobs, by group */
+  cpuPerThousand: CpuSpent;
 }
 
 export async function runPgBoss(
@@ -80,14 +83,22 @@ export async function runPgBoss(
       client.release();
     }
 
+    const workerPid = w.pid;
+    const cpu = startCpuMeter({
+      worker: () => [workerPid],
+      postgres: () => ctx.cluster.pids(),
+      receiver: () => [receiver.pid],
+    });
     const minRate = p.delayMs ? 50 : 150;
     const s = await receiver.waitForHealthy(p.messages, deadlineFor(p.messages, minRate));
+    const spent = cpu();
     if (s.healthy < p.messages) ctx.log(`  WARNING: pg-boss delivered only ${s.healthy}/${p.messages}`);
     return {
       rate: ratePerSecond(s.healthy, s.healthyFirst, s.healthyLast),
       delivered: s.healthy,
       expected: p.messages,
       tuning,
+      cpuPerThousand: perThousand(spent, s.healthy),
     };
   } finally {
     if (worker) await stopChild(worker, 3_000);
