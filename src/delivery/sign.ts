@@ -55,5 +55,6 @@ export function signatureHeader(
   timestamp: number,
   body: string,
 ): string {
+  if (keys.length === 1) return signOne(keys[0]!, msgId, timestamp, body); // no rotation under way: the usual case
   return keys.map((key) => signOne(key, msgId, timestamp, body)).join(" ");
 }
