@@ -12,6 +12,15 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 
 const live = new Set<ChildProcess>();
 
+/**
+ * The Node flags of the `hookrelay` command, read from its first line
+ * (`#!/usr/bin/env -S node <flags>`): the bench runs hookrelay as users run it.
+ */
+export const HOOKRELAY_NODE_FLAGS = readFileSync(path.join(REPO_ROOT, "bin/hookrelay.js"), "utf8")
+  .split("\n", 1)[0]!
+  .split(/\s+/)
+  .filter((word) => word.startsWith("--"));
+
 /** Set by main for --cpu-prof: hookrelay processes write V8 CPU profiles here. */
 export const profiling = { dir: null as string | null };
 
@@ -71,7 +80,8 @@ export async function startHookrelay(
   env: Record<string, string> = {},
 ): Promise<HookrelayProcess> {
   const prof = profiling.dir ? ["--cpu-prof", `--cpu-prof-dir=${profiling.dir}`] : [];
-  const proc = spawn(process.execPath, [...prof, path.join(REPO_ROOT, "bin/hookrelay.js"), role], {
+  const args = [...HOOKRELAY_NODE_FLAGS, ...prof, path.join(REPO_ROOT, "bin/hookrelay.js"), role];
+  const proc = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     stdio: ["ignore", "pipe", "pipe"],
     env: {
