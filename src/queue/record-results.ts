@@ -134,7 +134,7 @@ gone as (
     for no key update
   )
 )
-select u.id from updated u
+select count(*)::int as changed from updated
 `;
 
 /** Records the results; returns how many deliveries changed state (stale ones did not). */
@@ -180,5 +180,5 @@ export async function recordResults(
       textArray([...new Set(results.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId))]),
     ],
   });
-  return rows.length;
+  return rows[0].changed;
 }
