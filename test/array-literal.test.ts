@@ -55,6 +55,12 @@ test("numeric and boolean arrays, with and without nulls", async () => {
   expect(await roundTrip(plainArray([]), "integer")).toEqual([]);
 });
 
+test("an undefined that slipped past the types becomes NULL, not an empty string", async () => {
+  const slipped = [undefined, "x"] as unknown as string[];
+  expect(await roundTrip(textArray(slipped), "text")).toEqual([null, "x"]);
+  expect(await roundTrip(plainArray([1, undefined] as unknown as number[]), "integer")).toEqual([1, null]);
+});
+
 test("timestamps keep their millisecond, whatever the session's time zone", async () => {
   await client.query("set time zone 'America/St_Johns'");
   const dates = [new Date("2026-12-03T07:40:12.345Z"), null, new Date(0)];

@@ -12,22 +12,23 @@
 const NEEDS_ESCAPE = /["\\]/;
 const ESCAPED = /["\\]/g;
 
+// (== null: an undefined that slipped past the types is NULL too, never an empty string)
 function quoted(value: string | null): string {
-  return value === null ? "NULL" : `"${value.replace(ESCAPED, "\\$&")}"`;
+  return value == null ? "NULL" : `"${value.replace(ESCAPED, "\\$&")}"`;
 }
 
 /** A text-like array (text, uuid, timestamptz in ISO form): every element quoted; null is NULL. */
 export function textArray(values: readonly (string | null)[]): string {
   if (values.length === 0) return "{}";
   for (const value of values) {
-    if (value === null || NEEDS_ESCAPE.test(value)) return `{${values.map(quoted).join(",")}}`;
+    if (value == null || NEEDS_ESCAPE.test(value)) return `{${values.map(quoted).join(",")}}`;
   }
   return `{"${values.join('","')}"}`;
 }
 
 /** A numeric or boolean array (integers, no NaN); null is NULL. */
 export function plainArray(values: readonly (number | boolean | null)[]): string {
-  if (values.includes(null)) return `{${values.map((v) => (v === null ? "NULL" : String(v))).join(",")}}`;
+  if (values.some((v) => v == null)) return `{${values.map((v) => (v == null ? "NULL" : String(v))).join(",")}}`;
   return `{${values.join(",")}}`;
 }
 
