@@ -134,7 +134,7 @@ export function makeMetrics(options: {
         if (series === undefined) {
           const label = latencyByEndpoint.size < options.maxEndpointLabels ? r.endpointId : "other";
           series = latency.labels({ endpoint: label });
-          // endpoints past the limit are not remembered: they share "other" and stay few lookups
+          // (endpoints past the limit are not kept: each of their results looks up "other")
           if (label !== "other") latencyByEndpoint.set(r.endpointId, series);
         }
         series.observe(r.latencyMs / 1000);
