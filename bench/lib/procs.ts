@@ -13,11 +13,13 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 const live = new Set<ChildProcess>();
 
 /**
- * The Node flags of the `hookrelay` command, read from its first line
- * (`#!/usr/bin/env -S node <flags>`): the bench runs hookrelay as users run it.
+ * The Node flags hookrelay runs with, as `npm start` passes them
+ * (`node <flags> bin/hookrelay.js start`; README asks the same of other launches): the
+ * bench runs hookrelay as users are told to run it.
  */
-export const HOOKRELAY_NODE_FLAGS = readFileSync(path.join(REPO_ROOT, "bin/hookrelay.js"), "utf8")
-  .split("\n", 1)[0]!
+export const HOOKRELAY_NODE_FLAGS: string[] = (
+  JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")).scripts.start as string
+)
   .split(/\s+/)
   .filter((word) => word.startsWith("--"));
 
