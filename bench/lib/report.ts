@@ -56,7 +56,7 @@ export function figures(runs: RunResult[]): Figure[] {
   const atMost = (x: number, text = `<= ${x}`) => ({ text, ok: (v: number) => v <= x });
 
   add("1 ceiling", "bare undici POSTs/s", "/s", (r) => r.ceiling?.rate);
-  add("1 ceiling", "CPU ms / 1k requests: client", "ms", (r) => r.ceiling?.cpuPerThousand.client);
+  add("1 ceiling", "CPU ms / 1k requests: client", "ms", (r) => r.ceiling?.cpuPerThousand.ms.client);
   add("2 peer", "pg-boss jobs/s", "/s", (r) => r.pgboss?.rate);
   // the same CPU figures as scenario 3's, for the peer: where each spends its time
   const peerCpu = (group: string) => (r: RunResult) => r.pgboss?.cpuPerThousand.ms[group];

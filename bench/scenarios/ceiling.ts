@@ -6,7 +6,7 @@
  */
 import { Agent } from "undici";
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
-import { startCpuMeter } from "../lib/cpu.ts";
+import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import { makeMessages } from "../lib/seed.ts";
 import { ratePerSecond } from "../lib/stats.ts";
 
@@ -15,7 +15,7 @@ export interface CeilingRun {
   delivered: number;
   errors: number;
   /** CPU ms per 1,000 requests: this (client) process and the receiver */
-  cpuPerThousand: { client: number; receiver: number };
+  cpuPerThousand: CpuSpent;
 }
 
 export async function runCeiling(ctx: BenchContext, count: number): Promise<CeilingRun> {
@@ -61,12 +61,11 @@ export async function runCeiling(ctx: BenchContext, count: number): Promise<Ceil
     await Promise.all(Array.from({ length: opts.concurrency }, loop));
     const s = await receiver.waitForHealthy(count, 10_000);
     const spent = cpu();
-    const perThousand = (ms: number | undefined) => ((ms ?? 0) * 1000) / Math.max(1, s.healthy);
     return {
       rate: ratePerSecond(s.healthy, s.healthyFirst, s.healthyLast),
       delivered: s.healthy,
       errors,
-      cpuPerThousand: { client: perThousand(spent.ms.client), receiver: perThousand(spent.ms.receiver) },
+      cpuPerThousand: perThousand(spent, s.healthy),
     };
   } finally {
     await agent.close();
