@@ -10,11 +10,17 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { type Cluster, resetStatements, type StatementStat, startCluster, topStatements } from "./lib/cluster.ts";
+import {
+  type Cluster,
+  resetStatements,
+  type StatementStat,
+  startCluster,
+  topStatements,
+} from "./lib/cluster.ts";
 import { makeContext } from "./lib/context.ts";
 import { parseOptions } from "./lib/options.ts";
 import { killAllChildren, profiling, REPO_ROOT } from "./lib/procs.ts";
-import { startReceiver, type ReceiverControl } from "./lib/receiver.ts";
+import { type ReceiverControl, startReceiver } from "./lib/receiver.ts";
 import { figures, type RunResult, table } from "./lib/report.ts";
 import { type Backlog, dropBacklog, measureBacklog, prepareBacklog } from "./scenarios/backlog.ts";
 import { runCeiling } from "./scenarios/ceiling.ts";
@@ -77,7 +83,9 @@ async function main(): Promise<void> {
   const statements: Record<string, StatementStat[]> = {};
   try {
     if (only.has(8)) {
-      ctx.log(`8 backlog: seeding ${opts.backlogSmall} and ${opts.backlogLarge} pending deliveries`);
+      ctx.log(
+        `8 backlog: seeding ${opts.backlogSmall} and ${opts.backlogLarge} pending deliveries`,
+      );
       backlog = await prepareBacklog(ctx);
     }
     for (let run = 1; run <= opts.runs; run++) {
@@ -92,10 +100,15 @@ async function main(): Promise<void> {
       };
       const n = opts.throughputMessages;
       if (only.has(1)) r.ceiling = await step("1 ceiling", () => runCeiling(ctx, n));
-      if (only.has(2)) r.pgboss = await step("2 peer (pg-boss)", () => runPgBoss(ctx, { messages: n }));
+      if (only.has(2))
+        r.pgboss = await step("2 peer (pg-boss)", () => runPgBoss(ctx, { messages: n }));
       if (only.has(3)) {
-        r.hookrelay1 = await step("3 throughput, 1 worker", () => runDelivery(ctx, { workers: 1, messages: n }));
-        r.hookrelay2 = await step("3 throughput, 2 workers", () => runDelivery(ctx, { workers: 2, messages: n }));
+        r.hookrelay1 = await step("3 throughput, 1 worker", () =>
+          runDelivery(ctx, { workers: 1, messages: n }),
+        );
+        r.hookrelay2 = await step("3 throughput, 2 workers", () =>
+          runDelivery(ctx, { workers: 2, messages: n }),
+        );
       }
       if (only.has(4)) r.latency = await step("4 latency", () => runLatency(ctx));
       if (only.has(5)) r.ingest = await step("5 ingest", () => runIngest(ctx));
@@ -104,12 +117,19 @@ async function main(): Promise<void> {
         r.slowHookrelay = await step("6 slow receiver, hookrelay", () =>
           runDelivery(ctx, { workers: 1, messages: opts.slowMessages, delayMs }),
         );
-        r.slowPgboss = await step("6 slow receiver, pg-boss", () => runPgBoss(ctx, { messages: opts.slowMessages, delayMs }));
+        r.slowPgboss = await step("6 slow receiver, pg-boss", () =>
+          runPgBoss(ctx, { messages: opts.slowMessages, delayMs }),
+        );
       }
       if (only.has(7)) {
         const hanging = Array.from({ length: opts.isolationHanging }, (_, i) => i);
         r.isolation = await step("7 isolation", () =>
-          runDelivery(ctx, { workers: 1, messages: opts.isolationMessages, hanging, timeoutMs: opts.isolationTimeoutMs }),
+          runDelivery(ctx, {
+            workers: 1,
+            messages: opts.isolationMessages,
+            hanging,
+            timeoutMs: opts.isolationTimeoutMs,
+          }),
         );
       }
       if (backlog) {
@@ -165,11 +185,15 @@ async function main(): Promise<void> {
 
 /** Signature and durability checks over every hookrelay fast-receiver run. */
 function checks(runs: RunResult[]): string {
-  const all = runs.flatMap((r) => [r.hookrelay1, r.hookrelay2, r.slowHookrelay, r.isolation]).filter((d) => d !== undefined);
+  const all = runs
+    .flatMap((r) => [r.hookrelay1, r.hookrelay2, r.slowHookrelay, r.isolation])
+    .filter((d) => d !== undefined);
   const sum = (f: (d: (typeof all)[number]) => number) => all.reduce((n, d) => n + f(d), 0);
   if (all.length === 0) return "";
   const durable = all.filter((d) => d.delivered !== null);
-  const complete = durable.filter((d) => d.delivered === d.expectedHealthy && d.attempts === d.expectedHealthy).length;
+  const complete = durable.filter(
+    (d) => d.delivered === d.expectedHealthy && d.attempts === d.expectedHealthy,
+  ).length;
   return (
     `checks: ${sum((d) => d.verified)} sampled signatures verified, ${sum((d) => d.badSignature)} bad, ${sum((d) => d.unsigned)} unsigned; ` +
     `${complete}/${durable.length} throughput runs ended with one delivered row and one attempt row per message`
@@ -182,7 +206,9 @@ main().then(
     process.exit(0);
   },
   async (err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     await cleanup();
     process.exit(1);
   },

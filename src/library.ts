@@ -49,17 +49,27 @@ export class HookRelay {
    * Queues a message for every matching endpoint of the app (id or uid). Pass `client` to
    * make it part of your own open transaction.
    */
-  async send(app: string, message: SendMessage, options: { client?: Queryable } = {}): Promise<EnqueueResult> {
+  async send(
+    app: string,
+    message: SendMessage,
+    options: { client?: Queryable } = {},
+  ): Promise<EnqueueResult> {
     const db = options.client ?? this.#pool;
     if (!/^[a-zA-Z0-9\-_.]{1,256}$/.test(message.eventType)) {
-      throw new HookRelayError("HR_ERR_INVALID_EVENT_TYPE", "eventType must be 1-256 of a-z A-Z 0-9 - _ .");
+      throw new HookRelayError(
+        "HR_ERR_INVALID_EVENT_TYPE",
+        "eventType must be 1-256 of a-z A-Z 0-9 - _ .",
+      );
     }
-    const payload = typeof message.payload === "string" ? message.payload : JSON.stringify(message.payload);
+    const payload =
+      typeof message.payload === "string" ? message.payload : JSON.stringify(message.payload);
     let parsed: unknown;
     try {
       parsed = JSON.parse(payload);
     } catch (err) {
-      throw new HookRelayError("HR_ERR_INVALID_PAYLOAD", "payload is not valid JSON", { cause: err });
+      throw new HookRelayError("HR_ERR_INVALID_PAYLOAD", "payload is not valid JSON", {
+        cause: err,
+      });
     }
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
       throw new HookRelayError("HR_ERR_INVALID_PAYLOAD", "payload must be a JSON object");
@@ -71,7 +81,15 @@ export class HookRelay {
     if (!rows[0]) throw new HookRelayError("HR_ERR_NOT_FOUND", `application ${app} not found`);
     return enqueueMessage(
       db,
-      { appId: rows[0].id, eventType: message.eventType, payload, eventId: message.eventId, channels: message.channels, tags: message.tags, deliverAt: message.deliverAt },
+      {
+        appId: rows[0].id,
+        eventType: message.eventType,
+        payload,
+        eventId: message.eventId,
+        channels: message.channels,
+        tags: message.tags,
+        deliverAt: message.deliverAt,
+      },
       this.#maxAttempts,
     );
   }

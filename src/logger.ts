@@ -12,35 +12,40 @@ export function makeLogger(
   redactor: Redactor = makeRedactor(),
   destination?: pino.DestinationStream,
 ): Logger {
-  return pino({
-    level,
-    base: { service: "hookrelay" },
-    formatters: {
-      log: (object) => redactor.object(object),
-    },
-    // A child's bindings are serialized once, when the child is made, and never pass through
-    // formatters.log: they are masked here, in their serialized form.
-    onChild: (child) => maskBindings(child, redactor),
-    hooks: {
-      logMethod(args, method) {
-        method.apply(
-          this,
-          args.map((a) => (typeof a === "string" ? redactor.text(a) : a)) as Parameters<typeof method>,
-        );
+  return pino(
+    {
+      level,
+      base: { service: "hookrelay" },
+      formatters: {
+        log: (object) => redactor.object(object),
+      },
+      // A child's bindings are serialized once, when the child is made, and never pass through
+      // formatters.log: they are masked here, in their serialized form.
+      onChild: (child) => maskBindings(child, redactor),
+      hooks: {
+        logMethod(args, method) {
+          method.apply(
+            this,
+            args.map((a) => (typeof a === "string" ? redactor.text(a) : a)) as Parameters<
+              typeof method
+            >,
+          );
+        },
+      },
+      redact: {
+        paths: [
+          "payload",
+          "*.payload",
+          "secret",
+          "*.secret",
+          "req.headers.authorization",
+          "headers.authorization",
+        ],
+        censor: "[redacted]",
       },
     },
-    redact: {
-      paths: [
-        "payload",
-        "*.payload",
-        "secret",
-        "*.secret",
-        "req.headers.authorization",
-        "headers.authorization",
-      ],
-      censor: "[redacted]",
-    },
-  }, destination);
+    destination,
+  );
 }
 
 /** Masks the serialized bindings (`,"key":value,...`) a child logger writes on every line. */

@@ -12,22 +12,22 @@ import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded.ts";
 import { migrate } from "./db/migrate.ts";
 import { makePool, type Pool } from "./db/pool.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
+import { reconcileInFlight } from "./health/in-flight.ts";
+import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
 import type { Logger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
-import { makeMetrics } from "./ops/metrics.ts";
-import { purgeExpired } from "./ops/retention.ts";
-import { makeRedactor } from "./security/redact.ts";
-import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
-import { makeSsrfGuard } from "./security/ssrf-guard.ts";
-import { reconcileInFlight } from "./health/in-flight.ts";
-import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
 import {
   type Maintenance,
   type MaintenanceTask,
   makeMaintenance,
   purgeIdempotencyKeys,
 } from "./ops/maintenance.ts";
+import { makeMetrics } from "./ops/metrics.ts";
+import { purgeExpired } from "./ops/retention.ts";
+import { makeRedactor } from "./security/redact.ts";
+import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
+import { makeSsrfGuard } from "./security/ssrf-guard.ts";
 import { makeWorkListener, type WorkListener } from "./worker/work-listener.ts";
 import { makeWorker, type Worker } from "./worker/worker.ts";
 
@@ -53,7 +53,11 @@ export async function openDatabase(config: Config, logger: Logger) {
   let embedded: EmbeddedDatabase | null = null;
   let connectionString = config.databaseUrl;
   if (!connectionString) {
-    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, logger });
+    embedded = await startEmbeddedPostgres({
+      dataDir: config.dataDir,
+      port: config.embeddedPgPort,
+      logger,
+    });
     connectionString = embedded.connectionString;
   }
   const pool = makePool({ connectionString, max: config.dbPoolSize, logger });
@@ -64,20 +68,43 @@ export async function openDatabase(config: Config, logger: Logger) {
 export function maintenanceTasks(config: Config, secretBox: SecretBox): MaintenanceTask[] {
   const every = config.worker.maintenanceIntervalMs;
   return [
-    { name: "latency-stats", everyMs: config.health.statsIntervalMs, run: (pool) => refreshLatencyStats(pool, config.health).then(() => undefined) },
-    { name: "purge-latency-samples", everyMs: every, run: (pool) => purgeLatencySamples(pool, config.health.windowMs).then(() => undefined) },
-    { name: "reconcile-in-flight", everyMs: every, run: (pool) => reconcileInFlight(pool).then(() => undefined) },
+    {
+      name: "latency-stats",
+      everyMs: config.health.statsIntervalMs,
+      run: (pool) => refreshLatencyStats(pool, config.health).then(() => undefined),
+    },
+    {
+      name: "purge-latency-samples",
+      everyMs: every,
+      run: (pool) => purgeLatencySamples(pool, config.health.windowMs).then(() => undefined),
+    },
+    {
+      name: "reconcile-in-flight",
+      everyMs: every,
+      run: (pool) => reconcileInFlight(pool).then(() => undefined),
+    },
     { ...purgeIdempotencyKeys(config.idempotencyTtlMs), everyMs: every },
-    { name: "retention", everyMs: every, run: (pool) => purgeExpired(pool, config.retention).then(() => undefined) },
+    {
+      name: "retention",
+      everyMs: every,
+      run: (pool) => purgeExpired(pool, config.retention).then(() => undefined),
+    },
     {
       name: "alerts",
       everyMs: every,
       async run(pool) {
         const changes = await syncAlerts(pool, config);
         const redactor = makeRedactor(config.sensitiveFields);
-        for (const a of [...changes.raised, ...changes.resolved]) a.message = redactor.text(a.message);
+        for (const a of [...changes.raised, ...changes.resolved])
+          a.message = redactor.text(a.message);
         if (config.alerts.webhookUrl) {
-          await postAlerts(pool, config.alerts.webhookUrl, changes, config.delivery.maxAttempts, secretBox);
+          await postAlerts(
+            pool,
+            config.alerts.webhookUrl,
+            changes,
+            config.delivery.maxAttempts,
+            secretBox,
+          );
         }
       },
     },
@@ -110,7 +137,9 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
     const ssrfGuard = makeSsrfGuard({ allowlist: config.ssrfAllowlist });
     const secretBox = makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious);
     if (!secretBox.encrypting) {
-      logger.warn("HOOKRELAY_ENCRYPTION_KEY is not set: endpoint signing secrets are stored unencrypted");
+      logger.warn(
+        "HOOKRELAY_ENCRYPTION_KEY is not set: endpoint signing secrets are stored unencrypted",
+      );
     }
     const applied = await migrate(pool);
     if (applied.length > 0) logger.info({ applied }, "migrations applied");

@@ -11,10 +11,10 @@ import fc from "fast-check";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { buildApi } from "../src/api/server.ts";
+import { loadConfig } from "../src/config.ts";
 import type { Pool } from "../src/db/pool.ts";
 import { silentLogger } from "../src/logger.ts";
 import { checkApiKey, generateApiKey } from "../src/security/api-key-format.ts";
-import { loadConfig } from "../src/config.ts";
 import { type CallResult, type Harness, startHarness, testConfig } from "./helpers/harness.ts";
 
 const V1 = "/api/v1";

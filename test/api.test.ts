@@ -106,7 +106,11 @@ const newSecret = (bytes = 32) => `whsec_${randomBytes(bytes).toString("base64")
 describe("applications", () => {
   test("create with and without uid", async () => {
     const uid = unique("uid");
-    const withUid = await h.call("POST", `${V1}/app`, { name: "With uid", uid, metadata: { tier: "gold" } });
+    const withUid = await h.call("POST", `${V1}/app`, {
+      name: "With uid",
+      uid,
+      metadata: { tier: "gold" },
+    });
     expect(withUid.status).toBe(201);
     expect(withUid.body).toMatchObject({ name: "With uid", uid, metadata: { tier: "gold" } });
     expect(withUid.body.id).toMatch(/^app_/);
@@ -160,10 +164,16 @@ describe("applications", () => {
       }
 
       // Backwards from page 3 gives page 2, from page 2 gives page 1.
-      const back2 = await h2.call("GET", `${V1}/app?limit=3&iterator=${encodeURIComponent(pages[2]!.prevIterator!)}`);
+      const back2 = await h2.call(
+        "GET",
+        `${V1}/app?limit=3&iterator=${encodeURIComponent(pages[2]!.prevIterator!)}`,
+      );
       expect(back2.status).toBe(200);
       expect(back2.body.data.map((a: { id: string }) => a.id)).toEqual(created.slice(3, 6));
-      const back1 = await h2.call("GET", `${V1}/app?limit=3&iterator=${encodeURIComponent(back2.body.prevIterator)}`);
+      const back1 = await h2.call(
+        "GET",
+        `${V1}/app?limit=3&iterator=${encodeURIComponent(back2.body.prevIterator)}`,
+      );
       expect(back1.body.data.map((a: { id: string }) => a.id)).toEqual(created.slice(0, 3));
 
       // Descending order walks the same set the other way.
@@ -178,7 +188,11 @@ describe("applications", () => {
   test("PUT updates an existing app, and creates one for an unknown uid", async () => {
     const uid = unique("uid");
     const app = await createApp({ uid, metadata: { a: "1" } });
-    const put = await h.call("PUT", `${V1}/app/${uid}`, { name: "Renamed", uid, metadata: { b: "2" } });
+    const put = await h.call("PUT", `${V1}/app/${uid}`, {
+      name: "Renamed",
+      uid,
+      metadata: { b: "2" },
+    });
     expect(put.status).toBe(200);
     expect(put.body).toMatchObject({ id: app.id, uid, name: "Renamed", metadata: { b: "2" } });
     expect(Date.parse(put.body.updatedAt)).toBeGreaterThanOrEqual(Date.parse(app.updatedAt));
@@ -206,15 +220,36 @@ describe("applications", () => {
 
   test("PATCH changes only the given fields", async () => {
     const uid = unique("uid");
-    const app = await createApp({ uid, name: "Before", metadata: { keep: "me" }, throttleRate: 10 });
+    const app = await createApp({
+      uid,
+      name: "Before",
+      metadata: { keep: "me" },
+      throttleRate: 10,
+    });
     const p1 = await h.call("PATCH", `${V1}/app/${app.id}`, { name: "After" });
     expect(p1.status).toBe(200);
-    expect(p1.body).toMatchObject({ id: app.id, uid, name: "After", metadata: { keep: "me" }, throttleRate: 10 });
+    expect(p1.body).toMatchObject({
+      id: app.id,
+      uid,
+      name: "After",
+      metadata: { keep: "me" },
+      throttleRate: 10,
+    });
     const p2 = await h.call("PATCH", `${V1}/app/${uid}`, { metadata: { other: "x" } });
     expect(p2.status).toBe(200);
-    expect(p2.body).toMatchObject({ uid, name: "After", metadata: { other: "x" }, throttleRate: 10 });
+    expect(p2.body).toMatchObject({
+      uid,
+      name: "After",
+      metadata: { other: "x" },
+      throttleRate: 10,
+    });
     const got = await h.call("GET", `${V1}/app/${app.id}`);
-    expect(got.body).toMatchObject({ name: "After", uid, metadata: { other: "x" }, throttleRate: 10 });
+    expect(got.body).toMatchObject({
+      name: "After",
+      uid,
+      metadata: { other: "x" },
+      throttleRate: 10,
+    });
   });
 
   test("DELETE answers 204, then the app is 404", async () => {
@@ -264,7 +299,9 @@ describe("endpoints", () => {
     expect(res.body).toMatchObject({ ...echoed, disabled: false });
     expect(res.body.id).toMatch(/^ep_/);
     expect(isoDate(res.body.createdAt)).toBe(true);
-    const { rows } = await h.db.pool.query("select headers from endpoints where id = $1", [res.body.id]);
+    const { rows } = await h.db.pool.query("select headers from endpoints where id = $1", [
+      res.body.id,
+    ]);
     expect(rows[0].headers).toEqual({ "X-Partner": "acme" });
   });
 
@@ -289,7 +326,10 @@ describe("endpoints", () => {
     expect(p1.status).toBe(200);
     expect(p1.body.data.map((e: { id: string }) => e.id)).toEqual([a.id, b.id]);
     expect(p1.body.done).toBe(false);
-    const p2 = await h.call("GET", `${V1}/app/${app.id}/endpoint?limit=2&iterator=${p1.body.iterator}`);
+    const p2 = await h.call(
+      "GET",
+      `${V1}/app/${app.id}/endpoint?limit=2&iterator=${p1.body.iterator}`,
+    );
     expect(p2.body.data.map((e: { id: string }) => e.id)).toEqual([c.id]);
     expect(p2.body.done).toBe(true);
   });
@@ -303,7 +343,9 @@ describe("endpoints", () => {
       maxAttempts: 7,
       metadata: { k: "v" },
     });
-    const patched = await h.call("PATCH", `${V1}/app/${app.id}/endpoint/${ep.id}`, { description: "d2" });
+    const patched = await h.call("PATCH", `${V1}/app/${app.id}/endpoint/${ep.id}`, {
+      description: "d2",
+    });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({
       id: ep.id,
@@ -316,11 +358,16 @@ describe("endpoints", () => {
       disabled: false,
     });
 
-    const disabled = await h.call("PATCH", `${V1}/app/${app.id}/endpoint/${ep.id}`, { disabled: true });
+    const disabled = await h.call("PATCH", `${V1}/app/${app.id}/endpoint/${ep.id}`, {
+      disabled: true,
+    });
     expect(disabled.body).toMatchObject({ disabled: true, description: "d2", eventTypes: ["a"] });
 
     const url = `${rx.url}/replaced`;
-    const put = await h.call("PUT", `${V1}/app/${app.id}/endpoint/${ep.id}`, { url, eventTypes: ["b"] });
+    const put = await h.call("PUT", `${V1}/app/${app.id}/endpoint/${ep.id}`, {
+      url,
+      eventTypes: ["b"],
+    });
     expect(put.status).toBe(200);
     expect(put.body).toMatchObject({
       id: ep.id,
@@ -346,7 +393,9 @@ describe("endpoints", () => {
     const uid = unique("upsert");
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const res = await h.call("PUT", `${V1}/app/${app.id}/endpoint/${uid}`, { url: `${rx.url}/upsert` });
+      const res = await h.call("PUT", `${V1}/app/${app.id}/endpoint/${uid}`, {
+        url: `${rx.url}/upsert`,
+      });
       ids.push(res.body.id);
     }
     // Two endpoints with the same URL would each get every message.
@@ -357,7 +406,11 @@ describe("endpoints", () => {
     const app = await createApp();
     const ep = await createEndpoint(app.id);
     expect((await h.call("DELETE", `${V1}/app/${app.id}/endpoint/${ep.id}`)).status).toBe(204);
-    expectClientError(await h.call("GET", `${V1}/app/${app.id}/endpoint/${ep.id}`), /endpoint/, 404);
+    expectClientError(
+      await h.call("GET", `${V1}/app/${app.id}/endpoint/${ep.id}`),
+      /endpoint/,
+      404,
+    );
     const list = await h.call("GET", `${V1}/app/${app.id}/endpoint`);
     expect(list.body.data).toEqual([]);
   });
@@ -375,17 +428,31 @@ describe("endpoints", () => {
 
     const mine = newSecret();
     const withSecret = await createEndpoint(app.id, { secret: mine });
-    expect((await h.call("GET", `${V1}/app/${app.id}/endpoint/${withSecret.id}/secret`)).body.key).toBe(mine);
+    expect(
+      (await h.call("GET", `${V1}/app/${app.id}/endpoint/${withSecret.id}/secret`)).body.key,
+    ).toBe(mine);
     // Without the prefix it is accepted too (Svix: "optionally prefixed with whsec_").
     const bare = randomBytes(24).toString("base64");
     const bareEp = await createEndpoint(app.id, { secret: bare });
-    expect((await h.call("GET", `${V1}/app/${app.id}/endpoint/${bareEp.id}/secret`)).body.key).toBe(`whsec_${bare}`);
+    expect((await h.call("GET", `${V1}/app/${app.id}/endpoint/${bareEp.id}/secret`)).body.key).toBe(
+      `whsec_${bare}`,
+    );
 
-    for (const secret of ["whsec_not*base64!", `whsec_${randomBytes(8).toString("base64")}`, "whsec_"]) {
-      const res = await h.call("POST", `${V1}/app/${app.id}/endpoint`, { url: `${rx.url}/s`, secret });
+    for (const secret of [
+      "whsec_not*base64!",
+      `whsec_${randomBytes(8).toString("base64")}`,
+      "whsec_",
+    ]) {
+      const res = await h.call("POST", `${V1}/app/${app.id}/endpoint`, {
+        url: `${rx.url}/s`,
+        secret,
+      });
       expectClientError(res, /secret/);
     }
-    const { rows } = await h.db.pool.query("select count(*)::int as n from endpoints where app_id = $1", [app.id]);
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n from endpoints where app_id = $1",
+      [app.id],
+    );
     expect(rows[0].n).toBe(3); // the refused ones were not created
 
     const rot = await raw("POST", `${V1}/app/${app.id}/endpoint/${ep.id}/secret/rotate`, "{}");
@@ -395,12 +462,18 @@ describe("endpoints", () => {
     expect(s2.body.key).not.toBe(s1.body.key);
     // Rotation to a given key, with no body at all also accepted.
     const given = newSecret();
-    const rot2 = await h.call("POST", `${V1}/app/${app.id}/endpoint/${ep.id}/secret/rotate`, { key: given });
+    const rot2 = await h.call("POST", `${V1}/app/${app.id}/endpoint/${ep.id}/secret/rotate`, {
+      key: given,
+    });
     expect(rot2.status).toBe(204);
-    expect((await h.call("GET", `${V1}/app/${app.id}/endpoint/${ep.id}/secret`)).body.key).toBe(given);
+    expect((await h.call("GET", `${V1}/app/${app.id}/endpoint/${ep.id}/secret`)).body.key).toBe(
+      given,
+    );
     const rot3 = await raw("POST", `${V1}/app/${app.id}/endpoint/${ep.id}/secret/rotate`);
     expect(rot3.statusCode).toBe(204);
-    const bad = await h.call("POST", `${V1}/app/${app.id}/endpoint/${ep.id}/secret/rotate`, { key: "whsec_short" });
+    const bad = await h.call("POST", `${V1}/app/${app.id}/endpoint/${ep.id}/secret/rotate`, {
+      key: "whsec_short",
+    });
     expectClientError(bad, /secret/);
   });
 
@@ -414,7 +487,10 @@ describe("endpoints", () => {
       expectClientError(res, new RegExp(name, "i"));
     }
     const path = `/${unique("headers")}`;
-    await createEndpoint(app.id, { url: `${rx.url}${path}`, headers: { "X-Partner": "acme", "x-trace": "t-1" } });
+    await createEndpoint(app.id, {
+      url: `${rx.url}${path}`,
+      headers: { "X-Partner": "acme", "x-trace": "t-1" },
+    });
     const msg = await sendMessage(app.id, { eventType: "t", payload: { n: 1 } });
     const worker = h.startWorker();
     try {
@@ -433,10 +509,26 @@ describe("endpoints", () => {
     const app = await createApp();
     expectClientError(await h.call("GET", `${V1}/app/app_nope/endpoint`), /application/, 404);
     expectClientError(await h.call("GET", `${V1}/app/${app.id}/endpoint/ep_nope`), /endpoint/, 404);
-    expectClientError(await h.call("GET", `${V1}/app/${app.id}/endpoint/ep_nope/secret`), /endpoint/, 404);
-    expectClientError(await h.call("PATCH", `${V1}/app/${app.id}/endpoint/ep_nope`, { description: "x" }), /endpoint/, 404);
-    expectClientError(await h.call("DELETE", `${V1}/app/${app.id}/endpoint/ep_nope`), /endpoint/, 404);
-    expectClientError(await h.call("POST", `${V1}/app/${app.id}/endpoint/ep_nope/secret/rotate`, {}), /endpoint/, 404);
+    expectClientError(
+      await h.call("GET", `${V1}/app/${app.id}/endpoint/ep_nope/secret`),
+      /endpoint/,
+      404,
+    );
+    expectClientError(
+      await h.call("PATCH", `${V1}/app/${app.id}/endpoint/ep_nope`, { description: "x" }),
+      /endpoint/,
+      404,
+    );
+    expectClientError(
+      await h.call("DELETE", `${V1}/app/${app.id}/endpoint/ep_nope`),
+      /endpoint/,
+      404,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/${app.id}/endpoint/ep_nope/secret/rotate`, {}),
+      /endpoint/,
+      404,
+    );
   });
 });
 
@@ -445,8 +537,13 @@ describe("endpoints", () => {
 describe("messages", () => {
   test("create answers 202 with msg_ id and echoes the payload byte for byte", async () => {
     const app = await createApp();
-    const payloadText = '{ "z": 1, "a": [1.50, 2e3, {"n": null}], "big": 123456789012345678901234567890, "s": "é\\u00e9\\n" }';
-    const res = await raw("POST", `${V1}/app/${app.id}/msg`, `{"eventType":"order.created","payload":${payloadText}}`);
+    const payloadText =
+      '{ "z": 1, "a": [1.50, 2e3, {"n": null}], "big": 123456789012345678901234567890, "s": "é\\u00e9\\n" }';
+    const res = await raw(
+      "POST",
+      `${V1}/app/${app.id}/msg`,
+      `{"eventType":"order.created","payload":${payloadText}}`,
+    );
     expect(res.statusCode).toBe(202);
     expect(res.headers["content-type"]).toMatch(/application\/json/);
     const body = JSON.parse(res.body);
@@ -467,12 +564,20 @@ describe("messages", () => {
     await createEndpoint(app.id);
     await createEndpoint(app.id);
     const eventId = unique("evt");
-    const first = await h.call("POST", `${V1}/app/${app.id}/msg`, { eventType: "t", payload: { v: 1 }, eventId });
+    const first = await h.call("POST", `${V1}/app/${app.id}/msg`, {
+      eventType: "t",
+      payload: { v: 1 },
+      eventId,
+    });
     expect(first.status).toBe(202);
     expect(first.body.eventId).toBe(eventId);
     expect(await deliveryEndpoints(first.body.id)).toHaveLength(2);
 
-    const again = await h.call("POST", `${V1}/app/${app.id}/msg`, { eventType: "t", payload: { v: 2 }, eventId });
+    const again = await h.call("POST", `${V1}/app/${app.id}/msg`, {
+      eventType: "t",
+      payload: { v: 2 },
+      eventId,
+    });
     expect(again.status).toBe(200);
     expect(again.body.id).toBe(first.body.id);
     expect(again.body.payload).toEqual({ v: 1 });
@@ -485,7 +590,11 @@ describe("messages", () => {
 
     // The same eventId in another app is another message.
     const other = await createApp();
-    const elsewhere = await h.call("POST", `${V1}/app/${other.id}/msg`, { eventType: "t", payload: {}, eventId });
+    const elsewhere = await h.call("POST", `${V1}/app/${other.id}/msg`, {
+      eventType: "t",
+      payload: {},
+      eventId,
+    });
     expect(elsewhere.status).toBe(202);
     expect(elsewhere.body.id).not.toBe(first.body.id);
   });
@@ -493,11 +602,24 @@ describe("messages", () => {
   test("get by id and by eventId", async () => {
     const app = await createApp();
     const eventId = unique("evt");
-    const msg = await sendMessage(app.id, { eventType: "t", payload: { x: "y" }, eventId, tags: ["t1"], channels: ["c1"] });
+    const msg = await sendMessage(app.id, {
+      eventType: "t",
+      payload: { x: "y" },
+      eventId,
+      tags: ["t1"],
+      channels: ["c1"],
+    });
     const byId = await h.call("GET", `${V1}/app/${app.id}/msg/${msg.id}`);
     const byEvent = await h.call("GET", `${V1}/app/${app.id}/msg/${eventId}`);
     expect(byId.status).toBe(200);
-    expect(byId.body).toMatchObject({ id: msg.id, eventId, eventType: "t", payload: { x: "y" }, tags: ["t1"], channels: ["c1"] });
+    expect(byId.body).toMatchObject({
+      id: msg.id,
+      eventId,
+      eventType: "t",
+      payload: { x: "y" },
+      tags: ["t1"],
+      channels: ["c1"],
+    });
     expect(byEvent.body).toEqual(byId.body);
     expectClientError(await h.call("GET", `${V1}/app/${app.id}/msg/msg_nope`), /message/, 404);
   });
@@ -506,7 +628,8 @@ describe("messages", () => {
     const app = await createApp();
     const types = ["a", "b", "a", "b", "c"];
     const sent: string[] = [];
-    for (const [i, eventType] of types.entries()) sent.push((await sendMessage(app.id, { eventType, payload: { i } })).id);
+    for (const [i, eventType] of types.entries())
+      sent.push((await sendMessage(app.id, { eventType, payload: { i } })).id);
     const newestFirst = [...sent].reverse();
 
     const pages: Page[] = [];
@@ -524,7 +647,10 @@ describe("messages", () => {
     expect(pages.flatMap((p) => p.data.map((m: { id: string }) => m.id))).toEqual(newestFirst);
     expect((pages[0]!.data[0] as Json).payload).toEqual({ i: 4 });
 
-    const back = await h.call("GET", `${V1}/app/${app.id}/msg?limit=2&iterator=${pages[1]!.prevIterator}`);
+    const back = await h.call(
+      "GET",
+      `${V1}/app/${app.id}/msg?limit=2&iterator=${pages[1]!.prevIterator}`,
+    );
     expect(back.body.data.map((m: { id: string }) => m.id)).toEqual(newestFirst.slice(0, 2));
 
     const onlyA = await h.call("GET", `${V1}/app/${app.id}/msg?event_types=a`);
@@ -532,15 +658,25 @@ describe("messages", () => {
     const csv = await h.call("GET", `${V1}/app/${app.id}/msg?event_types=a%2Cc`);
     expect(csv.body.data.map((m: { id: string }) => m.id)).toEqual([sent[4], sent[2], sent[0]]);
     const repeated = await h.call("GET", `${V1}/app/${app.id}/msg?event_types=b&event_types=c`);
-    expect(repeated.body.data.map((m: { id: string }) => m.id)).toEqual([sent[4], sent[3], sent[1]]);
+    expect(repeated.body.data.map((m: { id: string }) => m.id)).toEqual([
+      sent[4],
+      sent[3],
+      sent[1],
+    ]);
   });
 
   test("with_content=false answers payload {}", async () => {
     const app = await createApp();
-    const created = await h.call("POST", `${V1}/app/${app.id}/msg?with_content=false`, { eventType: "t", payload: { secret: 1 } });
+    const created = await h.call("POST", `${V1}/app/${app.id}/msg?with_content=false`, {
+      eventType: "t",
+      payload: { secret: 1 },
+    });
     expect(created.status).toBe(202);
     expect(created.body.payload).toEqual({});
-    const got = await h.call("GET", `${V1}/app/${app.id}/msg/${created.body.id}?with_content=false`);
+    const got = await h.call(
+      "GET",
+      `${V1}/app/${app.id}/msg/${created.body.id}?with_content=false`,
+    );
     expect(got.body.payload).toEqual({});
     const list = await h.call("GET", `${V1}/app/${app.id}/msg?with_content=false`);
     expect(list.body.data[0].payload).toEqual({});
@@ -574,7 +710,10 @@ describe("fan-out", () => {
     const m4 = await sendMessage(app.id, { eventType: "a", payload: {}, channels: ["c1", "c9"] });
     expect(await deliveryEndpoints(m4.id)).toEqual([typeA.id, all.id, channel.id].sort());
 
-    const { rows } = await h.db.pool.query("select count(*)::int as n from deliveries where endpoint_id = $1", [disabled.id]);
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n from deliveries where endpoint_id = $1",
+      [disabled.id],
+    );
     expect(rows[0].n).toBe(0);
 
     // A message that matches nothing is still accepted, with no deliveries.
@@ -600,31 +739,54 @@ describe("idempotency-key", () => {
     expect(second.headers["content-type"]).toMatch(/application\/json/);
     expect(second.body).toBe(first.body);
     expect(JSON.parse(second.body).id).toBe(JSON.parse(first.body).id);
-    const { rows } = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [app.id]);
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n from messages where app_id = $1",
+      [app.id],
+    );
     expect(rows[0].n).toBe(1);
   });
 
   test("the same key with another body is a 4xx JSON error and creates nothing", async () => {
     const app = await createApp();
     const key = unique("idem");
-    const first = await h.call("POST", `${V1}/app/${app.id}/msg`, { eventType: "t", payload: { n: 1 } }, { "idempotency-key": key });
+    const first = await h.call(
+      "POST",
+      `${V1}/app/${app.id}/msg`,
+      { eventType: "t", payload: { n: 1 } },
+      { "idempotency-key": key },
+    );
     expect(first.status).toBe(202);
-    const clash = await h.call("POST", `${V1}/app/${app.id}/msg`, { eventType: "t", payload: { n: 2 } }, { "idempotency-key": key });
+    const clash = await h.call(
+      "POST",
+      `${V1}/app/${app.id}/msg`,
+      { eventType: "t", payload: { n: 2 } },
+      { "idempotency-key": key },
+    );
     expect([409, 422]).toContain(clash.status);
     expectClientError(clash, /idempotency/i);
-    const { rows } = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [app.id]);
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n from messages where app_id = $1",
+      [app.id],
+    );
     expect(rows[0].n).toBe(1);
   });
 
   test("different keys create two messages; an app create replays too", async () => {
     const app = await createApp();
     const body = { eventType: "t", payload: { n: 1 } };
-    const a = await h.call("POST", `${V1}/app/${app.id}/msg`, body, { "idempotency-key": unique("k") });
-    const b = await h.call("POST", `${V1}/app/${app.id}/msg`, body, { "idempotency-key": unique("k") });
+    const a = await h.call("POST", `${V1}/app/${app.id}/msg`, body, {
+      "idempotency-key": unique("k"),
+    });
+    const b = await h.call("POST", `${V1}/app/${app.id}/msg`, body, {
+      "idempotency-key": unique("k"),
+    });
     expect(a.status).toBe(202);
     expect(b.status).toBe(202);
     expect(a.body.id).not.toBe(b.body.id);
-    const { rows } = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [app.id]);
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n from messages where app_id = $1",
+      [app.id],
+    );
     expect(rows[0].n).toBe(2);
 
     const key = unique("appkey");
@@ -634,13 +796,21 @@ describe("idempotency-key", () => {
     expect(c1.status).toBe(201);
     expect(c2.status).toBe(201);
     expect(c2.body.id).toBe(c1.body.id);
-    const apps = await h.db.pool.query("select count(*)::int as n from applications where name = $1", [name]);
+    const apps = await h.db.pool.query(
+      "select count(*)::int as n from applications where name = $1",
+      [name],
+    );
     expect(apps.rows[0].n).toBe(1);
   });
 
   test("an over-long key is a 4xx", async () => {
     const app = await createApp();
-    const res = await h.call("POST", `${V1}/app/${app.id}/msg`, { eventType: "t", payload: {} }, { "idempotency-key": "k".repeat(300) });
+    const res = await h.call(
+      "POST",
+      `${V1}/app/${app.id}/msg`,
+      { eventType: "t", payload: {} },
+      { "idempotency-key": "k".repeat(300) },
+    );
     expectClientError(res, /idempotency-key/);
   });
 });
@@ -653,16 +823,27 @@ describe("resend", () => {
     const path = `/${unique("resend")}`;
     const ep = await createEndpoint(app.id, { url: `${rx.url}${path}` });
     const payloadText = '{"order":42,  "total":"9.90"}';
-    const created = await raw("POST", `${V1}/app/${app.id}/msg`, `{"eventType":"t","payload":${payloadText}}`);
+    const created = await raw(
+      "POST",
+      `${V1}/app/${app.id}/msg`,
+      `{"eventType":"t","payload":${payloadText}}`,
+    );
     const msg = JSON.parse(created.body);
     const worker = h.startWorker();
     try {
       await waitFor(() => rx.on(path).length === 1, 10_000, "first delivery");
       // The delivery row is written back after the request; resend waits for that.
-      await waitFor(async () => {
-        const { rows } = await h.db.pool.query("select status from deliveries where message_id = $1", [msg.id]);
-        return rows[0]?.status === "delivered";
-      }, 10_000, "delivered status");
+      await waitFor(
+        async () => {
+          const { rows } = await h.db.pool.query(
+            "select status from deliveries where message_id = $1",
+            [msg.id],
+          );
+          return rows[0]?.status === "delivered";
+        },
+        10_000,
+        "delivered status",
+      );
 
       const res = await raw("POST", `${V1}/app/${app.id}/msg/${msg.id}/endpoint/${ep.id}/resend`);
       expect(res.statusCode).toBe(202);
@@ -675,10 +856,14 @@ describe("resend", () => {
       expect(second!.headers["webhook-id"]).toBe(first!.headers["webhook-id"]);
       expect(second!.body).toBe(payloadText);
 
-      await waitFor(async () => {
-        const list = await h.call("GET", `${V1}/app/${app.id}/attempt/msg/${msg.id}`);
-        return list.body.data.length === 2;
-      }, 10_000, "two attempts recorded");
+      await waitFor(
+        async () => {
+          const list = await h.call("GET", `${V1}/app/${app.id}/attempt/msg/${msg.id}`);
+          return list.body.data.length === 2;
+        },
+        10_000,
+        "two attempts recorded",
+      );
     } finally {
       await worker.stop();
     }
@@ -687,13 +872,22 @@ describe("resend", () => {
     // Newest first: the manual one, then the scheduled one.
     expect(attempts.body.data.map((a: { triggerType: number }) => a.triggerType)).toEqual([1, 0]);
     for (const a of attempts.body.data) {
-      expect(a).toMatchObject({ msgId: msg.id, endpointId: ep.id, status: 0, statusText: "success", responseStatusCode: 200 });
+      expect(a).toMatchObject({
+        msgId: msg.id,
+        endpointId: ep.id,
+        status: 0,
+        statusText: "success",
+        responseStatusCode: 200,
+      });
       expect(a.id).toMatch(/^atmpt_/);
       expect(isoDate(a.timestamp)).toBe(true);
     }
     const byEndpoint = await h.call("GET", `${V1}/app/${app.id}/attempt/endpoint/${ep.id}`);
     expect(byEndpoint.body.data).toHaveLength(2);
-    const one = await h.call("GET", `${V1}/app/${app.id}/msg/${msg.id}/attempt/${attempts.body.data[0].id}`);
+    const one = await h.call(
+      "GET",
+      `${V1}/app/${app.id}/msg/${msg.id}/attempt/${attempts.body.data[0].id}`,
+    );
     expect(one.status).toBe(200);
     expect(one.body).toEqual(attempts.body.data[0]);
   });
@@ -702,8 +896,16 @@ describe("resend", () => {
     const app = await createApp();
     const ep = await createEndpoint(app.id);
     const msg = await sendMessage(app.id, { eventType: "t", payload: {} });
-    expectClientError(await h.call("POST", `${V1}/app/${app.id}/msg/msg_nope/endpoint/${ep.id}/resend`), /message/, 404);
-    expectClientError(await h.call("POST", `${V1}/app/${app.id}/msg/${msg.id}/endpoint/ep_nope/resend`), /endpoint/, 404);
+    expectClientError(
+      await h.call("POST", `${V1}/app/${app.id}/msg/msg_nope/endpoint/${ep.id}/resend`),
+      /message/,
+      404,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/${app.id}/msg/${msg.id}/endpoint/ep_nope/resend`),
+      /endpoint/,
+      404,
+    );
   });
 });
 
@@ -732,43 +934,108 @@ describe("bad input: a 4xx with { code, detail }, never a 5xx", () => {
   test("unknown fields are named", async () => {
     expectClientError(await h.call("POST", `${V1}/app`, { name: "x", colour: "red" }), /colour/);
     expectClientError(await h.call("PATCH", `${V1}/app/${appId}`, { nmae: "x" }), /nmae/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${rx.url}/u`, filterTyps: ["a"] }), /filterTyps/);
-    expectClientError(await h.call("PATCH", `${V1}/app/${appId}/endpoint/${epId}`, { secretKey: "x" }), /secretKey/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "t", payload: {}, evenId: "x" }), /evenId/);
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/endpoint`, {
+        url: `${rx.url}/u`,
+        filterTyps: ["a"],
+      }),
+      /filterTyps/,
+    );
+    expectClientError(
+      await h.call("PATCH", `${V1}/app/${appId}/endpoint/${epId}`, { secretKey: "x" }),
+      /secretKey/,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "t", payload: {}, evenId: "x" }),
+      /evenId/,
+    );
   });
 
   test("missing required fields are named", async () => {
     expectClientError(await h.call("POST", `${V1}/app`, {}), /name/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/endpoint`, { description: "x" }), /url/);
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/endpoint`, { description: "x" }),
+      /url/,
+    );
     expectClientError(await h.call("POST", `${V1}/app/${appId}/msg`, { payload: {} }), /eventType/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "t" }), /payload/);
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "t" }),
+      /payload/,
+    );
     expectClientError(await h.call("POST", `${V1}/app`, ""), /body/);
   });
 
   test("wrong types are named and not coerced", async () => {
     expectClientError(await h.call("POST", `${V1}/app`, { name: 5 }), /name/);
-    expectClientError(await h.call("POST", `${V1}/app`, { name: "x", metadata: { a: 1 } }), /metadata/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${rx.url}/u`, eventTypes: "a" }), /eventTypes/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${rx.url}/u`, maxAttempts: "5" }), /maxAttempts/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${rx.url}/u`, disabled: "true" }), /disabled/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${rx.url}/u`, timeoutMs: 1 }), /timeoutMs/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: 1, payload: {} }), /eventType/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "t", payload: {}, channels: "c" }), /channels/);
+    expectClientError(
+      await h.call("POST", `${V1}/app`, { name: "x", metadata: { a: 1 } }),
+      /metadata/,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${rx.url}/u`, eventTypes: "a" }),
+      /eventTypes/,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${rx.url}/u`, maxAttempts: "5" }),
+      /maxAttempts/,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${rx.url}/u`, disabled: "true" }),
+      /disabled/,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${rx.url}/u`, timeoutMs: 1 }),
+      /timeoutMs/,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: 1, payload: {} }),
+      /eventType/,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/msg`, {
+        eventType: "t",
+        payload: {},
+        channels: "c",
+      }),
+      /channels/,
+    );
     expectClientError(await h.call("POST", `${V1}/app`, [{ name: "x" }]), /body/);
   });
 
   test("bad endpoint URLs", async () => {
-    for (const url of ["not a url", "ftp://x", "javascript:alert(1)", "file:///etc/passwd", "http://", ""]) {
+    for (const url of [
+      "not a url",
+      "ftp://x",
+      "javascript:alert(1)",
+      "file:///etc/passwd",
+      "http://",
+      "",
+    ]) {
       expectClientError(await h.call("POST", `${V1}/app/${appId}/endpoint`, { url }), /url/);
     }
-    expectClientError(await h.call("PATCH", `${V1}/app/${appId}/endpoint/${epId}`, { url: "ftp://x" }), /url/);
-    expectClientError(await h.call("PUT", `${V1}/app/${appId}/endpoint/${epId}`, { url: "not a url" }), /url/);
+    expectClientError(
+      await h.call("PATCH", `${V1}/app/${appId}/endpoint/${epId}`, { url: "ftp://x" }),
+      /url/,
+    );
+    expectClientError(
+      await h.call("PUT", `${V1}/app/${appId}/endpoint/${epId}`, { url: "not a url" }),
+      /url/,
+    );
   });
 
   test("a payload that is not an object", async () => {
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "t", payload: [1, 2] }), /payload/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "t", payload: "text" }), /payload/);
-    expectClientError(await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "t", payload: null }), /payload/);
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "t", payload: [1, 2] }),
+      /payload/,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "t", payload: "text" }),
+      /payload/,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "t", payload: null }),
+      /payload/,
+    );
   });
 
   test("a body over 1 MiB is 413", async () => {
@@ -776,28 +1043,62 @@ describe("bad input: a 4xx with { code, detail }, never a 5xx", () => {
     const res = await raw("POST", `${V1}/app/${appId}/msg`, big);
     expect(res.statusCode).toBe(413);
     expect(res.json()).toEqual({ code: "payload_too_large", detail: expect.any(String) });
-    const { rows } = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [appId]);
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n from messages where app_id = $1",
+      [appId],
+    );
     expect(rows[0].n).toBe(0);
     // Just under the limit is fine.
-    const ok = await raw("POST", `${V1}/app/${appId}/msg`, JSON.stringify({ eventType: "t", payload: { s: "x".repeat(1000 * 1000) } }));
+    const ok = await raw(
+      "POST",
+      `${V1}/app/${appId}/msg`,
+      JSON.stringify({ eventType: "t", payload: { s: "x".repeat(1000 * 1000) } }),
+    );
     expect(ok.statusCode).toBe(202);
   });
 
   test("unknown app, endpoint and message ids are 404", async () => {
     expectClientError(await h.call("GET", `${V1}/app/app_doesnotexist`), /application/, 404);
-    expectClientError(await h.call("PATCH", `${V1}/app/app_doesnotexist`, { name: "x" }), /application/, 404);
-    expectClientError(await h.call("POST", `${V1}/app/app_doesnotexist/msg`, { eventType: "t", payload: {} }), /application/, 404);
-    expectClientError(await h.call("GET", `${V1}/app/${appId}/endpoint/ep_doesnotexist`), /endpoint/, 404);
-    expectClientError(await h.call("GET", `${V1}/app/${appId}/msg/msg_doesnotexist`), /message/, 404);
-    expectClientError(await h.call("GET", `${V1}/app/${appId}/attempt/msg/msg_doesnotexist`), /message/, 404);
-    expectClientError(await h.call("GET", `${V1}/app/${appId}/attempt/endpoint/ep_doesnotexist`), /endpoint/, 404);
+    expectClientError(
+      await h.call("PATCH", `${V1}/app/app_doesnotexist`, { name: "x" }),
+      /application/,
+      404,
+    );
+    expectClientError(
+      await h.call("POST", `${V1}/app/app_doesnotexist/msg`, { eventType: "t", payload: {} }),
+      /application/,
+      404,
+    );
+    expectClientError(
+      await h.call("GET", `${V1}/app/${appId}/endpoint/ep_doesnotexist`),
+      /endpoint/,
+      404,
+    );
+    expectClientError(
+      await h.call("GET", `${V1}/app/${appId}/msg/msg_doesnotexist`),
+      /message/,
+      404,
+    );
+    expectClientError(
+      await h.call("GET", `${V1}/app/${appId}/attempt/msg/msg_doesnotexist`),
+      /message/,
+      404,
+    );
+    expectClientError(
+      await h.call("GET", `${V1}/app/${appId}/attempt/endpoint/ep_doesnotexist`),
+      /endpoint/,
+      404,
+    );
     expectClientError(await h.call("GET", `${V1}/nothing-here`), /route/, 404);
   });
 
   test("bad iterators and limits", async () => {
     expectClientError(await h.call("GET", `${V1}/app?iterator=-`), /iterator/);
     expectClientError(await h.call("GET", `${V1}/app?iterator=${"x".repeat(200)}`), /iterator/);
-    expectClientError(await h.call("GET", `${V1}/app/${appId}/attempt/endpoint/${epId}?iterator=atmpt_abc`), /iterator/);
+    expectClientError(
+      await h.call("GET", `${V1}/app/${appId}/attempt/endpoint/${epId}?iterator=atmpt_abc`),
+      /iterator/,
+    );
     for (const limit of ["0", "1000", "-1", "abc", "2.5"]) {
       expectClientError(await h.call("GET", `${V1}/app?limit=${limit}`), /limit/);
       expectClientError(await h.call("GET", `${V1}/app/${appId}/msg?limit=${limit}`), /limit/);
@@ -807,7 +1108,14 @@ describe("bad input: a 4xx with { code, detail }, never a 5xx", () => {
   });
 
   test("authentication: missing, wrong key and Basic scheme are 401", async () => {
-    for (const authorization of [undefined, "Bearer wrong-key", "Basic x", `Basic ${h.adminKey}`, "Bearer", h.adminKey]) {
+    for (const authorization of [
+      undefined,
+      "Bearer wrong-key",
+      "Basic x",
+      `Basic ${h.adminKey}`,
+      "Bearer",
+      h.adminKey,
+    ]) {
       const res = await h.api.inject({
         method: "GET",
         url: `${V1}/app`,
@@ -836,7 +1144,9 @@ describe("bad input: a 4xx with { code, detail }, never a 5xx", () => {
   test("a body that is not JSON is refused with a 4xx JSON error", async () => {
     const res = await raw("POST", `${V1}/app`, '{"name":"x"}', { "content-type": "text/plain" });
     expectClientError({ status: res.statusCode, body: res.json(), headers: {} }, /./);
-    const form = await raw("POST", `${V1}/app`, "name=x", { "content-type": "application/x-www-form-urlencoded" });
+    const form = await raw("POST", `${V1}/app`, "name=x", {
+      "content-type": "application/x-www-form-urlencoded",
+    });
     expect(form.statusCode).toBe(415);
     expect(form.json()).toEqual({ code: "unsupported_media_type", detail: expect.any(String) });
   });
@@ -924,7 +1234,9 @@ describe("app-scoped keys", () => {
     expect((await as("GET", `${V1}/app/${mineUid}`)).body.id).toBe(mine.id);
     expect((await as("GET", `${V1}/app/${mine.id}/endpoint/${myEp.id}`)).status).toBe(200);
     expect((await as("GET", `${V1}/app/${mine.id}/msg/${myMsg.id}`)).status).toBe(200);
-    expect((await as("POST", `${V1}/app/${mine.id}/msg`, { eventType: "t", payload: {} })).status).toBe(202);
+    expect(
+      (await as("POST", `${V1}/app/${mine.id}/msg`, { eventType: "t", payload: {} })).status,
+    ).toBe(202);
 
     const list = await as("GET", `${V1}/app`);
     expect(list.status).toBe(200);
@@ -959,7 +1271,10 @@ describe("app-scoped keys", () => {
     // Nothing of theirs changed.
     const still = await h.call("GET", `${V1}/app/${theirs.id}`);
     expect(still.body).toEqual(theirs);
-    const theirCount = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [theirs.id]);
+    const theirCount = await h.db.pool.query(
+      "select count(*)::int as n from messages where app_id = $1",
+      [theirs.id],
+    );
     expect(theirCount.rows[0].n).toBe(1);
 
     // Creating applications is for admins.

@@ -5,8 +5,7 @@
  * commas, quotes, backslashes, blanks).
  */
 import pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { inject } from "vitest";
+import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { plainArray, textArray, timestampArray } from "../src/db/array-literal.ts";
 
 let client: pg.Client;
@@ -42,14 +41,24 @@ const AWKWARD = [
 
 test("text arrays survive the server's parser, escaped or not", async () => {
   expect(await roundTrip(textArray(AWKWARD), "text")).toEqual(AWKWARD);
-  expect(await roundTrip(textArray(["a", null, 'q"', null]), "text")).toEqual(["a", null, 'q"', null]);
+  expect(await roundTrip(textArray(["a", null, 'q"', null]), "text")).toEqual([
+    "a",
+    null,
+    'q"',
+    null,
+  ]);
   expect(await roundTrip(textArray(["x", "y z", "NULL"]), "text")).toEqual(["x", "y z", "NULL"]);
   expect(await roundTrip(textArray([null]), "text")).toEqual([null]);
   expect(await roundTrip(textArray([]), "text")).toEqual([]);
 });
 
 test("numeric and boolean arrays, with and without nulls", async () => {
-  expect(await roundTrip(plainArray([1, 0, -5, 2 ** 40]), "bigint")).toEqual(["1", "0", "-5", String(2 ** 40)]);
+  expect(await roundTrip(plainArray([1, 0, -5, 2 ** 40]), "bigint")).toEqual([
+    "1",
+    "0",
+    "-5",
+    String(2 ** 40),
+  ]);
   expect(await roundTrip(plainArray([200, null, 503]), "integer")).toEqual([200, null, 503]);
   expect(await roundTrip(plainArray([true, false, null]), "boolean")).toEqual([true, false, null]);
   expect(await roundTrip(plainArray([]), "integer")).toEqual([]);
@@ -58,7 +67,10 @@ test("numeric and boolean arrays, with and without nulls", async () => {
 test("an undefined that slipped past the types becomes NULL, not an empty string", async () => {
   const slipped = [undefined, "x"] as unknown as string[];
   expect(await roundTrip(textArray(slipped), "text")).toEqual([null, "x"]);
-  expect(await roundTrip(plainArray([1, undefined] as unknown as number[]), "integer")).toEqual([1, null]);
+  expect(await roundTrip(plainArray([1, undefined] as unknown as number[]), "integer")).toEqual([
+    1,
+    null,
+  ]);
 });
 
 test("timestamps keep their millisecond, whatever the session's time zone", async () => {

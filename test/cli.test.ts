@@ -47,7 +47,10 @@ let h: Harness;
 let dir: string;
 
 /** Runs `hookrelay <args>` with this file's database; resolves with its exit code and output. */
-async function cli(args: string[], options: { stdin?: string; databaseUrl?: string } = {}): Promise<Run> {
+async function cli(
+  args: string[],
+  options: { stdin?: string; databaseUrl?: string } = {},
+): Promise<Run> {
   const release = await slot();
   const started = performance.now();
   try {
@@ -91,7 +94,13 @@ const show = (r: Run) => `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n$
 
 // ------------------------------------------------------------------------- fixture
 
-const X = { uid: "cli-x", id: "", endpoints: [] as string[], dead: [] as number[], oldestPending: new Date() };
+const X = {
+  uid: "cli-x",
+  id: "",
+  endpoints: [] as string[],
+  dead: [] as number[],
+  oldestPending: new Date(),
+};
 const Y = { uid: "cli-y", id: "" };
 const Z = { uid: "cli-z", id: "", endpoints: [] as string[] };
 const S = { uid: "cli-send", id: "" };
@@ -102,13 +111,22 @@ async function app(uid: string): Promise<string> {
   return res.body.id;
 }
 async function endpoint(appId: string, body: Record<string, unknown> = {}): Promise<string> {
-  const res = await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${DEAD_URL}/${Math.random().toString(36).slice(2)}`, ...body });
+  const res = await h.call("POST", `${V1}/app/${appId}/endpoint`, {
+    url: `${DEAD_URL}/${Math.random().toString(36).slice(2)}`,
+    ...body,
+  });
   if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   return res.body.id;
 }
 
 /** Rows in deliveries (with their messages) of one endpoint, `status`, dying/created `agoMs` ago. */
-async function rows(endpointId: string, status: string, n: number, agoMs: number, code: number | null = null) {
+async function rows(
+  endpointId: string,
+  status: string,
+  n: number,
+  agoMs: number,
+  code: number | null = null,
+) {
   const { rows } = await h.db.pool.query(
     `with m as (
        insert into messages (id, app_id, event_type, payload, created_at)
@@ -147,11 +165,19 @@ beforeAll(async () => {
     "update endpoint_health set slow = true, p50_ms = 900, p95_ms = 3000, p99_ms = 4000, samples = 25, success_rate = 1, stats_at = now() where endpoint_id = $1",
     [x1],
   );
-  await h.db.pool.query("update endpoints set disabled = true, disabled_reason = 'operator' where id = $1", [x3]);
+  await h.db.pool.query(
+    "update endpoints set disabled = true, disabled_reason = 'operator' where id = $1",
+    [x3],
+  );
   X.dead = await rows(x0, "dead_letter", 6, 20 * MIN, 401);
   await rows(x1, "pending", 2, 5 * MIN);
   await rows(x1, "failed", 1, 3 * MIN, 503);
-  X.oldestPending = (await h.db.pool.query("select min(created_at) as t from deliveries where app_id = $1 and status = 'pending'", [X.id])).rows[0].t;
+  X.oldestPending = (
+    await h.db.pool.query(
+      "select min(created_at) as t from deliveries where app_id = $1 and status = 'pending'",
+      [X.id],
+    )
+  ).rows[0].t;
   await h.db.pool.query(
     `insert into latency_samples (endpoint_id, at, latency_ms, ok)
      values ($1, now() - interval '10 minutes', 100, true), ($1, now() - interval '20 minutes', 300, true),
@@ -194,7 +220,12 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const lines = r.stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^metric\s+value$/);
     expect(lines[1]).toMatch(/^-+\s+-+$/);
-    expect(r.stdout).toMatch(new RegExp(`^oldest pending\\s+5 min \\(${X.oldestPending.toISOString().replace(/\./g, "\\.")}\\)$`, "m"));
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^oldest pending\\s+5 min \\(${X.oldestPending.toISOString().replace(/\./g, "\\.")}\\)$`,
+        "m",
+      ),
+    );
     expect(r.stdout).toMatch(/^pending\s+2$/m);
     expect(r.stdout).toMatch(/^awaiting retry\s+1$/m);
     expect(r.stdout).toMatch(/^in flight\s+0$/m);
@@ -213,7 +244,13 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(got.oldestPending.ageMs).toBeGreaterThan(5 * MIN - 1_000);
     got.oldestPending.ageMs = api.oldestPending.ageMs;
     expect(got).toEqual(api);
-    expect(got).toMatchObject({ pending: 2, awaitingRetry: 1, inFlight: 0, deadLetter: 6, avgDeliveryMsLastHour: 200 });
+    expect(got).toMatchObject({
+      pending: 2,
+      awaitingRetry: 1,
+      inFlight: 0,
+      deadLetter: 6,
+      avgDeliveryMsLastHour: 200,
+    });
   });
 
   // one process, two tests: its output, and its exit code (a BUG, below)
@@ -223,7 +260,12 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   test("alerts: lists the open alerts of an app", async ({ expect }) => {
     const r = await alertsOfX();
     expect(r.stdout).toMatch(/^severity\s+kind\s+subject\s+since\s+message$/m);
-    expect(r.stdout).toMatch(new RegExp(`^critical\\s+circuit_open\\s+${X.endpoints[0]}\\s+\\S+\\s+The circuit of .* is open after 10 consecutive failures`, "m"));
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^critical\\s+circuit_open\\s+${X.endpoints[0]}\\s+\\S+\\s+The circuit of .* is open after 10 consecutive failures`,
+        "m",
+      ),
+    );
     expect(r.stdout).toMatch(new RegExp(`^warning\\s+endpoint_slow\\s+${X.endpoints[1]}\\s`, "m"));
   });
 
@@ -253,9 +295,15 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const r = await cli(["slow"]);
     expect(r.code, show(r)).toBe(0);
     const lines = r.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^endpoint\s+app\s+url\s+circuit\s+p50\s+p95\s+p99\s+samples\s+success\s+pending\s+dead$/);
+    expect(lines[0]).toMatch(
+      /^endpoint\s+app\s+url\s+circuit\s+p50\s+p95\s+p99\s+samples\s+success\s+pending\s+dead$/,
+    );
     expect(lines).toHaveLength(3);
-    expect(lines[2]).toMatch(new RegExp(`^${X.endpoints[1]}\\s+${X.id}\\s+http://127\\.0\\.0\\.1:9/\\S+\\s+closed\\s+900 ms\\s+3\\.0 s\\s+4\\.0 s\\s+25\\s+100\\.0%\\s+3\\s+0$`));
+    expect(lines[2]).toMatch(
+      new RegExp(
+        `^${X.endpoints[1]}\\s+${X.id}\\s+http://127\\.0\\.0\\.1:9/\\S+\\s+closed\\s+900 ms\\s+3\\.0 s\\s+4\\.0 s\\s+25\\s+100\\.0%\\s+3\\s+0$`,
+      ),
+    );
   });
 
   test("endpoints: the health table of one app", async ({ expect }) => {
@@ -267,17 +315,24 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect([...byId.keys()].sort()).toEqual([...X.endpoints].sort());
     // circuit open, 6 dead letters, nothing pending
     expect(byId.get(X.endpoints[0])).toMatch(/\sopen\s.*\s0\s+6$/);
-    expect(byId.get(X.endpoints[1])).toMatch(/\sclosed\s+900 ms\s+3\.0 s\s+4\.0 s\s+25\s+100\.0%\s+3\s+0$/);
+    expect(byId.get(X.endpoints[1])).toMatch(
+      /\sclosed\s+900 ms\s+3\.0 s\s+4\.0 s\s+25\s+100\.0%\s+3\s+0$/,
+    );
   });
 
   test("dlq list: dead letters newest first, filtered", async ({ expect }) => {
     const r = await cli(["dlq", "list", "--app", X.uid, "--status-code", "401", "--since", "1h"]);
     expect(r.code, show(r)).toBe(0);
     const lines = r.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^delivery\s+message\s+endpoint\s+event\s+attempts\s+status\s+error\s+died$/);
+    expect(lines[0]).toMatch(
+      /^delivery\s+message\s+endpoint\s+event\s+attempts\s+status\s+error\s+died$/,
+    );
     const ids = lines.slice(2).map((l) => l.split(/\s+/)[0]);
     expect(ids).toEqual([...X.dead].sort((a, b) => b - a).map((id) => `dlv_${id}`));
-    for (const l of lines.slice(2)) expect(l).toMatch(new RegExp(`\\s${X.endpoints[0]}\\s+cli\\.event\\s+3\\s+401\\s+HTTP 401\\s+\\S+Z$`));
+    for (const l of lines.slice(2))
+      expect(l).toMatch(
+        new RegExp(`\\s${X.endpoints[0]}\\s+cli\\.event\\s+3\\s+401\\s+HTTP 401\\s+\\S+Z$`),
+      );
   });
 
   test("dlq analyze: the pattern and what to do", async ({ expect }) => {
@@ -288,17 +343,24 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(lines[1]).toMatch(/^ {2}dead: 6, avg attempts 3, first \S+Z, last \S+Z$/);
     expect(lines[2]).toBe("  most common: HTTP 401 (status 401)");
     expect(lines[3]).toBe("  pattern: credentials");
-    expect(lines[4]).toMatch(/^ {2}action: The receiver rejects hookrelay's credentials \(401\/403\)/);
+    expect(lines[4]).toMatch(
+      /^ {2}action: The receiver rejects hookrelay's credentials \(401\/403\)/,
+    );
     expect(lines).toHaveLength(5);
   });
 
-  test("dlq requeue --since --app: progress per endpoint on stderr, the count on stdout", async ({ expect }) => {
+  test("dlq requeue --since --app: progress per endpoint on stderr, the count on stdout", async ({
+    expect,
+  }) => {
     const r = await cli(["dlq", "requeue", "--since", "2h", "--app", Z.uid]);
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout).toBe("requeued 5 deliveries of 2 endpoints\n");
     const progress = r.stderr.trimEnd().split("\n");
     const sorted = [...Z.endpoints].sort();
-    const counts = new Map([[Z.endpoints[0]!, 3], [Z.endpoints[1]!, 2]]);
+    const counts = new Map([
+      [Z.endpoints[0]!, 3],
+      [Z.endpoints[1]!, 2],
+    ]);
     const first = counts.get(sorted[0]!)!;
     expect(progress).toEqual([
       `[1/2] ${sorted[0]}: requeued ${first} (total ${first})`,
@@ -311,8 +373,12 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     );
     const requeued = rows.filter((row) => row.status === "pending");
     expect(requeued).toHaveLength(5);
-    expect(requeued.every((row) => row.attempt_count === 0 && row.requeued_by === "api:cli")).toBe(true);
-    expect(rows.filter((row) => row.status === "dead_letter").map((row) => [row.endpoint_id, row.old])).toEqual([[Z.endpoints[0], true]]);
+    expect(requeued.every((row) => row.attempt_count === 0 && row.requeued_by === "api:cli")).toBe(
+      true,
+    );
+    expect(
+      rows.filter((row) => row.status === "dead_letter").map((row) => [row.endpoint_id, row.old]),
+    ).toEqual([[Z.endpoints[0], true]]);
   });
 
   test("app create", async ({ expect }) => {
@@ -328,16 +394,33 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const r = await cli(["app", "list"]);
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout.split("\n")[0]).toMatch(/^id\s+uid\s+name\s+created$/);
-    for (const a of [X, Y, Z, S]) expect(r.stdout).toMatch(new RegExp(`^${a.id}\\s+${a.uid}\\s+CLI ${a.uid}\\s+\\S+Z$`, "m"));
+    for (const a of [X, Y, Z, S])
+      expect(r.stdout).toMatch(new RegExp(`^${a.id}\\s+${a.uid}\\s+CLI ${a.uid}\\s+\\S+Z$`, "m"));
   });
 
   test("endpoint add: prints the id and the signing secret", async ({ expect }) => {
-    const r = await cli(["endpoint", "add", Y.uid, "http://127.0.0.1:9/added", "--event-types", "a.b, c.d", "--uid", "added", "--description", "from the CLI"]);
+    const r = await cli([
+      "endpoint",
+      "add",
+      Y.uid,
+      "http://127.0.0.1:9/added",
+      "--event-types",
+      "a.b, c.d",
+      "--uid",
+      "added",
+      "--description",
+      "from the CLI",
+    ]);
     expect(r.code, show(r)).toBe(0);
     const m = /^created (ep_\w+)\nsigning secret: (whsec_\S+)\n$/.exec(r.stdout);
     expect(m, show(r)).not.toBeNull();
     const ep = await h.call("GET", `${V1}/app/${Y.id}/endpoint/added`);
-    expect(ep.body).toMatchObject({ id: m![1], url: "http://127.0.0.1:9/added", eventTypes: ["a.b", "c.d"], description: "from the CLI" });
+    expect(ep.body).toMatchObject({
+      id: m![1],
+      url: "http://127.0.0.1:9/added",
+      eventTypes: ["a.b", "c.d"],
+      description: "from the CLI",
+    });
     const secret = await h.call("GET", `${V1}/app/${Y.id}/endpoint/${m![1]}/secret`);
     expect(secret.body.key).toBe(m![2]);
   });
@@ -356,7 +439,10 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const r = await cli(["endpoint", "disable", X.uid, target]);
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout).toBe(`${target} disabled\n`);
-    const { rows } = await h.db.pool.query("select disabled, disabled_reason from endpoints where id = $1", [target]);
+    const { rows } = await h.db.pool.query(
+      "select disabled, disabled_reason from endpoints where id = $1",
+      [target],
+    );
     expect(rows[0]).toEqual({ disabled: true, disabled_reason: "operator" });
   });
 
@@ -365,7 +451,10 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const r = await cli(["endpoint", "enable", X.uid, "x3", "--json"]);
     expect(r.code, show(r)).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ id: target, disabled: false });
-    const { rows } = await h.db.pool.query("select disabled, disabled_reason from endpoints where id = $1", [target]);
+    const { rows } = await h.db.pool.query(
+      "select disabled, disabled_reason from endpoints where id = $1",
+      [target],
+    );
     expect(rows[0]).toEqual({ disabled: false, disabled_reason: null });
   });
 
@@ -377,7 +466,9 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const m = /^new signing secret: (whsec_\S+)\n$/.exec(r.stdout);
     expect(m, show(r)).not.toBeNull();
     expect(m![1]).not.toBe(before);
-    expect((await h.call("GET", `${V1}/app/${X.id}/endpoint/${target}/secret`)).body.key).toBe(m![1]);
+    expect((await h.call("GET", `${V1}/app/${X.id}/endpoint/${target}/secret`)).body.key).toBe(
+      m![1],
+    );
   });
 
   test("send: the payload from a JSON file", async ({ expect }) => {
@@ -391,12 +482,18 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
       "select m.event_type, m.event_id, m.payload, count(d.id)::int as deliveries from messages m left join deliveries d on d.message_id = m.id where m.id = $1 group by m.id",
       [m![1]],
     );
-    expect(rows[0]).toMatchObject({ event_type: "order.created", event_id: "cli-file-1", deliveries: 1 });
+    expect(rows[0]).toMatchObject({
+      event_type: "order.created",
+      event_id: "cli-file-1",
+      deliveries: 1,
+    });
     expect(JSON.parse(rows[0].payload)).toEqual({ order: 42, items: ["a", "b"], total: 9.5 });
   });
 
   test("send: the payload from stdin (--json output)", async ({ expect }) => {
-    const r = await cli(["send", S.uid, "order.created", "--json"], { stdin: '{"from":"stdin","n":1}' });
+    const r = await cli(["send", S.uid, "order.created", "--json"], {
+      stdin: '{"from":"stdin","n":1}',
+    });
     expect(r.code, show(r)).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out).toMatchObject({ eventType: "order.created", payload: { from: "stdin", n: 1 } });
@@ -410,7 +507,9 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
       empty = await createTestDb({ template: false });
       const r = await cli(["migrate"], { databaseUrl: empty.url });
       expect(r.code, show(r)).toBe(0);
-      expect(r.stdout).toMatch(/^applied: 0001_init\S*, 0002_endpoint_health\S*, 0003_operations\S*/);
+      expect(r.stdout).toMatch(
+        /^applied: 0001_init\S*, 0002_endpoint_health\S*, 0003_operations\S*/,
+      );
       const client = new pg.Client({ connectionString: empty.url });
       await client.connect();
       try {

@@ -10,9 +10,9 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { withTransaction } from "../src/db/pool.ts";
 import {
-  claimDeliveries,
   type ClaimedDelivery,
   type ClaimOptions,
+  claimDeliveries,
 } from "../src/queue/claim-deliveries.ts";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { type DeliveryResult, recordResults } from "../src/queue/record-results.ts";
@@ -173,7 +173,11 @@ async function startRawServer(onRequest: (res: http.ServerResponse) => void) {
 }
 
 /** A successful attempt's result for a claimed row, as a worker holding `token` reports it. */
-function resultFor(claim: ClaimedDelivery, token: string, over: Partial<DeliveryResult> = {}): DeliveryResult {
+function resultFor(
+  claim: ClaimedDelivery,
+  token: string,
+  over: Partial<DeliveryResult> = {},
+): DeliveryResult {
   return {
     deliveryId: claim.id,
     claimToken: token,
@@ -573,7 +577,10 @@ describe("timeouts and response limits", () => {
     });
     try {
       const appId = await newApp();
-      const endpointId = await newEndpoint(appId, `${server.url}/cut`, { timeoutMs: 8_000, maxAttempts: 1 });
+      const endpointId = await newEndpoint(appId, `${server.url}/cut`, {
+        timeoutMs: 8_000,
+        maxAttempts: 1,
+      });
       const msgId = await send(appId);
 
       const row = await waitForStatus(msgId, endpointId, "dead_letter", 6_000);
@@ -683,8 +690,12 @@ describe("claim tokens", () => {
         [ep.body.id, before.id],
       );
       const circuit = async () =>
-        (await h2.db.pool.query("select circuit_state from endpoint_health where endpoint_id = $1", [ep.body.id]))
-          .rows[0].circuit_state;
+        (
+          await h2.db.pool.query(
+            "select circuit_state from endpoint_health where endpoint_id = $1",
+            [ep.body.id],
+          )
+        ).rows[0].circuit_state;
 
       // Worker A comes back late with a permanent failure: it must not land.
       const stale = await recordResults(
@@ -708,7 +719,11 @@ describe("claim tokens", () => {
       expect(await inFlightCount()).toBe(1);
       expect(await circuit()).toBe("half_open");
 
-      const current = await recordResults(h2.db.pool, [resultFor(claimedB[0]!, tokenB, { isProbe: true })], health);
+      const current = await recordResults(
+        h2.db.pool,
+        [resultFor(claimedB[0]!, tokenB, { isProbe: true })],
+        health,
+      );
       expect(current).toBe(1);
       expect(await inFlightCount()).toBe(0);
       expect(await circuit()).toBe("closed");
@@ -741,9 +756,15 @@ describe("claims and concurrent writers", () => {
 
   async function endpointWithMessages(h2: Harness, n: number): Promise<string> {
     const app = await h2.call("POST", "/api/v1/app", { name: "claims" });
-    const ep = await h2.call("POST", `/api/v1/app/${app.body.id}/endpoint`, { url: "http://127.0.0.1:9/never" });
+    const ep = await h2.call("POST", `/api/v1/app/${app.body.id}/endpoint`, {
+      url: "http://127.0.0.1:9/never",
+    });
     for (let i = 0; i < n; i++) {
-      await enqueueMessage(h2.db.pool, { appId: app.body.id, eventType: "t", payload: `{"i":${i}}` }, 5);
+      await enqueueMessage(
+        h2.db.pool,
+        { appId: app.body.id, eventType: "t", payload: `{"i":${i}}` },
+        5,
+      );
     }
     return ep.body.id;
   }
@@ -756,7 +777,9 @@ describe("claims and concurrent writers", () => {
       let claimed: ClaimedDelivery[] | null = null;
       await withTransaction(h2.db.pool, async (writer) => {
         // what a result write holds between its apply statement and its commit
-        await writer.query("select 1 from endpoint_health where endpoint_id = $1 for update", [endpointId]);
+        await writer.query("select 1 from endpoint_health where endpoint_id = $1 for update", [
+          endpointId,
+        ]);
         const claim = claimDeliveries(h2.db.pool, options()).then((rows) => {
           claimed = rows;
         });
@@ -775,7 +798,9 @@ describe("claims and concurrent writers", () => {
     const h2 = await startHarness();
     try {
       const endpointId = await endpointWithMessages(h2, 30);
-      const rounds = await Promise.all(Array.from({ length: 6 }, () => claimDeliveries(h2.db.pool, options())));
+      const rounds = await Promise.all(
+        Array.from({ length: 6 }, () => claimDeliveries(h2.db.pool, options())),
+      );
       const ids = rounds.flat().map((c) => c.id);
       expect(new Set(ids).size).toBe(ids.length);
       expect(ids).toHaveLength(20); // the default max in flight of the endpoint
@@ -807,12 +832,16 @@ describe("claims and concurrent writers", () => {
         expect(stats[0]).toEqual({ updated: 10, in_place: 10 });
         // Its commit does not wait for the WAL flush (a lost claim only makes its rows due
         // again); the setting is the transaction's own.
-        const { rows: sync } = await client.query("select current_setting('synchronous_commit') as v");
+        const { rows: sync } = await client.query(
+          "select current_setting('synchronous_commit') as v",
+        );
         expect(sync[0].v).toBe("off");
         return rows;
       });
       expect(claimed).toHaveLength(10);
-      const { rows: leases } = await h2.db.pool.query("select token, delivery_ids, lease_expires_at from claims");
+      const { rows: leases } = await h2.db.pool.query(
+        "select token, delivery_ids, lease_expires_at from claims",
+      );
       expect(leases).toHaveLength(1);
       expect(leases[0].token).toBe(token);
       expect(leases[0].delivery_ids.map(Number).sort((a: number, b: number) => a - b)).toEqual(
@@ -823,9 +852,17 @@ describe("claims and concurrent writers", () => {
       expect(leaseMs).toBeGreaterThan(25_000);
       expect(leaseMs).toBeLessThan(32_000);
 
-      await recordResults(h2.db.pool, claimed.slice(0, 9).map((c) => resultFor(c, token)), h2.config.health);
+      await recordResults(
+        h2.db.pool,
+        claimed.slice(0, 9).map((c) => resultFor(c, token)),
+        h2.config.health,
+      );
       expect((await h2.db.pool.query("select 1 from claims")).rowCount).toBe(1);
-      await recordResults(h2.db.pool, [resultFor(claimed[9]!, token, { finishesClaim: true })], h2.config.health);
+      await recordResults(
+        h2.db.pool,
+        [resultFor(claimed[9]!, token, { finishesClaim: true })],
+        h2.config.health,
+      );
       expect((await h2.db.pool.query("select 1 from claims")).rowCount).toBe(0);
       // Nothing is left to hand back, and the two rows never claimed are still due.
       expect(await releaseExpiredClaims(h2.db.pool)).toBe(0);
@@ -842,7 +879,9 @@ describe("claims and concurrent writers", () => {
       try {
         await session.query("set synchronous_commit = on");
         expect(await claimDeliveries(session, options({ limit: 1 }))).toHaveLength(1);
-        expect((await session.query("show synchronous_commit")).rows[0].synchronous_commit).toBe("on");
+        expect((await session.query("show synchronous_commit")).rows[0].synchronous_commit).toBe(
+          "on",
+        );
         await session.query("reset synchronous_commit");
       } finally {
         session.release();
@@ -862,9 +901,14 @@ describe("claims and concurrent writers", () => {
       expect(await releaseExpiredClaims(h2.db.pool)).toBe(0);
       expect(await claimDeliveries(h2.db.pool, options())).toHaveLength(0);
 
-      await h2.db.pool.query("update claims set lease_expires_at = now() - interval '1 millisecond'");
+      await h2.db.pool.query(
+        "update claims set lease_expires_at = now() - interval '1 millisecond'",
+      );
       // Two workers looking at once: each row comes back exactly once.
-      const released = await Promise.all([releaseExpiredClaims(h2.db.pool), releaseExpiredClaims(h2.db.pool)]);
+      const released = await Promise.all([
+        releaseExpiredClaims(h2.db.pool),
+        releaseExpiredClaims(h2.db.pool),
+      ]);
       expect(released[0] + released[1]).toBe(5);
       const { rows } = await h2.db.pool.query(
         `select (select in_flight from endpoint_health where endpoint_id = $1) as in_flight,
@@ -898,7 +942,10 @@ describe("claims and concurrent writers", () => {
         url: `${server.url}/hang`,
         timeoutMs: 20_000,
       });
-      const msg = await h2.call("POST", `/api/v1/app/${app.body.id}/msg`, { eventType: "t", payload: { a: 1 } });
+      const msg = await h2.call("POST", `/api/v1/app/${app.body.id}/msg`, {
+        eventType: "t",
+        payload: { a: 1 },
+      });
       const worker = h2.startWorker({ shutdownTimeoutMs: 300 });
       await waitFor(() => requests === 1, 5_000, "the request to reach the server");
 
@@ -914,7 +961,16 @@ describe("claims and concurrent writers", () => {
          from deliveries d where d.message_id = $1 and d.endpoint_id = $2`,
         [msg.body.id, ep.body.id],
       );
-      expect(rows).toEqual([{ status: "pending", attempt_count: 0, claim_token: null, attempts: 0, in_flight: 0, claims: 0 }]);
+      expect(rows).toEqual([
+        {
+          status: "pending",
+          attempt_count: 0,
+          claim_token: null,
+          attempts: 0,
+          in_flight: 0,
+          claims: 0,
+        },
+      ]);
     } finally {
       await h2.close();
       await server.close();

@@ -21,7 +21,10 @@ afterAll(() => h.close());
 
 test("concurrent creates with repeated eventIds yield one message per eventId", async () => {
   const app = await h.call("POST", "/api/v1/app", { name: "batch" });
-  await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, { url: "https://93.184.215.14/a", eventTypes: ["a"] });
+  await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, {
+    url: "https://93.184.215.14/a",
+    eventTypes: ["a"],
+  });
   await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, { url: "https://93.184.215.14/b" });
   const calls = Array.from({ length: 60 }, (_, i) =>
     h.call("POST", `/api/v1/app/${app.body.id}/msg`, {
@@ -61,16 +64,25 @@ test("an accepted message wakes listening workers at its commit; a scheduled one
     listener.on("notification", () => {
       // what a woken worker would claim must already be committed
       void h.db.pool
-        .query("select count(*)::int as n from messages where app_id = $1 and event_type = 'now'", [app.body.id])
+        .query("select count(*)::int as n from messages where app_id = $1 and event_type = 'now'", [
+          app.body.id,
+        ])
         .then((r) => seen.push(r.rows[0].n > 0));
     });
     await listener.query(`listen ${WORK_CHANNEL}`);
     const later = new Date(Date.now() + 3_600_000).toISOString();
-    const scheduled = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, { eventType: "later", payload: {}, deliverAt: later });
+    const scheduled = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, {
+      eventType: "later",
+      payload: {},
+      deliverAt: later,
+    });
     expect(scheduled.status).toBe(202);
     await new Promise((r) => setTimeout(r, 300));
     expect(seen).toEqual([]);
-    const now = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, { eventType: "now", payload: {} });
+    const now = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, {
+      eventType: "now",
+      payload: {},
+    });
     expect(now.status).toBe(202);
     await waitFor(() => seen.length > 0, 5_000, "a notification");
     expect(seen[0]).toBe(true);
@@ -85,11 +97,16 @@ test("a message to an app id that does not exist is refused alone; its batch is 
   const missing = newId(ID_PREFIX.app); // well-formed, but no app has it
   const results = await Promise.all(
     Array.from({ length: 30 }, (_, i) =>
-      h.call("POST", `/api/v1/app/${i % 3 === 0 ? missing : app.body.id}/msg`, { eventType: "t", payload: { i } }),
+      h.call("POST", `/api/v1/app/${i % 3 === 0 ? missing : app.body.id}/msg`, {
+        eventType: "t",
+        payload: { i },
+      }),
     ),
   );
   expect(results.filter((r) => r.status === 404)).toHaveLength(10);
-  expect(results.filter((r) => r.status === 404).every((r) => r.body.code === "not_found")).toBe(true);
+  expect(results.filter((r) => r.status === 404).every((r) => r.body.code === "not_found")).toBe(
+    true,
+  );
   expect(results.filter((r) => r.status === 202)).toHaveLength(20);
   const { rows } = await h.db.pool.query(
     `select (select count(*)::int from messages where app_id = $1) as present,
@@ -104,7 +121,10 @@ test("a uid shaped like an app id still names its app; an app key cannot reach a
   const idShapedUid = newId(ID_PREFIX.app); // no app has this id
   const app = await h.call("POST", "/api/v1/app", { name: "uid", uid: idShapedUid });
   expect(app.status).toBe(201);
-  const sent = await h.call("POST", `/api/v1/app/${idShapedUid}/msg`, { eventType: "t", payload: { via: "uid" } });
+  const sent = await h.call("POST", `/api/v1/app/${idShapedUid}/msg`, {
+    eventType: "t",
+    payload: { via: "uid" },
+  });
   expect(sent.status).toBe(202);
   const stored = await h.db.pool.query("select app_id from messages where id = $1", [sent.body.id]);
   expect(stored.rows[0].app_id).toBe(app.body.id);
@@ -113,11 +133,24 @@ test("a uid shaped like an app id still names its app; an app key cannot reach a
   const key = await h.call("POST", "/api/v1/api-keys", { role: "app", appId: app.body.id });
   expect(key.status).toBe(201);
   const asApp = { authorization: `Bearer ${key.body.key}` };
-  const own = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, { eventType: "t", payload: {} }, asApp);
+  const own = await h.call(
+    "POST",
+    `/api/v1/app/${app.body.id}/msg`,
+    { eventType: "t", payload: {} },
+    asApp,
+  );
   expect(own.status).toBe(202);
-  const foreign = await h.call("POST", `/api/v1/app/${other.body.id}/msg`, { eventType: "t", payload: {} }, asApp);
+  const foreign = await h.call(
+    "POST",
+    `/api/v1/app/${other.body.id}/msg`,
+    { eventType: "t", payload: {} },
+    asApp,
+  );
   expect(foreign.status).toBe(404);
-  const written = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [other.body.id]);
+  const written = await h.db.pool.query(
+    "select count(*)::int as n from messages where app_id = $1",
+    [other.body.id],
+  );
   expect(written.rows[0].n).toBe(0);
 });
 
@@ -140,11 +173,16 @@ test("a long queue gets a second writer beside the first, never a third; every m
   } as unknown as Pool;
   const batcher = makeEnqueueBatcher(counting, 5, { maxBatch: 5, secondWriterAt: 3 });
   const results = await Promise.all(
-    Array.from({ length: 300 }, (_, i) => batcher.enqueue({ appId: app.body.id, eventType: "t", payload: `{"i":${i}}` })),
+    Array.from({ length: 300 }, (_, i) =>
+      batcher.enqueue({ appId: app.body.id, eventType: "t", payload: `{"i":${i}}` }),
+    ),
   );
   expect(most).toBe(2);
   expect(new Set(results.map((r) => r.messageId)).size).toBe(300);
   expect(results.every((r) => r.created && r.deliveries === 1)).toBe(true);
-  const { rows } = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [app.body.id]);
+  const { rows } = await h.db.pool.query(
+    "select count(*)::int as n from messages where app_id = $1",
+    [app.body.id],
+  );
   expect(rows[0].n).toBe(300);
 });

@@ -15,8 +15,8 @@ import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type CallResult, type Harness, startHarness } from "./helpers/harness.ts";
-import { discoverRoutes } from "./helpers/routes.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
+import { discoverRoutes } from "./helpers/routes.ts";
 
 const V1 = "/api/v1";
 

@@ -29,14 +29,21 @@ test("send() inside the caller's transaction commits or rolls back with it", asy
     await relay.send("lib", { eventType: "order.paid", payload: { order: 1 } }, { client });
     await client.query("rollback");
     await client.query("begin");
-    const sent = await relay.send("lib", { eventType: "order.paid", payload: '{"order":2, "b":1}' }, { client });
+    const sent = await relay.send(
+      "lib",
+      { eventType: "order.paid", payload: '{"order":2, "b":1}' },
+      { client },
+    );
     await client.query("commit");
     await waitFor(() => receiver.requests.length >= 1, 10_000, "delivery");
     // Give a rolled-back message every chance to show up (it must not).
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.requests.map((r) => r.body)).toEqual(['{"order":2, "b":1}']);
     expect(receiver.requests[0]!.headers["webhook-id"]).toBe(sent.messageId);
-    const { rows } = await h.db.pool.query("select count(*)::int as n from messages where app_id = $1", [appId]);
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n from messages where app_id = $1",
+      [appId],
+    );
     expect(rows[0].n).toBe(1);
   } finally {
     client.release();
@@ -46,6 +53,8 @@ test("send() inside the caller's transaction commits or rolls back with it", asy
 test("send() rejects bad input with a clear error", async () => {
   await expect(relay.send("nope", { eventType: "a", payload: {} })).rejects.toThrow(/not found/);
   await expect(relay.send("lib", { eventType: "a b", payload: {} })).rejects.toThrow(/eventType/);
-  await expect(relay.send("lib", { eventType: "a", payload: "{oops" })).rejects.toThrow(/valid JSON/);
+  await expect(relay.send("lib", { eventType: "a", payload: "{oops" })).rejects.toThrow(
+    /valid JSON/,
+  );
   await expect(relay.send("lib", { eventType: "a", payload: [1] })).rejects.toThrow(/object/);
 });

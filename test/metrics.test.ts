@@ -40,7 +40,8 @@ function parseValue(raw: string): number {
   return n;
 }
 
-const unescapeLabel = (v: string) => v.replace(/\\(["\\n])/g, (_, c: string) => (c === "n" ? "\n" : c));
+const unescapeLabel = (v: string) =>
+  v.replace(/\\(["\\n])/g, (_, c: string) => (c === "n" ? "\n" : c));
 
 /** Parses the Prometheus text exposition format (version 0.0.4), one line at a time. */
 function parseProm(text: string): Exposition {
@@ -69,11 +70,16 @@ function parseProm(text: string): Exposition {
 }
 
 /** The one sample of `name` whose labels include `labels`; undefined if none. */
-function sample(e: Exposition, name: string, labels: Record<string, string> = {}): number | undefined {
+function sample(
+  e: Exposition,
+  name: string,
+  labels: Record<string, string> = {},
+): number | undefined {
   const hits = e.samples.filter(
     (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
   );
-  if (hits.length > 1) throw new Error(`${name} ${JSON.stringify(labels)} matches ${hits.length} samples`);
+  if (hits.length > 1)
+    throw new Error(`${name} ${JSON.stringify(labels)} matches ${hits.length} samples`);
   return hits[0]?.value;
 }
 
@@ -84,7 +90,10 @@ const labelValues = (e: Exposition, name: string, label: string) =>
 /** Histogram buckets of one series: [le, cumulative count], in order. */
 function buckets(e: Exposition, name: string, labels: Record<string, string>): [number, number][] {
   return e.samples
-    .filter((s) => s.name === `${name}_bucket` && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .filter(
+      (s) =>
+        s.name === `${name}_bucket` && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+    )
     .map((s) => [parseValue(s.labels.le!), s.value] as [number, number])
     .sort((a, b) => a[0] - b[0]);
 }
@@ -103,7 +112,11 @@ test("the parser reads the format's corners", () => {
   );
   expect(e.types.get("x_total")).toBe("counter");
   expect(e.help.get("x_total")).toBe("A counter.");
-  expect(e.samples[0]).toEqual({ name: "x_total", labels: { a: "1", b: 'with "quote" and \\ and \n' }, value: 3 });
+  expect(e.samples[0]).toEqual({
+    name: "x_total",
+    labels: { a: "1", b: 'with "quote" and \\ and \n' },
+    value: 3,
+  });
   expect(e.samples[1]).toEqual({ name: "x_total", labels: {}, value: 4 });
   expect(buckets(e, "h", {})).toEqual([[Number.POSITIVE_INFINITY, 2]]);
   expect(Number.isNaN(sample(e, "g")!)).toBe(true);
@@ -122,7 +135,9 @@ describe("queue-wide gauges from a seeded database", () => {
     const app = await h.call("POST", `${V1}/app`, { name: "metrics" });
     endpoints = [];
     for (let i = 0; i < 4; i++) {
-      const ep = await h.call("POST", `${V1}/app/${app.body.id}/endpoint`, { url: `${DEAD_URL}/m${i}` });
+      const ep = await h.call("POST", `${V1}/app/${app.body.id}/endpoint`, {
+        url: `${DEAD_URL}/m${i}`,
+      });
       expect(ep.status).toBe(201);
       endpoints.push(ep.body.id);
     }
@@ -154,8 +169,14 @@ describe("queue-wide gauges from a seeded database", () => {
       "update deliveries set created_at = $1, next_attempt_at = $1 where id = (select min(id) from deliveries where status = 'pending')",
       [oldestCreated],
     );
-    await h.db.pool.query("update endpoint_health set circuit_state = 'open', opened_at = now() where endpoint_id = $1", [endpoints[1]]);
-    await h.db.pool.query("update endpoint_health set circuit_state = 'half_open', opened_at = now() where endpoint_id = $1", [endpoints[2]]);
+    await h.db.pool.query(
+      "update endpoint_health set circuit_state = 'open', opened_at = now() where endpoint_id = $1",
+      [endpoints[1]],
+    );
+    await h.db.pool.query(
+      "update endpoint_health set circuit_state = 'half_open', opened_at = now() where endpoint_id = $1",
+      [endpoints[2]],
+    );
   });
   afterAll(async () => {
     await h?.close();
@@ -185,7 +206,11 @@ describe("queue-wide gauges from a seeded database", () => {
     expect(sample(e, "hookrelay_queue_depth", { state: "pending" })).toBe(3);
     expect(sample(e, "hookrelay_queue_depth", { state: "failed" })).toBe(2);
     expect(sample(e, "hookrelay_queue_depth", { state: "in_flight" })).toBe(4);
-    expect(labelValues(e, "hookrelay_queue_depth", "state")).toEqual(["failed", "in_flight", "pending"]);
+    expect(labelValues(e, "hookrelay_queue_depth", "state")).toEqual([
+      "failed",
+      "in_flight",
+      "pending",
+    ]);
     expect(sample(e, "hookrelay_dead_letters")).toBe(5);
     const age = sample(e, "hookrelay_oldest_pending_age_seconds")!;
     expect(age).toBeGreaterThanOrEqual((before - oldestCreated.getTime()) / 1000 - 1);
@@ -206,10 +231,13 @@ describe("queue-wide gauges from a seeded database", () => {
   });
 
   test("an empty queue: zero depth and an oldest age of 0", async () => {
-    await h.db.pool.query("update deliveries set status = 'canceled' where status in ('pending', 'failed', 'in_flight')");
+    await h.db.pool.query(
+      "update deliveries set status = 'canceled' where status in ('pending', 'failed', 'in_flight')",
+    );
     await h.db.pool.query("update endpoint_health set circuit_state = 'closed'");
     const e = parseProm((await scrapeCurrent()).body);
-    for (const state of ["pending", "failed", "in_flight"]) expect(sample(e, "hookrelay_queue_depth", { state })).toBe(0);
+    for (const state of ["pending", "failed", "in_flight"])
+      expect(sample(e, "hookrelay_queue_depth", { state })).toBe(0);
     expect(sample(e, "hookrelay_oldest_pending_age_seconds")).toBe(0);
     expect(sample(e, "hookrelay_circuits", { state: "closed" })).toBe(4);
     expect(sample(e, "hookrelay_circuits", { state: "open" })).toBe(0);
@@ -217,7 +245,11 @@ describe("queue-wide gauges from a seeded database", () => {
   });
 
   test("with a metrics token: 401 without it or with anything else, 200 with it", async () => {
-    const api = await buildApi({ pool: h.db.pool, config: { ...h.config, metricsToken: "m3trics-t0ken" }, logger: silentLogger });
+    const api = await buildApi({
+      pool: h.db.pool,
+      config: { ...h.config, metricsToken: "m3trics-t0ken" },
+      logger: silentLogger,
+    });
     try {
       const none = await scrape(api);
       expect(none.statusCode).toBe(401);
@@ -257,7 +289,12 @@ describe("queue-wide gauges from a seeded database", () => {
   test("recordResults: outcomes, status classes, latency buckets, and the endpoint label limit", async () => {
     const m = makeMetrics({ pool: h.db.pool, maxEndpointLabels: 2 });
     let n = 0;
-    const result = (endpointId: string, nextStatus: string, statusCode: number | null, latencyMs: number): DeliveryResult =>
+    const result = (
+      endpointId: string,
+      nextStatus: string,
+      statusCode: number | null,
+      latencyMs: number,
+    ): DeliveryResult =>
       ({
         deliveryId: ++n,
         claimToken: "00000000-0000-0000-0000-000000000000",
@@ -281,7 +318,10 @@ describe("queue-wide gauges from a seeded database", () => {
       }) as DeliveryResult;
     m.recordResults([result("ep_a", "delivered", 200, 3), result("ep_a", "delivered", 204, 30)]);
     m.recordResults([result("ep_b", "failed", 503, 700), result("ep_c", "dead_letter", 404, 12)]);
-    m.recordResults([result("ep_d", "dead_letter", null, 15_000), result("ep_a", "failed", 429, 3)]);
+    m.recordResults([
+      result("ep_d", "dead_letter", null, 15_000),
+      result("ep_a", "failed", 429, 3),
+    ]);
     m.recordClaim(2);
     m.recordClaim(7);
     const e = parseProm(await m.registry.metrics());
@@ -295,12 +335,22 @@ describe("queue-wide gauges from a seeded database", () => {
     expect(sample(e, "hookrelay_attempts_total", { status_class: "error" })).toBe(1);
 
     // the first two endpoints seen keep their label; the rest share "other"
-    expect(labelValues(e, "hookrelay_attempt_duration_seconds_count", "endpoint")).toEqual(["ep_a", "ep_b", "other"]);
+    expect(labelValues(e, "hookrelay_attempt_duration_seconds_count", "endpoint")).toEqual([
+      "ep_a",
+      "ep_b",
+      "other",
+    ]);
     expect(sample(e, "hookrelay_attempt_duration_seconds_count", { endpoint: "ep_a" })).toBe(3);
     expect(sample(e, "hookrelay_attempt_duration_seconds_count", { endpoint: "ep_b" })).toBe(1);
     expect(sample(e, "hookrelay_attempt_duration_seconds_count", { endpoint: "other" })).toBe(2);
-    expect(sample(e, "hookrelay_attempt_duration_seconds_sum", { endpoint: "ep_a" })).toBeCloseTo(0.036, 9);
-    expect(sample(e, "hookrelay_attempt_duration_seconds_sum", { endpoint: "other" })).toBeCloseTo(15.012, 9);
+    expect(sample(e, "hookrelay_attempt_duration_seconds_sum", { endpoint: "ep_a" })).toBeCloseTo(
+      0.036,
+      9,
+    );
+    expect(sample(e, "hookrelay_attempt_duration_seconds_sum", { endpoint: "other" })).toBeCloseTo(
+      15.012,
+      9,
+    );
     const a = new Map(buckets(e, "hookrelay_attempt_duration_seconds", { endpoint: "ep_a" }));
     expect(a.get(0.005)).toBe(2); // 3 ms, 3 ms
     expect(a.get(0.025)).toBe(2);
@@ -318,7 +368,9 @@ describe("queue-wide gauges from a seeded database", () => {
     const none = makeMetrics({ pool: h.db.pool, maxEndpointLabels: 0 });
     none.recordResults([result("ep_a", "delivered", 200, 1), result("ep_b", "delivered", 200, 1)]);
     const e0 = parseProm(await none.registry.metrics());
-    expect(labelValues(e0, "hookrelay_attempt_duration_seconds_count", "endpoint")).toEqual(["other"]);
+    expect(labelValues(e0, "hookrelay_attempt_duration_seconds_count", "endpoint")).toEqual([
+      "other",
+    ]);
     expect(sample(e0, "hookrelay_attempt_duration_seconds_count", { endpoint: "other" })).toBe(2);
   });
 });
@@ -359,14 +411,19 @@ describe("a runtime's /metrics after real deliveries", () => {
   async function api(method: string, path: string, body?: unknown) {
     const res = await fetch(`${runtime.apiUrl}${V1}${path}`, {
       method,
-      headers: { authorization: `Bearer ${ADMIN}`, ...(body !== undefined && { "content-type": "application/json" }) },
+      headers: {
+        authorization: `Bearer ${ADMIN}`,
+        ...(body !== undefined && { "content-type": "application/json" }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: res.status, body: (await res.json()) as CallResult["body"] };
   }
 
   async function scrape(): Promise<Exposition> {
-    const res = await fetch(`${runtime.apiUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`${runtime.apiUrl}/metrics`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(res.status).toBe(200);
     return parseProm(await res.text());
   }
@@ -377,8 +434,16 @@ describe("a runtime's /metrics after real deliveries", () => {
     expect(unauthorized.status).toBe(401);
 
     const app = (await api("POST", "/app", { name: "runtime-metrics" })).body.id;
-    const endpoint = async (url: string, eventType: string, extra: Record<string, unknown> = {}) => {
-      const res = await api("POST", `/app/${app}/endpoint`, { url, eventTypes: [eventType], ...extra });
+    const endpoint = async (
+      url: string,
+      eventType: string,
+      extra: Record<string, unknown> = {},
+    ) => {
+      const res = await api("POST", `/app/${app}/endpoint`, {
+        url,
+        eventTypes: [eventType],
+        ...extra,
+      });
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       return res.body.id as string;
     };
@@ -388,20 +453,35 @@ describe("a runtime's /metrics after real deliveries", () => {
     const refused = await endpoint(`${DEAD_URL}/refused`, "refused", { maxAttempts: 1 });
     const send = async (eventType: string, n: number) => {
       for (let i = 0; i < n; i++) {
-        expect((await api("POST", `/app/${app}/msg`, { eventType, payload: { i } })).status).toBe(202);
+        expect((await api("POST", `/app/${app}/msg`, { eventType, payload: { i } })).status).toBe(
+          202,
+        );
       }
     };
-    const outcome = async (o: string) => sample(await scrape(), "hookrelay_deliveries_total", { outcome: o }) ?? 0;
+    const outcome = async (o: string) =>
+      sample(await scrape(), "hookrelay_deliveries_total", { outcome: o }) ?? 0;
 
     // One endpoint at a time, so which endpoints are "seen first" is known.
     await send("ok", 3);
     await waitFor(async () => (await outcome("delivered")) === 3, 15_000, "3 delivered");
     await send("fail", 2);
-    await waitFor(async () => (await outcome("dead_letter")) === 2, 15_000, "2 dead after 2 attempts each");
+    await waitFor(
+      async () => (await outcome("dead_letter")) === 2,
+      15_000,
+      "2 dead after 2 attempts each",
+    );
     await send("bad", 1);
-    await waitFor(async () => (await outcome("dead_letter")) === 3, 15_000, "the 400 dead-lettered");
+    await waitFor(
+      async () => (await outcome("dead_letter")) === 3,
+      15_000,
+      "the 400 dead-lettered",
+    );
     await send("refused", 1);
-    await waitFor(async () => (await outcome("dead_letter")) === 4, 15_000, "the refused connection dead-lettered");
+    await waitFor(
+      async () => (await outcome("dead_letter")) === 4,
+      15_000,
+      "the refused connection dead-lettered",
+    );
 
     await scrape(); // the gauges lag one scrape behind (see the BUG test above)
     const e = await scrape();
@@ -414,12 +494,19 @@ describe("a runtime's /metrics after real deliveries", () => {
     expect(sample(e, "hookrelay_attempts_total", { status_class: "error" })).toBe(1);
 
     // metricsMaxEndpoints = 2: the first two endpoints have their own series, the rest "other"
-    expect(labelValues(e, "hookrelay_attempt_duration_seconds_count", "endpoint")).toEqual([ok, fail, "other"].sort());
+    expect(labelValues(e, "hookrelay_attempt_duration_seconds_count", "endpoint")).toEqual(
+      [ok, fail, "other"].sort(),
+    );
     expect(sample(e, "hookrelay_attempt_duration_seconds_count", { endpoint: ok })).toBe(3);
     expect(sample(e, "hookrelay_attempt_duration_seconds_count", { endpoint: fail })).toBe(4);
     expect(sample(e, "hookrelay_attempt_duration_seconds_count", { endpoint: "other" })).toBe(2);
-    for (const id of [bad, refused]) expect(e.samples.some((s) => s.labels.endpoint === id)).toBe(false);
-    for (const [endpointLabel, count] of [[ok, 3], [fail, 4], ["other", 2]] as const) {
+    for (const id of [bad, refused])
+      expect(e.samples.some((s) => s.labels.endpoint === id)).toBe(false);
+    for (const [endpointLabel, count] of [
+      [ok, 3],
+      [fail, 4],
+      ["other", 2],
+    ] as const) {
       const b = buckets(e, "hookrelay_attempt_duration_seconds", { endpoint: endpointLabel });
       expect(b.length).toBe(13); // 12 bounds and +Inf
       expect(b.at(-1)).toEqual([Number.POSITIVE_INFINITY, count]);
@@ -432,7 +519,8 @@ describe("a runtime's /metrics after real deliveries", () => {
     expect(sample(e, "hookrelay_claim_batch_size_count")).toBeGreaterThanOrEqual(4);
     // and the queue-wide gauges agree with the database
     expect(sample(e, "hookrelay_dead_letters")).toBe(4);
-    for (const state of ["pending", "failed", "in_flight"]) expect(sample(e, "hookrelay_queue_depth", { state })).toBe(0);
+    for (const state of ["pending", "failed", "in_flight"])
+      expect(sample(e, "hookrelay_queue_depth", { state })).toBe(0);
     expect(sample(e, "hookrelay_oldest_pending_age_seconds")).toBe(0);
     expect(sample(e, "hookrelay_worker_in_flight")).toBe(0);
     expect(rx.on("/ok")).toHaveLength(3);

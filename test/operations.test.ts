@@ -9,17 +9,18 @@
  *
  * Tests with a "BUG:" comment pin defects found while writing them (since fixed).
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+
 import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
 import { loadConfig } from "../src/config.ts";
+import type { Pool } from "../src/db/pool.ts";
 import { refreshLatencyStats } from "../src/health/latency-stats.ts";
 import { ID_PREFIX, newId } from "../src/ids.ts";
 import { syncAlerts } from "../src/ops/alerts.ts";
 import { PATTERNS } from "../src/ops/dead-letter-patterns.ts";
 import { maintenanceTasks } from "../src/runtime.ts";
 import { makeSecretBox } from "../src/security/secret-box.ts";
-import type { Pool } from "../src/db/pool.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
@@ -43,7 +44,10 @@ async function newApp(h: Harness, uid?: string): Promise<string> {
 }
 
 async function newEndpoint(h: Harness, appId: string, body: Record<string, unknown> = {}) {
-  const res = await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${DEAD_URL}/${unique("ep")}`, ...body });
+  const res = await h.call("POST", `${V1}/app/${appId}/endpoint`, {
+    url: `${DEAD_URL}/${unique("ep")}`,
+    ...body,
+  });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return { id: res.body.id as string, url: res.body.url as string, appId };
 }
@@ -81,7 +85,8 @@ async function seed(pool: Pool, rows: SeedRow[]): Promise<Seeded[]> {
       messageId: newId(ID_PREFIX.message),
       createdAt,
       updatedAt: r.updatedAt ?? createdAt,
-      nextAttemptAt: r.nextAttemptAt ?? (r.status === "in_flight" ? new Date(now + HOUR) : createdAt),
+      nextAttemptAt:
+        r.nextAttemptAt ?? (r.status === "in_flight" ? new Date(now + HOUR) : createdAt),
     };
   });
   const { rows: out } = await pool.query(
@@ -128,18 +133,52 @@ async function seed(pool: Pool, rows: SeedRow[]): Promise<Seeded[]> {
 }
 
 /** A dead letter as a receiver answer leaves it: status code, error kind and text. */
-function died(endpointId: string, at: Date, answer: number | "timeout" | "connection", attempts = 5): SeedRow {
+function died(
+  endpointId: string,
+  at: Date,
+  answer: number | "timeout" | "connection",
+  attempts = 5,
+): SeedRow {
   if (answer === "timeout") {
-    return { endpointId, status: "dead_letter", createdAt: new Date(at.getTime() - HOUR), updatedAt: at, kind: "timeout", error: "timed out after 15000 ms", attempts };
+    return {
+      endpointId,
+      status: "dead_letter",
+      createdAt: new Date(at.getTime() - HOUR),
+      updatedAt: at,
+      kind: "timeout",
+      error: "timed out after 15000 ms",
+      attempts,
+    };
   }
   if (answer === "connection") {
-    return { endpointId, status: "dead_letter", createdAt: new Date(at.getTime() - HOUR), updatedAt: at, kind: "connection", error: "connect ECONNREFUSED", attempts };
+    return {
+      endpointId,
+      status: "dead_letter",
+      createdAt: new Date(at.getTime() - HOUR),
+      updatedAt: at,
+      kind: "connection",
+      error: "connect ECONNREFUSED",
+      attempts,
+    };
   }
   const kind = answer === 401 || answer === 403 ? "credentials" : "http";
-  return { endpointId, status: "dead_letter", createdAt: new Date(at.getTime() - HOUR), updatedAt: at, code: answer, kind, error: `HTTP ${answer}`, attempts };
+  return {
+    endpointId,
+    status: "dead_letter",
+    createdAt: new Date(at.getTime() - HOUR),
+    updatedAt: at,
+    code: answer,
+    kind,
+    error: `HTTP ${answer}`,
+    attempts,
+  };
 }
 
-async function insertSamples(pool: Pool, endpointId: string, samples: { at: Date; ms: number; ok: boolean }[]) {
+async function insertSamples(
+  pool: Pool,
+  endpointId: string,
+  samples: { at: Date; ms: number; ok: boolean }[],
+) {
   await pool.query(
     `insert into latency_samples (endpoint_id, at, latency_ms, ok)
      select $1::text, at, ms, ok from unnest($2::timestamptz[], $3::int[], $4::bool[]) as s(at, ms, ok)`,
@@ -176,14 +215,32 @@ describe("health summary", () => {
       { endpointId: a1, status: "pending", createdAt: ago(10 * MIN) },
       { endpointId: a1, status: "pending", createdAt: ago(20 * MIN) },
       { endpointId: a2, status: "pending", createdAt: ago(5 * MIN), nextAttemptAt: future },
-      { endpointId: a1, status: "failed", createdAt: ago(15 * MIN), code: 500, kind: "http", nextAttemptAt: future },
-      { endpointId: a2, status: "failed", createdAt: ago(25 * MIN), code: 503, kind: "http", nextAttemptAt: future },
+      {
+        endpointId: a1,
+        status: "failed",
+        createdAt: ago(15 * MIN),
+        code: 500,
+        kind: "http",
+        nextAttemptAt: future,
+      },
+      {
+        endpointId: a2,
+        status: "failed",
+        createdAt: ago(25 * MIN),
+        code: 503,
+        kind: "http",
+        nextAttemptAt: future,
+      },
       { endpointId: a2, status: "in_flight", createdAt: aOldest },
       died(a1, ago(HOUR), 500),
       died(a1, ago(2 * HOUR), 500),
       died(a1, ago(3 * HOUR), "timeout"),
       died(a2, ago(4 * HOUR), 401),
-      ...[1, 2, 3, 4, 5].map((n) => ({ endpointId: a1, status: "delivered" as const, createdAt: ago(n * 10 * MIN) })),
+      ...[1, 2, 3, 4, 5].map((n) => ({
+        endpointId: a1,
+        status: "delivered" as const,
+        createdAt: ago(n * 10 * MIN),
+      })),
       { endpointId: a2, status: "canceled", createdAt: ago(3 * HOUR) },
       // app B: 1 pending (the oldest of all), 2 in flight, 1 dead, 2 delivered
       { endpointId: b1, status: "pending", createdAt: bOldest },
@@ -213,7 +270,12 @@ describe("health summary", () => {
     await h?.close();
   });
 
-  function expectOldest(got: { at: string; ageMs: number } | null, at: Date, before: number, after: number) {
+  function expectOldest(
+    got: { at: string; ageMs: number } | null,
+    at: Date,
+    before: number,
+    after: number,
+  ) {
     expect(got).not.toBeNull();
     expect(got!.at).toBe(at.toISOString());
     expect(got!.ageMs).toBeGreaterThanOrEqual(before - at.getTime() - 5);
@@ -355,7 +417,13 @@ describe("dead letters", () => {
         died(p2.id, ago(5 * MIN), "connection", 5),
         died(q1.id, ago(20 * MIN), 500, 5),
         // not dead letters: never listed, whatever their last answer
-        { endpointId: p1.id, status: "failed", code: 500, kind: "http", nextAttemptAt: new Date(Date.now() + DAY) },
+        {
+          endpointId: p1.id,
+          status: "failed",
+          code: 500,
+          kind: "http",
+          nextAttemptAt: new Date(Date.now() + DAY),
+        },
         { endpointId: p1.id, status: "delivered", code: 500, kind: "http", updatedAt: ago(MIN) },
         { endpointId: p1.id, status: "canceled", code: 500, kind: "http" },
       ]);
@@ -363,7 +431,8 @@ describe("dead letters", () => {
 
     const ids = (body: { data: { deliveryId: string }[] }) => body.data.map((x) => x.deliveryId);
     /** Expected ids, newest delivery first, of fixture rows by index. */
-    const want = (...idx: number[]) => idx.map((i) => dlv(d[i]!.deliveryId)).sort((x, y) => Number(y.slice(4)) - Number(x.slice(4)));
+    const want = (...idx: number[]) =>
+      idx.map((i) => dlv(d[i]!.deliveryId)).sort((x, y) => Number(y.slice(4)) - Number(x.slice(4)));
 
     test("every field of a listed dead letter", async () => {
       const res = await h.call("GET", `${V1}/dead-letters?endpoint_id=${p1.id}&status_code=401`);
@@ -409,7 +478,9 @@ describe("dead letters", () => {
       const t = (ms: number) => encodeURIComponent(ago(ms).toISOString());
       expect(await get(`app_id=${P}&since=${t(90 * MIN)}`)).toEqual(want(2, 3, 4, 5));
       expect(await get(`app_id=${P}&until=${t(90 * MIN)}`)).toEqual(want(0, 1));
-      expect(await get(`app_id=${P}&since=${t(150 * MIN)}&until=${t(15 * MIN)}`)).toEqual(want(1, 2, 3));
+      expect(await get(`app_id=${P}&since=${t(150 * MIN)}&until=${t(15 * MIN)}`)).toEqual(
+        want(1, 2, 3),
+      );
       // filters combine
       expect(await get(`app_id=${P}&status_code=500&since=${t(150 * MIN)}`)).toEqual(want(1));
       expect(await get(`app_id=${P}&error_kind=nonesuch`)).toEqual([]);
@@ -463,7 +534,13 @@ describe("dead letters", () => {
       PAT = await newApp(h);
       const spec: Record<string, SeedRow[]> = {};
       const ep: Record<string, { id: string; url: string }> = {};
-      for (const name of ["credentials", "rate_limited", "outage_cluster", "gradual_accumulation", "mixed"]) {
+      for (const name of [
+        "credentials",
+        "rate_limited",
+        "outage_cluster",
+        "gradual_accumulation",
+        "mixed",
+      ]) {
         ep[name] = await newEndpoint(h, PAT);
       }
       // credentials: 6 dead over 3 hours, five of them 401/403
@@ -486,7 +563,12 @@ describe("dead letters", () => {
       // stragglers one and two days earlier
       spec.outage_cluster = [
         ...Array.from({ length: 10 }, (_, i) =>
-          died(ep.outage_cluster!.id, new Date(bin15 + 2 * MIN + i * MIN), i < 6 ? 502 : "connection", 5),
+          died(
+            ep.outage_cluster!.id,
+            new Date(bin15 + 2 * MIN + i * MIN),
+            i < 6 ? 502 : "connection",
+            5,
+          ),
         ),
         died(ep.outage_cluster!.id, ago(DAY), 500, 5),
         died(ep.outage_cluster!.id, ago(2 * DAY), 500, 5),
@@ -495,7 +577,12 @@ describe("dead letters", () => {
       const codes = [400, 422, 500, 400, 422, 500, 400, 422, 500, 400, 422, 400];
       spec.gradual_accumulation = [0, 1, 2, 3].flatMap((day) =>
         [2, 9, 17].map((hour, j) =>
-          died(ep.gradual_accumulation!.id, ago(day * DAY + hour * HOUR + 7 * MIN), codes[day * 3 + j]!, 5),
+          died(
+            ep.gradual_accumulation!.id,
+            ago(day * DAY + hour * HOUR + 7 * MIN),
+            codes[day * 3 + j]!,
+            5,
+          ),
         ),
       );
       // mixed: 5 dead over 3 hours: 500, 500, 401, 429, timeout
@@ -526,9 +613,12 @@ describe("dead letters", () => {
         mostCommonStatusCode,
         firstDeadAt: new Date(Math.min(...times)).toISOString(),
         lastDeadAt: new Date(Math.max(...times)).toISOString(),
-        averageAttempts: Math.round((attempts.reduce((a, b) => a + b, 0) / attempts.length) * 100) / 100,
+        averageAttempts:
+          Math.round((attempts.reduce((a, b) => a + b, 0) / attempts.length) * 100) / 100,
         pattern: name,
-        suggestedAction: pattern ? pattern.suggestedAction : expect.stringMatching(/No single cause/),
+        suggestedAction: pattern
+          ? pattern.suggestedAction
+          : expect.stringMatching(/No single cause/),
       };
     }
 
@@ -543,7 +633,9 @@ describe("dead letters", () => {
       expect(get("credentials")).toEqual(expected("credentials", "HTTP 401", 401));
       expect(get("rate_limited")).toEqual(expected("rate_limited", "HTTP 429", 429));
       expect(get("outage_cluster")).toEqual(expected("outage_cluster", "HTTP 502", 502));
-      expect(get("gradual_accumulation")).toEqual(expected("gradual_accumulation", "HTTP 400", 400));
+      expect(get("gradual_accumulation")).toEqual(
+        expected("gradual_accumulation", "HTTP 400", 400),
+      );
       expect(get("mixed")).toEqual(expected("mixed", "HTTP 500", 500));
       // averages worked out by hand for two of them
       expect(get("credentials").averageAttempts).toBe(1.83); // 11 / 6
@@ -559,17 +651,30 @@ describe("dead letters", () => {
       // Only the last 5 hours of the gradual endpoint: a single death, no longer "gradual"
       const gradual = fixtures.gradual_accumulation!.endpoint.id;
       const since = encodeURIComponent(ago(5 * HOUR).toISOString());
-      const recent = await h.call("GET", `${V1}/dead-letters/analysis?endpoint_id=${gradual}&since=${since}`);
+      const recent = await h.call(
+        "GET",
+        `${V1}/dead-letters/analysis?endpoint_id=${gradual}&since=${since}`,
+      );
       expect(recent.body.data).toHaveLength(1);
       expect(recent.body.data[0]).toMatchObject({ deadCount: 1, pattern: "mixed" });
 
       // Only 401s of the credentials endpoint
       const cred = fixtures.credentials!.endpoint.id;
-      const only401 = await h.call("GET", `${V1}/dead-letters/analysis?endpoint_id=${cred}&status_code=401`);
-      expect(only401.body.data[0]).toMatchObject({ deadCount: 4, mostCommonStatusCode: 401, pattern: "credentials" });
+      const only401 = await h.call(
+        "GET",
+        `${V1}/dead-letters/analysis?endpoint_id=${cred}&status_code=401`,
+      );
+      expect(only401.body.data[0]).toMatchObject({
+        deadCount: 4,
+        mostCommonStatusCode: 401,
+        pattern: "credentials",
+      });
 
       // Nothing matches: an empty list
-      const none = await h.call("GET", `${V1}/dead-letters/analysis?endpoint_id=${cred}&status_code=418`);
+      const none = await h.call(
+        "GET",
+        `${V1}/dead-letters/analysis?endpoint_id=${cred}&status_code=418`,
+      );
       expect(none.body).toEqual({ data: [] });
     });
 
@@ -588,7 +693,9 @@ describe("dead letters", () => {
       const boundary = bin15 - 3 * HOUR; // a quarter-hour mark five hours ago
       await seed(
         h.db.pool,
-        Array.from({ length: 10 }, (_, i) => died(ep.id, new Date(boundary - 5 * MIN + i * MIN + 30_000), 503, 5)),
+        Array.from({ length: 10 }, (_, i) =>
+          died(ep.id, new Date(boundary - 5 * MIN + i * MIN + 30_000), 503, 5),
+        ),
       );
       const res = await h.call("GET", `${V1}/dead-letters/analysis?endpoint_id=${ep.id}`);
       expect(res.body.data[0]).toMatchObject({ deadCount: 10, pattern: "outage_cluster" });
@@ -614,10 +721,18 @@ describe("dead letters", () => {
       const ep = await newEndpoint(h, app, { maxAttempts: 7 });
       const [dead, failed] = await seed(h.db.pool, [
         died(ep.id, ago(HOUR), 500, 5),
-        { endpointId: ep.id, status: "failed", attempts: 2, code: 500, nextAttemptAt: new Date(Date.now() + DAY) },
+        {
+          endpointId: ep.id,
+          status: "failed",
+          attempts: 2,
+          code: 500,
+          nextAttemptAt: new Date(Date.now() + DAY),
+        },
       ]);
       const before = Date.now();
-      const res = await h.call("POST", `${V1}/dead-letters/requeue`, { deliveryId: dlv(dead!.deliveryId) });
+      const res = await h.call("POST", `${V1}/dead-letters/requeue`, {
+        deliveryId: dlv(dead!.deliveryId),
+      });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       expect(res.body).toEqual({ requeued: 1 });
       const [row] = await state([dead!.deliveryId]);
@@ -633,17 +748,32 @@ describe("dead letters", () => {
       expect(row.due_in_s).toBeLessThanOrEqual(0.001);
 
       // Now pending: not a dead letter any more, a second requeue finds nothing
-      const again = await h.call("POST", `${V1}/dead-letters/requeue`, { deliveryId: dlv(dead!.deliveryId) });
+      const again = await h.call("POST", `${V1}/dead-letters/requeue`, {
+        deliveryId: dlv(dead!.deliveryId),
+      });
       expect(again.status).toBe(404);
       // A failed delivery is requeued by id only with includeFailed
-      const f1 = await h.call("POST", `${V1}/dead-letters/requeue`, { deliveryId: dlv(failed!.deliveryId) });
+      const f1 = await h.call("POST", `${V1}/dead-letters/requeue`, {
+        deliveryId: dlv(failed!.deliveryId),
+      });
       expect(f1.status).toBe(404);
-      const f2 = await h.call("POST", `${V1}/dead-letters/requeue`, { deliveryId: dlv(failed!.deliveryId), includeFailed: true });
+      const f2 = await h.call("POST", `${V1}/dead-letters/requeue`, {
+        deliveryId: dlv(failed!.deliveryId),
+        includeFailed: true,
+      });
       expect(f2.body).toEqual({ requeued: 1 });
-      expect((await state([failed!.deliveryId]))[0]).toMatchObject({ status: "pending", attempt_count: 0 });
+      expect((await state([failed!.deliveryId]))[0]).toMatchObject({
+        status: "pending",
+        attempt_count: 0,
+      });
 
-      expect((await h.call("POST", `${V1}/dead-letters/requeue`, { deliveryId: "dlv_999999999" })).status).toBe(404);
-      expect((await h.call("POST", `${V1}/dead-letters/requeue`, { deliveryId: "nonsense" })).status).toBe(400);
+      expect(
+        (await h.call("POST", `${V1}/dead-letters/requeue`, { deliveryId: "dlv_999999999" }))
+          .status,
+      ).toBe(404);
+      expect(
+        (await h.call("POST", `${V1}/dead-letters/requeue`, { deliveryId: "nonsense" })).status,
+      ).toBe(400);
       expect((await h.call("POST", `${V1}/dead-letters/requeue`, {})).status).toBe(400);
       await parkEverything();
     });
@@ -657,20 +787,38 @@ describe("dead letters", () => {
         died(a.id, ago(HOUR), 401),
         died(a.id, ago(MIN), "timeout"),
         died(b.id, ago(MIN), 500),
-        { endpointId: a.id, status: "failed", attempts: 1, nextAttemptAt: new Date(Date.now() + DAY) },
+        {
+          endpointId: a.id,
+          status: "failed",
+          attempts: 1,
+          nextAttemptAt: new Date(Date.now() + DAY),
+        },
         { endpointId: a.id, status: "delivered", attempts: 1 },
       ]);
       const res = await h.call("POST", `${V1}/dead-letters/requeue`, { endpointId: a.id });
       expect(res.body).toEqual({ requeued: 3 });
       const after = await state(rows.map((r) => r.deliveryId));
-      expect(after.map((r) => r.status)).toEqual(["pending", "pending", "pending", "dead_letter", "failed", "delivered"]);
+      expect(after.map((r) => r.status)).toEqual([
+        "pending",
+        "pending",
+        "pending",
+        "dead_letter",
+        "failed",
+        "delivered",
+      ]);
       expect(after.map((r) => r.message_id)).toEqual(rows.map((r) => r.messageId));
-      expect(after.slice(0, 3).every((r) => r.attempt_count === 0 && r.requeued_by === `api:${adminKeyId}`)).toBe(true);
+      expect(
+        after
+          .slice(0, 3)
+          .every((r) => r.attempt_count === 0 && r.requeued_by === `api:${adminKeyId}`),
+      ).toBe(true);
       expect(after.slice(3).every((r) => r.requeued_at === null)).toBe(true);
       // an endpoint named by uid works too; nothing left to requeue there
       const again = await h.call("POST", `${V1}/dead-letters/requeue`, { endpointId: a.id });
       expect(again.body).toEqual({ requeued: 0 });
-      expect((await h.call("POST", `${V1}/dead-letters/requeue`, { endpointId: "ep_nonesuch" })).status).toBe(404);
+      expect(
+        (await h.call("POST", `${V1}/dead-letters/requeue`, { endpointId: "ep_nonesuch" })).status,
+      ).toBe(404);
       await parkEverything();
     });
 
@@ -685,8 +833,20 @@ describe("dead letters", () => {
         died(r1.id, ago(3_000), 500), // 0 R recent
         died(r2.id, ago(2_000), 503), // 1 R recent
         died(r1.id, ago(3 * HOUR), 500), // 2 R old
-        { endpointId: r1.id, status: "failed", attempts: 2, updatedAt: ago(2_000), nextAttemptAt: new Date(Date.now() + DAY) }, // 3 R failed recent
-        { endpointId: r2.id, status: "failed", attempts: 2, updatedAt: ago(3 * HOUR), nextAttemptAt: new Date(Date.now() + DAY) }, // 4 R failed old
+        {
+          endpointId: r1.id,
+          status: "failed",
+          attempts: 2,
+          updatedAt: ago(2_000),
+          nextAttemptAt: new Date(Date.now() + DAY),
+        }, // 3 R failed recent
+        {
+          endpointId: r2.id,
+          status: "failed",
+          attempts: 2,
+          updatedAt: ago(3 * HOUR),
+          nextAttemptAt: new Date(Date.now() + DAY),
+        }, // 4 R failed old
         died(s1.id, ago(2_000), 500), // 5 S recent
         died(s1.id, ago(3 * HOUR), 500), // 6 S old
       ]);
@@ -696,17 +856,45 @@ describe("dead letters", () => {
 
       const perApp = await h.call("POST", `${V1}/dead-letters/requeue`, { since, appId: R });
       expect(perApp.body).toEqual({ requeued: 2 });
-      expect(await statuses()).toEqual(["pending", "pending", "dead_letter", "failed", "failed", "dead_letter", "dead_letter"]);
+      expect(await statuses()).toEqual([
+        "pending",
+        "pending",
+        "dead_letter",
+        "failed",
+        "failed",
+        "dead_letter",
+        "dead_letter",
+      ]);
 
-      const withFailed = await h.call("POST", `${V1}/dead-letters/requeue`, { since, appId: R, includeFailed: true });
+      const withFailed = await h.call("POST", `${V1}/dead-letters/requeue`, {
+        since,
+        appId: R,
+        includeFailed: true,
+      });
       expect(withFailed.body).toEqual({ requeued: 1 });
-      expect(await statuses()).toEqual(["pending", "pending", "dead_letter", "pending", "failed", "dead_letter", "dead_letter"]);
+      expect(await statuses()).toEqual([
+        "pending",
+        "pending",
+        "dead_letter",
+        "pending",
+        "failed",
+        "dead_letter",
+        "dead_letter",
+      ]);
       expect((await state([ids[3]!]))[0]).toMatchObject({ attempt_count: 0, trigger: "manual" });
 
       // no app: every app
       const all = await h.call("POST", `${V1}/dead-letters/requeue`, { since });
       expect(all.body).toEqual({ requeued: 1 });
-      expect(await statuses()).toEqual(["pending", "pending", "dead_letter", "pending", "failed", "pending", "dead_letter"]);
+      expect(await statuses()).toEqual([
+        "pending",
+        "pending",
+        "dead_letter",
+        "pending",
+        "failed",
+        "pending",
+        "dead_letter",
+      ]);
       await parkEverything();
     });
 
@@ -767,7 +955,10 @@ describe("dead letters", () => {
       const twoPerSecond = await newEndpoint(h, app, { ratePerSecond: 10, ratePerMinute: 120 });
       const oldStyle = await newEndpoint(h, app, { throttleRate: 4 });
       const seedDead = (ep: string, n: number) =>
-        seed(h.db.pool, Array.from({ length: n }, (_, i) => died(ep, ago(HOUR - i * 1000), 429)));
+        seed(
+          h.db.pool,
+          Array.from({ length: n }, (_, i) => died(ep, ago(HOUR - i * 1000), 429)),
+        );
       await seedDead(tenPerSecond.id, 20);
       await seedDead(twoPerSecond.id, 6);
       await seedDead(oldStyle.id, 5);
@@ -785,7 +976,9 @@ describe("dead letters", () => {
         return rows[0];
       };
 
-      expect((await h.call("POST", `${V1}/dead-letters/requeue`, { endpointId: tenPerSecond.id })).body).toEqual({ requeued: 20 });
+      expect(
+        (await h.call("POST", `${V1}/dead-letters/requeue`, { endpointId: tenPerSecond.id })).body,
+      ).toEqual({ requeued: 20 });
       const ten = await spacing(tenPerSecond.id);
       expect(ten.n).toBe(20);
       expect(ten.first_after_requeue_s).toBeCloseTo(0, 3);
@@ -793,13 +986,17 @@ describe("dead letters", () => {
       expect(ten.max_gap_s).toBeCloseTo(0.1, 3);
       expect(ten.spread_s).toBeCloseTo(1.9, 3);
 
-      expect((await h.call("POST", `${V1}/dead-letters/requeue`, { endpointId: twoPerSecond.id })).body).toEqual({ requeued: 6 });
+      expect(
+        (await h.call("POST", `${V1}/dead-letters/requeue`, { endpointId: twoPerSecond.id })).body,
+      ).toEqual({ requeued: 6 });
       const two = await spacing(twoPerSecond.id);
       expect(two.min_gap_s).toBeCloseTo(0.5, 3);
       expect(two.max_gap_s).toBeCloseTo(0.5, 3);
       expect(two.spread_s).toBeCloseTo(2.5, 3);
 
-      expect((await h.call("POST", `${V1}/dead-letters/requeue`, { endpointId: oldStyle.id })).body).toEqual({ requeued: 5 });
+      expect(
+        (await h.call("POST", `${V1}/dead-letters/requeue`, { endpointId: oldStyle.id })).body,
+      ).toEqual({ requeued: 5 });
       const old = await spacing(oldStyle.id);
       expect(old.min_gap_s).toBeCloseTo(0.25, 3);
       expect(old.spread_s).toBeCloseTo(1, 3);
@@ -829,14 +1026,21 @@ describe("dead letters", () => {
         expect(res.status).toBe(200);
         expect(res.body).toEqual({ deliveryId: dlv(row.deliveryId), status: "canceled" });
       }
-      for (const [row, status] of [[delivered!, "delivered"], [dead!, "dead_letter"], [inFlight!, "in_flight"], [pending!, "canceled"]] as const) {
+      for (const [row, status] of [
+        [delivered!, "delivered"],
+        [dead!, "dead_letter"],
+        [inFlight!, "in_flight"],
+        [pending!, "canceled"],
+      ] as const) {
         const res = await cancel(row.deliveryId);
         expect(res.status).toBe(409);
         expect(res.body.detail).toContain(`a ${status} delivery cannot be canceled`);
       }
       const statuses = [];
       for (const row of [pending, failed, delivered, dead, inFlight]) {
-        const { rows } = await h.db.pool.query("select status from deliveries where id = $1", [row!.deliveryId]);
+        const { rows } = await h.db.pool.query("select status from deliveries where id = $1", [
+          row!.deliveryId,
+        ]);
         statuses.push(rows[0].status);
       }
       expect(statuses).toEqual(["canceled", "canceled", "delivered", "dead_letter", "in_flight"]);
@@ -849,10 +1053,17 @@ describe("dead letters", () => {
       // an app-scoped key of another app cannot see the delivery
       const other = await newApp(h);
       const { key } = await createApiKey(h.db.pool, { role: "app", appId: other });
-      const [mine] = await seed(h.db.pool, [{ endpointId: ep.id, status: "pending", nextAttemptAt: future }]);
-      const res = await h.call("POST", `${V1}/deliveries/${dlv(mine!.deliveryId)}/cancel`, undefined, {
-        authorization: `Bearer ${key}`,
-      });
+      const [mine] = await seed(h.db.pool, [
+        { endpointId: ep.id, status: "pending", nextAttemptAt: future },
+      ]);
+      const res = await h.call(
+        "POST",
+        `${V1}/deliveries/${dlv(mine!.deliveryId)}/cancel`,
+        undefined,
+        {
+          authorization: `Bearer ${key}`,
+        },
+      );
       expect(res.status).toBe(404);
       await parkEverything();
     });
@@ -860,16 +1071,25 @@ describe("dead letters", () => {
     test("with a worker running: requeued dead letters are delivered, a canceled delivery never is", async () => {
       await parkEverything();
       const app = await newApp(h);
-      const requeueEp = await newEndpoint(h, app, { url: `${rx.url}/requeued`, eventTypes: ["seeded.event"] });
+      const requeueEp = await newEndpoint(h, app, {
+        url: `${rx.url}/requeued`,
+        eventTypes: ["seeded.event"],
+      });
       await newEndpoint(h, app, { url: `${rx.url}/cancel`, eventTypes: ["order.created"] });
       const N = 25;
       const dead = await seed(
         h.db.pool,
-        Array.from({ length: N }, (_, i) => ({ ...died(requeueEp.id, ago(HOUR - i * 1000), 500, 5), payload: `{"n":${i}}` })),
+        Array.from({ length: N }, (_, i) => ({
+          ...died(requeueEp.id, ago(HOUR - i * 1000), 500, 5),
+          payload: `{"n":${i}}`,
+        })),
       );
 
       // The delivery to cancel: accepted while no worker runs, so it is still pending.
-      const msg = await h.call("POST", `${V1}/app/${app}/msg`, { eventType: "order.created", payload: { cancel: true } });
+      const msg = await h.call("POST", `${V1}/app/${app}/msg`, {
+        eventType: "order.created",
+        payload: { cancel: true },
+      });
       expect(msg.status).toBe(202);
       const { rows: pend } = await h.db.pool.query(
         "select id, status from deliveries where message_id = $1",
@@ -879,13 +1099,18 @@ describe("dead letters", () => {
       const canceled = await h.call("POST", `${V1}/deliveries/${dlv(Number(pend[0].id))}/cancel`);
       expect(canceled.status).toBe(200);
 
-      const requeued = await h.call("POST", `${V1}/dead-letters/requeue`, { endpointId: requeueEp.id });
+      const requeued = await h.call("POST", `${V1}/dead-letters/requeue`, {
+        endpointId: requeueEp.id,
+      });
       expect(requeued.body).toEqual({ requeued: N });
 
       const worker = h.startWorker();
       try {
         // a later message to the same endpoint: once it has arrived, the canceled one had its chance
-        const control = await h.call("POST", `${V1}/app/${app}/msg`, { eventType: "order.created", payload: { control: true } });
+        const control = await h.call("POST", `${V1}/app/${app}/msg`, {
+          eventType: "order.created",
+          payload: { control: true },
+        });
         await waitFor(
           () => rx.on("/requeued").length >= N && rx.on("/cancel").length >= 1,
           20_000,
@@ -893,20 +1118,29 @@ describe("dead letters", () => {
         );
         const ids = new Set(rx.on("/requeued").map((r) => String(r.headers["webhook-id"])));
         expect(ids).toEqual(new Set(dead.map((d) => d.messageId)));
-        expect(rx.on("/requeued").map((r) => JSON.parse(r.body).n).sort((a, b) => a - b)).toEqual(
-          Array.from({ length: N }, (_, i) => i),
-        );
+        expect(
+          rx
+            .on("/requeued")
+            .map((r) => JSON.parse(r.body).n)
+            .sort((a, b) => a - b),
+        ).toEqual(Array.from({ length: N }, (_, i) => i));
         const cancelRequests = rx.on("/cancel");
         expect(cancelRequests.map((r) => r.headers["webhook-id"])).toEqual([control.body.id]);
 
-        await waitFor(async () => {
-          const { rows } = await h.db.pool.query(
-            "select count(*)::int as n from deliveries where endpoint_id = $1 and status = 'delivered' and attempt_count = 1",
-            [requeueEp.id],
-          );
-          return rows[0].n === N;
-        }, 10_000, "requeued rows marked delivered after one attempt");
-        const { rows } = await h.db.pool.query("select status from deliveries where id = $1", [pend[0].id]);
+        await waitFor(
+          async () => {
+            const { rows } = await h.db.pool.query(
+              "select count(*)::int as n from deliveries where endpoint_id = $1 and status = 'delivered' and attempt_count = 1",
+              [requeueEp.id],
+            );
+            return rows[0].n === N;
+          },
+          10_000,
+          "requeued rows marked delivered after one attempt",
+        );
+        const { rows } = await h.db.pool.query("select status from deliveries where id = $1", [
+          pend[0].id,
+        ]);
         expect(rows[0].status).toBe("canceled");
       } finally {
         await worker.stop();
@@ -995,9 +1229,14 @@ describe("alerts", () => {
     await h.db.pool.query("delete from latency_samples where endpoint_id = $1", [ep.slow!.id]);
     await refreshLatencyStats(h.db.pool, h.config.health);
     for (const e of [ep.open!, ep.halfOpen!]) {
-      expect((await h.call("POST", `${V1}/app/${AL}/endpoint/${e.id}/circuit/reset`)).status).toBe(200);
+      expect((await h.call("POST", `${V1}/app/${AL}/endpoint/${e.id}/circuit/reset`)).status).toBe(
+        200,
+      );
     }
-    expect((await h.call("PATCH", `${V1}/app/${AL}/endpoint/${ep.gone!.id}`, { disabled: false })).status).toBe(200);
+    expect(
+      (await h.call("PATCH", `${V1}/app/${AL}/endpoint/${ep.gone!.id}`, { disabled: false }))
+        .status,
+    ).toBe(200);
   }
 
   const keyOf = (a: { kind: string; subject: { id: string } }) => `${a.kind} ${a.subject.id}`;
@@ -1017,7 +1256,10 @@ describe("alerts", () => {
         "oldest_pending all",
       ].sort(),
     );
-    const find = (kind: string, id: string) => alerts.find((a: { kind: string; subject: { id: string } }) => a.kind === kind && a.subject.id === id);
+    const find = (kind: string, id: string) =>
+      alerts.find(
+        (a: { kind: string; subject: { id: string } }) => a.kind === kind && a.subject.id === id,
+      );
     const growing = find("dead_letters_growing", ep.growing!.id);
     expect(growing).toMatchObject({
       severity: "warning",
@@ -1033,7 +1275,9 @@ describe("alerts", () => {
       subject: { type: "queue", id: "all", appId: null },
       since: new Date(oldestCreated.getTime() + 30 * MIN).toISOString(),
     });
-    expect(oldest.message).toMatch(/^The oldest undelivered message has waited 31 min \(threshold 30 min\)\.$/);
+    expect(oldest.message).toMatch(
+      /^The oldest undelivered message has waited 31 min \(threshold 30 min\)\.$/,
+    );
 
     expect(find("endpoint_slow", ep.slow!.id)).toMatchObject({
       severity: "warning",
@@ -1041,16 +1285,27 @@ describe("alerts", () => {
       message: `${ep.slow!.url} is slow: p95 3000 ms over the last 24 h (threshold 2000 ms).`,
     });
     const open = find("circuit_open", ep.open!.id);
-    expect(open).toMatchObject({ severity: "critical", subject: { type: "endpoint", id: ep.open!.id, appId: AL } });
+    expect(open).toMatchObject({
+      severity: "critical",
+      subject: { type: "endpoint", id: ep.open!.id, appId: AL },
+    });
     expect(open.message).toContain("is open after 10 consecutive failures");
-    expect(find("circuit_open", ep.halfOpen!.id).message).toContain("is half-open after 12 consecutive failures");
+    expect(find("circuit_open", ep.halfOpen!.id).message).toContain(
+      "is half-open after 12 consecutive failures",
+    );
     const gone = find("endpoint_gone", ep.gone!.id);
-    expect(gone).toMatchObject({ severity: "critical", message: `${ep.gone!.url} answered 410 Gone and was disabled; its deliveries wait until it is enabled again.` });
+    expect(gone).toMatchObject({
+      severity: "critical",
+      message: `${ep.gone!.url} answered 410 Gone and was disabled; its deliveries wait until it is enabled again.`,
+    });
 
     // scoped: the app's own alerts (the queue alert names the app), another app has none
     const scoped = await h.call("GET", `${V1}/alerts?app_id=${AL}`);
     expect(scoped.body.data.map(keyOf).sort()).toEqual(
-      alerts.map(keyOf).map((k: string) => (k === "oldest_pending all" ? `oldest_pending ${AL}` : k)).sort(),
+      alerts
+        .map(keyOf)
+        .map((k: string) => (k === "oldest_pending all" ? `oldest_pending ${AL}` : k))
+        .sort(),
     );
     expect((await h.call("GET", `${V1}/alerts?app_id=${AL2}`)).body).toEqual({ data: [] });
   });
@@ -1058,7 +1313,9 @@ describe("alerts", () => {
   test("syncAlerts keeps the alerts table: raised once, resolved when the condition clears", async () => {
     const first = await syncAlerts(h.db.pool, h.config);
     expect(first.resolved).toEqual([]);
-    expect(first.raised.map(keyOf).sort()).toEqual((await h.call("GET", `${V1}/alerts`)).body.data.map(keyOf).sort());
+    expect(first.raised.map(keyOf).sort()).toEqual(
+      (await h.call("GET", `${V1}/alerts`)).body.data.map(keyOf).sort(),
+    );
     expect(first.raised).toHaveLength(6);
 
     const open = await h.db.pool.query(
@@ -1090,12 +1347,17 @@ describe("alerts", () => {
       const raised = first.raised.find((a) => keyOf(a) === keyOf(r))!;
       expect(r).toEqual(raised);
     }
-    const { rows } = await h.db.pool.query("select count(*)::int as n, count(resolved_at)::int as resolved from alerts");
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n, count(resolved_at)::int as resolved from alerts",
+    );
     expect(rows[0]).toEqual({ n: 6, resolved: 6 });
     expect(await syncAlerts(h.db.pool, h.config)).toEqual({ raised: [], resolved: [] });
 
     // the same condition again: a new open row beside the resolved one
-    await h.db.pool.query("update endpoint_health set circuit_state = 'open', opened_at = now() where endpoint_id = $1", [ep.open!.id]);
+    await h.db.pool.query(
+      "update endpoint_health set circuit_state = 'open', opened_at = now() where endpoint_id = $1",
+      [ep.open!.id],
+    );
     const again = await syncAlerts(h.db.pool, h.config);
     expect(again.raised.map(keyOf)).toEqual([`circuit_open ${ep.open!.id}`]);
     const history = await h.db.pool.query(
@@ -1104,11 +1366,16 @@ describe("alerts", () => {
     );
     expect(history.rows.map((r) => r.resolved_at === null)).toEqual([false, true]);
     await h.call("POST", `${V1}/app/${AL}/endpoint/${ep.open!.id}/circuit/reset`);
-    expect((await syncAlerts(h.db.pool, h.config)).resolved.map(keyOf)).toEqual([`circuit_open ${ep.open!.id}`]);
+    expect((await syncAlerts(h.db.pool, h.config)).resolved.map(keyOf)).toEqual([
+      `circuit_open ${ep.open!.id}`,
+    ]);
   });
 
   test("raised and resolved alerts reach the operator URL as signed messages, through the queue", async () => {
-    const config = { ...h.config, alerts: { ...h.config.alerts, webhookUrl: `${rx.url}/operator/alerts` } };
+    const config = {
+      ...h.config,
+      alerts: { ...h.config.alerts, webhookUrl: `${rx.url}/operator/alerts` },
+    };
     const secretBox = makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious);
     const alertsTask = maintenanceTasks(config, secretBox).find((t) => t.name === "alerts")!;
     expect(alertsTask).toBeDefined();
@@ -1147,10 +1414,15 @@ describe("alerts", () => {
         `select m.id, m.event_type, d.status from messages m join deliveries d on d.message_id = m.id
          join applications a on a.id = m.app_id where a.uid = 'hookrelay-operator' order by m.id`,
       );
-      expect(queued[0]).toMatchObject({ id: rx.on("/operator/alerts")[0]!.headers["webhook-id"], event_type: "alert.raised" });
+      expect(queued[0]).toMatchObject({
+        id: rx.on("/operator/alerts")[0]!.headers["webhook-id"],
+        event_type: "alert.raised",
+      });
 
       // resolved: the condition clears, the next run posts it
-      expect((await h.call("POST", `${V1}/app/${AL}/endpoint/${ep.open!.id}/circuit/reset`)).status).toBe(200);
+      expect(
+        (await h.call("POST", `${V1}/app/${AL}/endpoint/${ep.open!.id}/circuit/reset`)).status,
+      ).toBe(200);
       await alertsTask.run(h.db.pool);
       await waitFor(() => rx.on("/operator/alerts").length >= 2, 15_000, "the resolved alert");
       const resolved = verify(rx.on("/operator/alerts")[1]!);
@@ -1168,11 +1440,14 @@ describe("alerts", () => {
       expect(count[0].n).toBe(2);
       // a wrong secret does not verify
       expect(() =>
-        new Webhook(`whsec_${Buffer.alloc(32, 9).toString("base64")}`).verify(rx.on("/operator/alerts")[0]!.body, {
-          "webhook-id": String(rx.on("/operator/alerts")[0]!.headers["webhook-id"]),
-          "webhook-timestamp": String(rx.on("/operator/alerts")[0]!.headers["webhook-timestamp"]),
-          "webhook-signature": String(rx.on("/operator/alerts")[0]!.headers["webhook-signature"]),
-        }),
+        new Webhook(`whsec_${Buffer.alloc(32, 9).toString("base64")}`).verify(
+          rx.on("/operator/alerts")[0]!.body,
+          {
+            "webhook-id": String(rx.on("/operator/alerts")[0]!.headers["webhook-id"]),
+            "webhook-timestamp": String(rx.on("/operator/alerts")[0]!.headers["webhook-timestamp"]),
+            "webhook-signature": String(rx.on("/operator/alerts")[0]!.headers["webhook-signature"]),
+          },
+        ),
       ).toThrow();
     } finally {
       await worker.stop();
@@ -1199,11 +1474,19 @@ describe("alerts", () => {
       const raised = await syncAlerts(h.db.pool, h.config);
       expect(raised.raised.map(keyOf)).toEqual([`endpoint_slow ${slow.id}`]);
       // an hour passes (the alert has been open since then), the stats are refreshed again
-      await h.db.pool.query("update alerts set since = since - interval '1 hour' where subject_id = $1", [slow.id]);
-      const { rows } = await h.db.pool.query("select since from alerts where subject_id = $1 and resolved_at is null", [slow.id]);
+      await h.db.pool.query(
+        "update alerts set since = since - interval '1 hour' where subject_id = $1",
+        [slow.id],
+      );
+      const { rows } = await h.db.pool.query(
+        "select since from alerts where subject_id = $1 and resolved_at is null",
+        [slow.id],
+      );
       await refreshLatencyStats(h.db.pool, h.config.health);
       const res = await h.call("GET", `${V1}/alerts?app_id=${AL}`);
-      const alert = res.body.data.find((a: { kind: string; subject: { id: string } }) => keyOf(a) === `endpoint_slow ${slow.id}`);
+      const alert = res.body.data.find(
+        (a: { kind: string; subject: { id: string } }) => keyOf(a) === `endpoint_slow ${slow.id}`,
+      );
       expect(alert.since).toBe(rows[0].since.toISOString());
     } finally {
       await h.db.pool.query("delete from latency_samples where endpoint_id = $1", [slow.id]);
@@ -1232,13 +1515,21 @@ describe("alerts", () => {
     });
     expect(msg.status).toBe(202);
     // 40 minutes pass
-    await h.db.pool.query("update deliveries set created_at = created_at - interval '40 minutes' where message_id = $1", [msg.body.id]);
-    await h.db.pool.query("update messages set created_at = created_at - interval '40 minutes' where id = $1", [msg.body.id]);
+    await h.db.pool.query(
+      "update deliveries set created_at = created_at - interval '40 minutes' where message_id = $1",
+      [msg.body.id],
+    );
+    await h.db.pool.query(
+      "update messages set created_at = created_at - interval '40 minutes' where id = $1",
+      [msg.body.id],
+    );
     try {
       const res = await h.call("GET", `${V1}/alerts?app_id=${app}`);
       expect(res.body.data.map(keyOf)).toEqual([]);
     } finally {
-      await h.db.pool.query("update deliveries set status = 'canceled' where message_id = $1", [msg.body.id]);
+      await h.db.pool.query("update deliveries set status = 'canceled' where message_id = $1", [
+        msg.body.id,
+      ]);
     }
   });
 });

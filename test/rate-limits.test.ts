@@ -299,7 +299,9 @@ test("a backlog to one endpoint drains without waiting for the poll interval", a
     const t0 = Date.now();
     h2.startWorker({ pollIntervalMs: 60_000 });
     await waitFor(() => rx.on("/poll").length === 80, 30_000, "80 requests");
-    console.log(`one endpoint (maxInFlight 20), 80 queued, poll 60 s: drained in ${Date.now() - t0} ms`);
+    console.log(
+      `one endpoint (maxInFlight 20), 80 queued, poll 60 s: drained in ${Date.now() - t0} ms`,
+    );
   } finally {
     await h2.close();
   }

@@ -18,7 +18,9 @@ const MIN = 60_000;
 const DAY = 24 * 60 * MIN;
 
 async function appWithEndpoint(h: Harness, url = `${DEAD_URL}/x`) {
-  const app = await h.call("POST", `${V1}/app`, { name: `ret-${Math.random().toString(36).slice(2)}` });
+  const app = await h.call("POST", `${V1}/app`, {
+    name: `ret-${Math.random().toString(36).slice(2)}`,
+  });
   expect(app.status).toBe(201);
   const ep = await h.call("POST", `${V1}/app/${app.body.id}/endpoint`, { url });
   expect(ep.status).toBe(201);
@@ -47,13 +49,24 @@ async function message(
                                next_attempt_at, created_at, updated_at)
        values ($1, $2, $3, $4, 1, 5, now() + interval '1 day', now() - $5::bigint * interval '1 millisecond',
                now() - $6::bigint * interval '1 millisecond')`,
-      [id, target.endpointIds[i], target.appId, status, ageMs, status === "dead_letter" ? deadAgoMs : ageMs],
+      [
+        id,
+        target.endpointIds[i],
+        target.appId,
+        status,
+        ageMs,
+        status === "dead_letter" ? deadAgoMs : ageMs,
+      ],
     );
   }
   return id;
 }
 
-async function attempt(pool: Pool, target: { appId: string; endpointIds: string[] }, ageMs: number): Promise<number> {
+async function attempt(
+  pool: Pool,
+  target: { appId: string; endpointIds: string[] },
+  ageMs: number,
+): Promise<number> {
   const { rows } = await pool.query(
     `insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger, url,
                            started_at, latency_ms, outcome, status_code, created_at)
@@ -73,7 +86,13 @@ describe("purgeExpired removes exactly what is past its age", () => {
   beforeAll(async () => {
     h = await startHarness();
     // attempts 10 days, dead letters 5 days, delivered messages 20 days; tiny batches
-    retention = { ...h.config.retention, attemptsMs: 10 * DAY, deadLetterMs: 5 * DAY, payloadMs: 20 * DAY, batch: 2 };
+    retention = {
+      ...h.config.retention,
+      attemptsMs: 10 * DAY,
+      deadLetterMs: 5 * DAY,
+      payloadMs: 20 * DAY,
+      batch: 2,
+    };
   });
   afterAll(async () => {
     await h?.close();
@@ -82,7 +101,8 @@ describe("purgeExpired removes exactly what is past its age", () => {
   test("attempts, dead letters and finished messages past their ages go; everything else stays", async () => {
     const pool = h.db.pool;
     const { appId, endpointId: e1 } = await appWithEndpoint(h);
-    const e2 = (await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${DEAD_URL}/y` })).body.id;
+    const e2 = (await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${DEAD_URL}/y` })).body
+      .id;
     const t = { appId, endpointIds: [e1, e2] };
     const OLD = 25 * DAY; // past the 20-day message age
     const YOUNG = 10 * DAY;
@@ -97,7 +117,14 @@ describe("purgeExpired removes exactly what is past its age", () => {
       oldDeadOld: await message(pool, t, "m7", OLD, ["dead_letter"], 6 * DAY),
       deliveredYoung: await message(pool, t, "m8", YOUNG, ["delivered"]),
       oldDeadYoung: await message(pool, t, "m9", YOUNG, ["dead_letter"], 6 * DAY),
-      deliveredOldDeadOld: await message(pool, t, "m10", OLD, ["delivered", "dead_letter"], 6 * DAY),
+      deliveredOldDeadOld: await message(
+        pool,
+        t,
+        "m10",
+        OLD,
+        ["delivered", "dead_letter"],
+        6 * DAY,
+      ),
       // a dead letter one minute either side of the 5-day age
       deadJustPast: await message(pool, t, "m11", YOUNG, ["dead_letter"], 5 * DAY + MIN),
       deadJustShort: await message(pool, t, "m12", YOUNG, ["dead_letter"], 5 * DAY - MIN),
@@ -106,10 +133,17 @@ describe("purgeExpired removes exactly what is past its age", () => {
       deliveredJustShort: await message(pool, t, "m14", 20 * DAY - MIN, ["delivered"]),
     };
     // attempts: one minute either side of the 10-day age, and well past / well short
-    const attemptsGone = [await attempt(pool, t, 10 * DAY + MIN), await attempt(pool, t, 11 * DAY), await attempt(pool, t, 40 * DAY)];
+    const attemptsGone = [
+      await attempt(pool, t, 10 * DAY + MIN),
+      await attempt(pool, t, 11 * DAY),
+      await attempt(pool, t, 40 * DAY),
+    ];
     const attemptsKept = [await attempt(pool, t, 10 * DAY - MIN), await attempt(pool, t, DAY)];
     // latency samples are the latency window's business, not this purge's
-    await pool.query("insert into latency_samples (endpoint_id, at, latency_ms, ok) values ($1, now() - interval '40 days', 5, true)", [e1]);
+    await pool.query(
+      "insert into latency_samples (endpoint_id, at, latency_ms, ok) values ($1, now() - interval '40 days', 5, true)",
+      [e1],
+    );
 
     const progress: PurgeProgress[] = [];
     const totals = await purgeExpired(pool, retention, (p) => progress.push({ ...p }));
@@ -133,14 +167,24 @@ describe("purgeExpired removes exactly what is past its age", () => {
     const left = new Set(msgs.map((r) => r.id));
     // messages older than 20 days with nothing pending, retrying, in flight or dead (after the
     // dead-letter purge); young messages stay even when their only delivery was purged
-    const gone = ["deliveredOld", "deliveredCanceledOld", "oldDeadOld", "deliveredOldDeadOld", "deliveredJustPast"];
+    const gone = [
+      "deliveredOld",
+      "deliveredCanceledOld",
+      "oldDeadOld",
+      "deliveredOldDeadOld",
+      "deliveredJustPast",
+    ];
     for (const [name, id] of Object.entries(m)) {
       const expectGone = gone.includes(name);
       expect(left.has(id), `${name} ${expectGone ? "gone" : "kept"}`).toBe(!expectGone);
     }
 
     const deliveries = async (id: string) =>
-      (await pool.query("select status from deliveries where message_id = $1 order by status", [id])).rows.map((r) => r.status);
+      (
+        await pool.query("select status from deliveries where message_id = $1 order by status", [
+          id,
+        ])
+      ).rows.map((r) => r.status);
     expect(await deliveries(m.deliveredPendingOld)).toEqual(["delivered", "pending"]);
     expect(await deliveries(m.failedOld)).toEqual(["failed"]);
     expect(await deliveries(m.inFlightOld)).toEqual(["in_flight"]);
@@ -150,7 +194,13 @@ describe("purgeExpired removes exactly what is past its age", () => {
     expect(await deliveries(m.deadJustPast)).toEqual([]);
     expect(await deliveries(m.deadJustShort)).toEqual(["dead_letter"]);
     expect(await deliveries(m.deliveredJustShort)).toEqual(["delivered"]);
-    for (const id of [m.deliveredOld, m.deliveredCanceledOld, m.oldDeadOld, m.deliveredOldDeadOld, m.deliveredJustPast]) {
+    for (const id of [
+      m.deliveredOld,
+      m.deliveredCanceledOld,
+      m.oldDeadOld,
+      m.deliveredOldDeadOld,
+      m.deliveredJustPast,
+    ]) {
       expect(await deliveries(id)).toEqual([]);
     }
     const { rows: counts } = await pool.query(
@@ -161,14 +211,19 @@ describe("purgeExpired removes exactly what is past its age", () => {
 
     // nothing left past its age: a second run deletes nothing
     const again: PurgeProgress[] = [];
-    expect(await purgeExpired(pool, retention, (p) => again.push(p))).toEqual({ attempts: 0, dead_letters: 0, messages: 0 });
+    expect(await purgeExpired(pool, retention, (p) => again.push(p))).toEqual({
+      attempts: 0,
+      dead_letters: 0,
+      messages: 0,
+    });
     expect(again).toEqual([]);
   });
 
   test("a message's own retention comes first, but never while a delivery of it is still due", async () => {
     const pool = h.db.pool;
     const { appId, endpointId: e1 } = await appWithEndpoint(h);
-    const e2 = (await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${DEAD_URL}/y` })).body.id;
+    const e2 = (await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${DEAD_URL}/y` })).body
+      .id;
     const t = { appId, endpointIds: [e1, e2] };
     const YOUNG = DAY; // far inside every configured age
     const m = {
@@ -181,28 +236,53 @@ describe("purgeExpired removes exactly what is past its age", () => {
       noExpiry: await message(pool, t, "x7", YOUNG, ["delivered"]),
     };
     const expire = (id: string, inMs: number) =>
-      pool.query("update messages set expires_at = now() + $2::bigint * interval '1 millisecond' where id = $1", [id, inMs]);
-    for (const id of [m.expiredDelivered, m.expiredDead, m.expiredPending, m.expiredFailed, m.expiredInFlight]) {
+      pool.query(
+        "update messages set expires_at = now() + $2::bigint * interval '1 millisecond' where id = $1",
+        [id, inMs],
+      );
+    for (const id of [
+      m.expiredDelivered,
+      m.expiredDead,
+      m.expiredPending,
+      m.expiredFailed,
+      m.expiredInFlight,
+    ]) {
       await expire(id, -MIN);
     }
     await expire(m.notYetExpired, MIN);
 
-    expect(await purgeExpired(pool, retention)).toEqual({ attempts: 0, dead_letters: 1, messages: 2 });
+    expect(await purgeExpired(pool, retention)).toEqual({
+      attempts: 0,
+      dead_letters: 1,
+      messages: 2,
+    });
     const { rows } = await pool.query("select id from messages where app_id = $1", [appId]);
     const left = new Set(rows.map((r) => r.id));
     const gone = ["expiredDelivered", "expiredDead"];
     for (const [name, id] of Object.entries(m)) {
-      expect(left.has(id), `${name} ${gone.includes(name) ? "gone" : "kept"}`).toBe(!gone.includes(name));
+      expect(left.has(id), `${name} ${gone.includes(name) ? "gone" : "kept"}`).toBe(
+        !gone.includes(name),
+      );
     }
     const statuses = async (id: string) =>
-      (await pool.query("select status from deliveries where message_id = $1 order by status", [id])).rows.map((r) => r.status);
+      (
+        await pool.query("select status from deliveries where message_id = $1 order by status", [
+          id,
+        ])
+      ).rows.map((r) => r.status);
     expect(await statuses(m.expiredPending)).toEqual(["delivered", "pending"]);
     expect(await statuses(m.expiredFailed)).toEqual(["failed"]);
     expect(await statuses(m.expiredInFlight)).toEqual(["in_flight"]);
 
     // once the pending delivery is done, the expired message goes at the next purge
-    await pool.query("update deliveries set status = 'delivered' where message_id = $1", [m.expiredPending]);
-    expect(await purgeExpired(pool, retention)).toEqual({ attempts: 0, dead_letters: 0, messages: 1 });
+    await pool.query("update deliveries set status = 'delivered' where message_id = $1", [
+      m.expiredPending,
+    ]);
+    expect(await purgeExpired(pool, retention)).toEqual({
+      attempts: 0,
+      dead_letters: 0,
+      messages: 1,
+    });
     expect(await statuses(m.expiredPending)).toEqual([]);
   });
 
@@ -214,13 +294,18 @@ describe("purgeExpired removes exactly what is past its age", () => {
     const young = await message(pool, t, "task-young", 19 * DAY, ["delivered"]);
     const oldAttempt = await attempt(pool, t, 11 * DAY);
     const config = { ...h.config, retention };
-    const task = maintenanceTasks(config, makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious)).find(
-      (x) => x.name === "retention",
-    )!;
+    const task = maintenanceTasks(
+      config,
+      makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
+    ).find((x) => x.name === "retention")!;
     await task.run(pool);
-    const ids = (await pool.query("select id from messages where id = any ($1)", [[old, young]])).rows.map((r) => r.id);
+    const ids = (
+      await pool.query("select id from messages where id = any ($1)", [[old, young]])
+    ).rows.map((r) => r.id);
     expect(ids).toEqual([young]);
-    expect((await pool.query("select 1 from attempts where id = $1", [oldAttempt])).rowCount).toBe(0);
+    expect((await pool.query("select 1 from attempts where id = $1", [oldAttempt])).rowCount).toBe(
+      0,
+    );
   });
 });
 
@@ -267,14 +352,19 @@ describe("a purge of 100k rows beside a working worker", () => {
       [old.endpointId, old.appId, MESSAGES],
     );
     await pool.query("analyze");
-    console.log(`seeded ${ATTEMPTS} attempts and ${MESSAGES} messages in ${(performance.now() - seedStart).toFixed(0)} ms`);
+    console.log(
+      `seeded ${ATTEMPTS} attempts and ${MESSAGES} messages in ${(performance.now() - seedStart).toFixed(0)} ms`,
+    );
 
     h.startWorker();
     let producing = true;
     let sent = 0;
     const producer = (async () => {
       while (producing) {
-        const res = await h.call("POST", `${V1}/app/${live.appId}/msg`, { eventType: "live", payload: { n: sent } });
+        const res = await h.call("POST", `${V1}/app/${live.appId}/msg`, {
+          eventType: "live",
+          payload: { n: sent },
+        });
         expect(res.status).toBe(202);
         sent++;
         await new Promise((r) => setTimeout(r, 20));
@@ -298,7 +388,10 @@ describe("a purge of 100k rows beside a working worker", () => {
     await producer;
 
     expect(totals).toEqual({ attempts: ATTEMPTS, dead_letters: 0, messages: MESSAGES });
-    const during = rx.on("/live").map((r) => r.at).filter((at) => at >= purgeStart && at <= purgeEnd);
+    const during = rx
+      .on("/live")
+      .map((r) => r.at)
+      .filter((at) => at >= purgeStart && at <= purgeEnd);
     const marks = [purgeStart, ...during, purgeEnd];
     let maxGapMs = 0;
     for (let i = 1; i < marks.length; i++) maxGapMs = Math.max(maxGapMs, marks[i]! - marks[i - 1]!);
@@ -311,13 +404,17 @@ describe("a purge of 100k rows beside a working worker", () => {
     expect(maxGapMs).toBeLessThan(2_000);
 
     // every live message was delivered; nothing live was purged
-    await waitFor(async () => {
-      const { rows } = await pool.query(
-        "select count(*) filter (where status = 'delivered')::int as delivered, count(*)::int as n from deliveries where app_id = $1",
-        [live.appId],
-      );
-      return rows[0].n === sent && rows[0].delivered === sent;
-    }, 15_000, "all live messages delivered");
+    await waitFor(
+      async () => {
+        const { rows } = await pool.query(
+          "select count(*) filter (where status = 'delivered')::int as delivered, count(*)::int as n from deliveries where app_id = $1",
+          [live.appId],
+        );
+        return rows[0].n === sent && rows[0].delivered === sent;
+      },
+      15_000,
+      "all live messages delivered",
+    );
     const { rows } = await pool.query(
       `select (select count(*) from messages where app_id = $1)::int as old_messages,
               (select count(*) from deliveries where app_id = $1)::int as old_deliveries,
@@ -326,6 +423,12 @@ describe("a purge of 100k rows beside a working worker", () => {
               (select count(*) from attempts where app_id = $2)::int as live_attempts`,
       [old.appId, live.appId],
     );
-    expect(rows[0]).toEqual({ old_messages: 0, old_deliveries: 0, old_attempts: 0, live_messages: sent, live_attempts: sent });
+    expect(rows[0]).toEqual({
+      old_messages: 0,
+      old_deliveries: 0,
+      old_attempts: 0,
+      live_messages: sent,
+      live_attempts: sent,
+    });
   });
 });

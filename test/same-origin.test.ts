@@ -9,7 +9,9 @@ let h: Harness;
 let rx: Receiver;
 beforeAll(async () => {
   h = await startHarness();
-  rx = await startReceiver((req) => (req.path.startsWith("/hang") ? { hang: true } : { status: 200 }));
+  rx = await startReceiver((req) =>
+    req.path.startsWith("/hang") ? { hang: true } : { status: 200 },
+  );
   h.startWorker();
 });
 afterAll(async () => {
@@ -20,20 +22,43 @@ afterAll(async () => {
 test("hanging endpoints do not hold back a healthy endpoint on the same origin", async () => {
   const hangApp = (await h.call("POST", "/api/v1/app", { name: "hang" })).body.id;
   for (const p of ["/hang1", "/hang2"]) {
-    const r = await h.call("POST", `/api/v1/app/${hangApp}/endpoint`, { url: `${rx.url}${p}`, timeoutMs: 3000, maxAttempts: 1 });
+    const r = await h.call("POST", `/api/v1/app/${hangApp}/endpoint`, {
+      url: `${rx.url}${p}`,
+      timeoutMs: 3000,
+      maxAttempts: 1,
+    });
     expect(r.status).toBe(201);
   }
   const okApp = (await h.call("POST", "/api/v1/app", { name: "ok" })).body.id;
-  const ok = await h.call("POST", `/api/v1/app/${okApp}/endpoint`, { url: `${rx.url}/ok`, maxAttempts: 1, timeoutMs: 1000 });
-  for (let i = 0; i < 20; i++) await enqueueMessage(h.db.pool, { appId: hangApp, eventType: "t", payload: "{}" }, 5);
+  const ok = await h.call("POST", `/api/v1/app/${okApp}/endpoint`, {
+    url: `${rx.url}/ok`,
+    maxAttempts: 1,
+    timeoutMs: 1000,
+  });
+  for (let i = 0; i < 20; i++)
+    await enqueueMessage(h.db.pool, { appId: hangApp, eventType: "t", payload: "{}" }, 5);
   await waitFor(() => rx.requests.length >= 32, 5000); // all 32 sockets of the origin are hanging
   const t0 = Date.now();
-  for (let i = 0; i < 5; i++) await enqueueMessage(h.db.pool, { appId: okApp, eventType: "t", payload: "{}" }, 5);
-  await waitFor(async () => (await h.db.pool.query(
-    "select count(*)::int as n from deliveries where endpoint_id = $1 and status in ('dead_letter','delivered')", [ok.body.id])).rows[0].n === 5, 10000);
+  for (let i = 0; i < 5; i++)
+    await enqueueMessage(h.db.pool, { appId: okApp, eventType: "t", payload: "{}" }, 5);
+  await waitFor(
+    async () =>
+      (
+        await h.db.pool.query(
+          "select count(*)::int as n from deliveries where endpoint_id = $1 and status in ('dead_letter','delivered')",
+          [ok.body.id],
+        )
+      ).rows[0].n === 5,
+    10000,
+  );
   const attempts = await h.db.pool.query(
-    "select delivery_id, attempt_number, latency_ms, error_kind from attempts where endpoint_id = $1 order by id", [ok.body.id]);
-  console.log(JSON.stringify(attempts.rows), rx.on("/ok").map((r) => r.at - t0));
+    "select delivery_id, attempt_number, latency_ms, error_kind from attempts where endpoint_id = $1 order by id",
+    [ok.body.id],
+  );
+  console.log(
+    JSON.stringify(attempts.rows),
+    rx.on("/ok").map((r) => r.at - t0),
+  );
   // Expected: 5 attempts, all 200, each well under its 1000 ms deadline, within ~100 ms.
   expect(attempts.rows).toHaveLength(5);
   for (const a of attempts.rows) {

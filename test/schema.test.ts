@@ -42,8 +42,12 @@ test("migration 0007 keeps the leases of rows in flight under the old rules, and
     const { rows: claims } = await old.pool.query(
       "select token, worker_id, delivery_ids, lease_expires_at > now() + interval '59 minutes' as kept from claims",
     );
-    const { rows: leased } = await old.pool.query("select id from deliveries where message_id = 'msg_1'");
-    expect(claims).toEqual([{ token, worker_id: "old-worker", delivery_ids: [String(leased[0].id)], kept: true }]);
+    const { rows: leased } = await old.pool.query(
+      "select id from deliveries where message_id = 'msg_1'",
+    );
+    expect(claims).toEqual([
+      { token, worker_id: "old-worker", delivery_ids: [String(leased[0].id)], kept: true },
+    ]);
     const { rows } = await old.pool.query(
       "select message_id, status, queued, dead_lettered from deliveries order by message_id",
     );

@@ -473,13 +473,19 @@ describe("encryption at rest", () => {
 
   test("a worker without the key records a failed 'signing' attempt and sends nothing; the row does not circle", async () => {
     const ep = await endpoint(newSecret(), api1);
-    const msg = await call("POST", `${V1}/app/${ep.appId}/msg`, { eventType: "secret.test", payload: { n: ++seq } }, api1);
+    const msg = await call(
+      "POST",
+      `${V1}/app/${ep.appId}/msg`,
+      { eventType: "secret.test", payload: { n: ++seq } },
+      api1,
+    );
     expect(msg.status).toBe(202);
     const w = workerWith(makeSecretBox(undefined));
     try {
       await waitFor(
         async () =>
-          (await h.db.pool.query("select 1 from attempts where message_id = $1", [msg.body.id])).rows.length > 0,
+          (await h.db.pool.query("select 1 from attempts where message_id = $1", [msg.body.id]))
+            .rows.length > 0,
         15_000,
         "the attempt row",
       );
@@ -495,7 +501,11 @@ describe("encryption at rest", () => {
     expect(rows.length).toBeGreaterThanOrEqual(1);
     for (const row of rows) {
       expect(["failed", "dead_letter"]).toContain(row.status);
-      expect(row).toMatchObject({ attempt_count: rows.length, error_kind: "signing", status_code: null });
+      expect(row).toMatchObject({
+        attempt_count: rows.length,
+        error_kind: "signing",
+        status_code: null,
+      });
       expect(row.error).toContain("signing secret could not be opened");
     }
     expect(rx.on(ep.path)).toHaveLength(0);

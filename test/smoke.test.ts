@@ -16,9 +16,14 @@ afterAll(async () => {
 test("a message reaches its endpoint", async () => {
   const app = await h.call("POST", "/api/v1/app", { name: "a" });
   expect(app.status).toBe(201);
-  const ep = await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, { url: `${receiver.url}/x` });
+  const ep = await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, {
+    url: `${receiver.url}/x`,
+  });
   expect(ep.status).toBe(201);
-  const msg = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, { eventType: "t", payload: { a: 1 } });
+  const msg = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, {
+    eventType: "t",
+    payload: { a: 1 },
+  });
   expect(msg.status).toBe(202);
   h.startWorker();
   await waitFor(() => receiver.requests.length === 1);

@@ -33,21 +33,35 @@ test("loopback, private, link-local and metadata URLs are refused when saved", a
     expect(res.status, url).toBe(422);
     expect(res.body.code).toBe("url_not_allowed");
   }
-  const ep = await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, { url: "https://93.184.215.14/hook" });
+  const ep = await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, {
+    url: "https://93.184.215.14/hook",
+  });
   expect(ep.status).toBe(201);
-  const patched = await h.call("PATCH", `/api/v1/app/${app.body.id}/endpoint/${ep.body.id}`, { url: "http://192.168.1.1/" });
+  const patched = await h.call("PATCH", `/api/v1/app/${app.body.id}/endpoint/${ep.body.id}`, {
+    url: "http://192.168.1.1/",
+  });
   expect(patched.status).toBe(422);
 });
 
 test("a blocked address is refused at connect time too: dead letter ssrf_blocked after one attempt", async () => {
   const app = await h.call("POST", "/api/v1/app", { name: "ssrf2" });
-  const ep = await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, { url: "https://93.184.215.14/hook" });
+  const ep = await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, {
+    url: "https://93.184.215.14/hook",
+  });
   // Point it at the loopback receiver behind the API's back (as DNS rebinding would).
-  await h.db.pool.query("update endpoints set url = $1 where id = $2", [`${receiver.url}/rebound`, ep.body.id]);
-  const msg = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, { eventType: "t", payload: { a: 1 } });
+  await h.db.pool.query("update endpoints set url = $1 where id = $2", [
+    `${receiver.url}/rebound`,
+    ep.body.id,
+  ]);
+  const msg = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, {
+    eventType: "t",
+    payload: { a: 1 },
+  });
   h.startWorker();
   await waitFor(async () => {
-    const { rows } = await h.db.pool.query("select status from deliveries where message_id = $1", [msg.body.id]);
+    const { rows } = await h.db.pool.query("select status from deliveries where message_id = $1", [
+      msg.body.id,
+    ]);
     return rows[0]?.status === "dead_letter";
   });
   const { rows } = await h.db.pool.query(

@@ -23,7 +23,7 @@ import {
 } from "svix";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Harness, startHarness } from "./helpers/harness.ts";
-import { type Receiver, type Received, startReceiver, waitFor } from "./helpers/receiver.ts";
+import { type Received, type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
 let h: Harness;
 let rx: Receiver;
@@ -78,7 +78,11 @@ describe("svix client against hookrelay", () => {
       eventTypes: ["invoice.paid"],
     });
     expect(ep.id).toMatch(/^ep_/);
-    expect(ep).toMatchObject({ url: `${rx.url}${PATH}`, description: "billing hook", eventTypes: ["invoice.paid"] });
+    expect(ep).toMatchObject({
+      url: `${rx.url}${PATH}`,
+      description: "billing hook",
+      eventTypes: ["invoice.paid"],
+    });
     expect(ep.metadata).toEqual({});
     expect(validDate(ep.createdAt)).toBe(true);
 
@@ -87,14 +91,26 @@ describe("svix client against hookrelay", () => {
   });
 
   test("message.create; the worker delivers it signed, verifiable with the client's secret", async () => {
-    const payload = { invoice: "in_1", amount: 4200, currency: "EUR", lines: [{ sku: "a", qty: 2 }] };
-    msg = await svix.message.create(app.id, { eventType: "invoice.paid", payload, eventId: `evt-${uid}` });
+    const payload = {
+      invoice: "in_1",
+      amount: 4200,
+      currency: "EUR",
+      lines: [{ sku: "a", qty: 2 }],
+    };
+    msg = await svix.message.create(app.id, {
+      eventType: "invoice.paid",
+      payload,
+      eventId: `evt-${uid}`,
+    });
     expect(msg.id).toMatch(/^msg_/);
     expect(msg.eventType).toBe("invoice.paid");
     expect(msg.eventId).toBe(`evt-${uid}`);
     expect(validDate(msg.timestamp)).toBe(true);
     // The endpoint filters on invoice.paid: this one must not reach it.
-    const other = await svix.message.create(app.id, { eventType: "invoice.voided", payload: { invoice: "in_2" } });
+    const other = await svix.message.create(app.id, {
+      eventType: "invoice.voided",
+      payload: { invoice: "in_2" },
+    });
 
     h.startWorker();
     await waitFor(() => rx.on(PATH).length === 1, 10_000, "the delivery");
@@ -108,7 +124,10 @@ describe("svix client against hookrelay", () => {
     expect(() => wrong.verify(req.body, headersOf(req))).toThrow();
 
     // The filtered-out message produced no delivery (and never will).
-    const { rows } = await h.db.pool.query("select count(*)::int as n from deliveries where message_id = $1", [other.id]);
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n from deliveries where message_id = $1",
+      [other.id],
+    );
     expect(rows[0].n).toBe(0);
   });
 
@@ -138,7 +157,11 @@ describe("svix client against hookrelay", () => {
 
   test("messageAttempt.listByMsg and listByEndpoint show one successful attempt", async () => {
     // The result is written back just after the receiver answered.
-    await waitFor(async () => (await attemptsOf(msg.id)).length === 1, 10_000, "the attempt record");
+    await waitFor(
+      async () => (await attemptsOf(msg.id)).length === 1,
+      10_000,
+      "the attempt record",
+    );
     const page = await svix.messageAttempt.listByMsg(app.id, msg.id);
     expect(page.data).toHaveLength(1);
     expect(page.done).toBe(true);
@@ -160,9 +183,13 @@ describe("svix client against hookrelay", () => {
 
     const byEndpoint = await svix.messageAttempt.listByEndpoint(app.id, ep.id);
     expect(byEndpoint.data.map((x) => x.id)).toEqual([a.id]);
-    const onlySuccess = await svix.messageAttempt.listByEndpoint(app.id, ep.id, { status: MessageStatus.Success });
+    const onlySuccess = await svix.messageAttempt.listByEndpoint(app.id, ep.id, {
+      status: MessageStatus.Success,
+    });
     expect(onlySuccess.data).toHaveLength(1);
-    const onlyFailed = await svix.messageAttempt.listByEndpoint(app.id, ep.id, { status: MessageStatus.Fail });
+    const onlyFailed = await svix.messageAttempt.listByEndpoint(app.id, ep.id, {
+      status: MessageStatus.Fail,
+    });
     expect(onlyFailed.data).toHaveLength(0);
   });
 
@@ -175,7 +202,11 @@ describe("svix client against hookrelay", () => {
     expect(again.body).toBe(rx.on(PATH)[0]!.body);
     expect(() => new Webhook(secret).verify(again.body, headersOf(again))).not.toThrow();
 
-    await waitFor(async () => (await attemptsOf(msg.id)).length === 2, 10_000, "the manual attempt record");
+    await waitFor(
+      async () => (await attemptsOf(msg.id)).length === 2,
+      10_000,
+      "the manual attempt record",
+    );
     const [manual, scheduled] = await attemptsOf(msg.id);
     expect(manual!.triggerType).toBe(MessageAttemptTriggerType.Manual);
     expect(scheduled!.triggerType).toBe(MessageAttemptTriggerType.Scheduled);
@@ -195,7 +226,11 @@ describe("svix client against hookrelay", () => {
     expect(() => new Webhook(next).verify(req.body, headersOf(req))).not.toThrow();
     expect(() => new Webhook(secret).verify(req.body, headersOf(req))).not.toThrow();
     secret = next;
-    await waitFor(async () => (await attemptsOf(msg.id)).length === 3, 10_000, "the third attempt record");
+    await waitFor(
+      async () => (await attemptsOf(msg.id)).length === 3,
+      10_000,
+      "the third attempt record",
+    );
   });
 
   test("endpoint.patch disabled: true; endpoint.get shows it; nothing more is delivered", async () => {
@@ -206,8 +241,14 @@ describe("svix client against hookrelay", () => {
     expect(got.disabled).toBe(true);
     expect(got.url).toBe(`${rx.url}${PATH}`);
 
-    const later = await svix.message.create(app.id, { eventType: "invoice.paid", payload: { invoice: "in_3" } });
-    const { rows } = await h.db.pool.query("select count(*)::int as n from deliveries where message_id = $1", [later.id]);
+    const later = await svix.message.create(app.id, {
+      eventType: "invoice.paid",
+      payload: { invoice: "in_3" },
+    });
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n from deliveries where message_id = $1",
+      [later.id],
+    );
     expect(rows[0].n).toBe(0);
   });
 
@@ -275,15 +316,27 @@ describe("svix client against hookrelay", () => {
   });
 
   test("message.list filters by tag", async () => {
-    const tagged = await svix.message.create(app.id, { eventType: "x", payload: {}, tags: ["vip"] });
+    const tagged = await svix.message.create(app.id, {
+      eventType: "x",
+      payload: {},
+      tags: ["vip"],
+    });
     await svix.message.create(app.id, { eventType: "x", payload: {} });
     const page = await svix.message.list(app.id, { tag: "vip" });
     expect(page.data.map((m) => m.id)).toEqual([tagged.id]);
   });
 
   test("message.create keeps payloadRetentionPeriod (days) or payloadRetentionHours as the message's expiry", async () => {
-    const days = await svix.message.create(app.id, { eventType: "x", payload: {}, payloadRetentionPeriod: 14 });
-    const hours = await svix.message.create(app.id, { eventType: "x", payload: {}, payloadRetentionHours: 6 });
+    const days = await svix.message.create(app.id, {
+      eventType: "x",
+      payload: {},
+      payloadRetentionPeriod: 14,
+    });
+    const hours = await svix.message.create(app.id, {
+      eventType: "x",
+      payload: {},
+      payloadRetentionHours: 6,
+    });
     const plain = await svix.message.create(app.id, { eventType: "x", payload: {} });
     const { rows } = await h.db.pool.query(
       `select id, extract(epoch from expires_at - created_at)::int as seconds from messages where id = any($1)`,
@@ -295,16 +348,27 @@ describe("svix client against hookrelay", () => {
     expect(Math.abs(seconds.get(hours.id) - 6 * 3_600)).toBeLessThanOrEqual(1);
     expect(seconds.get(plain.id)).toBeNull();
     await expect(
-      svix.message.create(app.id, { eventType: "x", payload: {}, payloadRetentionPeriod: 1, payloadRetentionHours: 1 }),
+      svix.message.create(app.id, {
+        eventType: "x",
+        payload: {},
+        payloadRetentionPeriod: 1,
+        payloadRetentionHours: 1,
+      }),
     ).rejects.toMatchObject({ code: 400 });
-    await expect(svix.message.create(app.id, { eventType: "x", payload: {}, payloadRetentionPeriod: 0 })).rejects.toMatchObject({
+    await expect(
+      svix.message.create(app.id, { eventType: "x", payload: {}, payloadRetentionPeriod: 0 }),
+    ).rejects.toMatchObject({
       code: 422,
     });
   });
 
   test("message.create with application creates the app alongside", async () => {
     const newUid = `inline-${uid}`;
-    await svix.message.create(newUid, { eventType: "x", payload: {}, application: { name: "Inline", uid: newUid } });
+    await svix.message.create(newUid, {
+      eventType: "x",
+      payload: {},
+      application: { name: "Inline", uid: newUid },
+    });
     expect((await svix.application.get(newUid)).name).toBe("Inline");
   });
 

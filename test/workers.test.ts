@@ -11,7 +11,12 @@ import { loadMigrations } from "../src/db/migrate.ts";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { createTestDb } from "./helpers/db.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
-import { type HookrelayProcess, killAll, spawnHookrelay, startWorkers } from "./helpers/processes.ts";
+import {
+  type HookrelayProcess,
+  killAll,
+  spawnHookrelay,
+  startWorkers,
+} from "./helpers/processes.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
 /** Starts a worker process and resolves once it says it is running. */

@@ -51,7 +51,10 @@ async function post(data: JobData): Promise<void> {
     targets.set(data.url, target);
   }
   const timestamp = Math.floor(Date.now() / 1000);
-  const signature = createHmac("sha256", key).update(`${data.id}.${timestamp}.`).update(data.body).digest("base64");
+  const signature = createHmac("sha256", key)
+    .update(`${data.id}.${timestamp}.`)
+    .update(data.body)
+    .digest("base64");
   const res = await agent.request({
     origin: target.origin,
     path: target.path,
@@ -70,7 +73,12 @@ async function post(data: JobData): Promise<void> {
 }
 
 // Same pool size as a hookrelay process (HOOKRELAY_DB_POOL_SIZE default 10).
-const boss = new PgBoss({ connectionString: cfg.url, schema: cfg.schema, max: 10, schedule: false });
+const boss = new PgBoss({
+  connectionString: cfg.url,
+  schema: cfg.schema,
+  max: 10,
+  schedule: false,
+});
 boss.on("error", (err) => process.stderr.write(`pg-boss error: ${String(err)}\n`));
 await boss.start();
 
@@ -81,7 +89,8 @@ for (let w = 0; w < cfg.workers; w++) {
     { batchSize: cfg.batchSize, pollingIntervalSeconds: cfg.pollingIntervalSeconds },
     async (jobs) => {
       await Promise.all(jobs.map((job) => post(job.data)));
-      if (cfg.notifyWhenFull && jobs.length === cfg.batchSize && self.id) boss.notifyWorker(self.id);
+      if (cfg.notifyWhenFull && jobs.length === cfg.batchSize && self.id)
+        boss.notifyWorker(self.id);
     },
   );
 }

@@ -26,12 +26,28 @@ interface Behaviour {
 type Counters = ReceiverStats;
 
 const fresh = (): Counters => ({
-  total: 0, healthy: 0, hung: 0, failed: 0, unsigned: 0, badSignature: 0, verified: 0,
-  first: 0, last: 0, healthyFirst: 0, healthyLast: 0,
+  total: 0,
+  healthy: 0,
+  hung: 0,
+  failed: 0,
+  unsigned: 0,
+  badSignature: 0,
+  verified: 0,
+  first: 0,
+  last: 0,
+  healthyFirst: 0,
+  healthyLast: 0,
 });
 
 const endpoints = Number(process.argv[2] ?? 100);
-let behaviour: Behaviour = { delayMs: 0, failRate: 0, hanging: new Set(), record: false, secretKey: null, verifyEvery: 100 };
+let behaviour: Behaviour = {
+  delayMs: 0,
+  failRate: 0,
+  hanging: new Set(),
+  record: false,
+  secretKey: null,
+  verifyEvery: 100,
+};
 let c = fresh();
 let recordedIds: string[] = [];
 let recordedAt: number[] = [];
@@ -44,7 +60,10 @@ const hungResponses = new Set<http.ServerResponse>();
 const nowMs = () => performance.timeOrigin + performance.now();
 
 function verify(id: string, timestamp: string, body: string, header: string, key: Buffer): boolean {
-  const expected = createHmac("sha256", key).update(`${id}.${timestamp}.`).update(body).digest("base64");
+  const expected = createHmac("sha256", key)
+    .update(`${id}.${timestamp}.`)
+    .update(body)
+    .digest("base64");
   return header.split(" ").some((part) => part === `v1,${expected}`);
 }
 
@@ -64,7 +83,13 @@ function handler(index: number) {
       const signature = req.headers["webhook-signature"];
       if (typeof signature !== "string") c.unsigned++;
       else if (sample && typeof id === "string" && behaviour.secretKey) {
-        const ok = verify(id, String(req.headers["webhook-timestamp"]), Buffer.concat(chunks).toString("utf8"), signature, behaviour.secretKey);
+        const ok = verify(
+          id,
+          String(req.headers["webhook-timestamp"]),
+          Buffer.concat(chunks).toString("utf8"),
+          signature,
+          behaviour.secretKey,
+        );
         if (ok) c.verified++;
         else c.badSignature++;
       }

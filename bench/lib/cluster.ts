@@ -71,7 +71,12 @@ export async function startCluster(extra: string[]): Promise<Cluster> {
   }
   const dataDir = await mkdtemp(path.join(tmpdir(), "hookrelay-bench-"));
   const flags = Object.entries(settings).flatMap(([k, v]) => ["-c", `${k}=${v}`]);
-  const db = await startEmbeddedPostgres({ dataDir, port: 0, database: TEMPLATE_DB, postgresFlags: flags });
+  const db = await startEmbeddedPostgres({
+    dataDir,
+    port: 0,
+    database: TEMPLATE_DB,
+    postgresFlags: flags,
+  });
   const urlFor = (database: string) => db.connectionString.replace(/\/[^/]+$/, `/${database}`);
   const adminUrl = urlFor("postgres");
 
@@ -113,15 +118,21 @@ export async function startCluster(extra: string[]): Promise<Cluster> {
     urlFor,
     admin,
     pids() {
-      const postmaster = Number(readFileSync(path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0]);
+      const postmaster = Number(
+        readFileSync(path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0],
+      );
       return withChildren(postmaster);
     },
     async createDb(name) {
-      await admin((c) => c.query(`create database ${c.escapeIdentifier(name)} template ${TEMPLATE_DB}`));
+      await admin((c) =>
+        c.query(`create database ${c.escapeIdentifier(name)} template ${TEMPLATE_DB}`),
+      );
       return urlFor(name);
     },
     async dropDb(name) {
-      await admin((c) => c.query(`drop database if exists ${c.escapeIdentifier(name)} with (force)`));
+      await admin((c) =>
+        c.query(`drop database if exists ${c.escapeIdentifier(name)} with (force)`),
+      );
     },
     async stop() {
       await db.stop();

@@ -1,6 +1,7 @@
 /** What every scenario gets: options, the cluster, the receiver, and fresh databases. */
-import { generateSecret } from "../../src/delivery/sign.ts";
+
 import { makePool, type Pool } from "../../src/db/pool.ts";
+import { generateSecret } from "../../src/delivery/sign.ts";
 import type { Cluster } from "./cluster.ts";
 import type { BenchOptions } from "./options.ts";
 import type { ReceiverControl } from "./receiver.ts";
@@ -23,7 +24,11 @@ export interface BenchContext {
   freshDb(tag: string): Promise<FreshDb>;
 }
 
-export function makeContext(opts: BenchOptions, cluster: Cluster, receiver: ReceiverControl): BenchContext {
+export function makeContext(
+  opts: BenchOptions,
+  cluster: Cluster,
+  receiver: ReceiverControl,
+): BenchContext {
   let counter = 0;
   const started = Date.now();
   return {

@@ -61,7 +61,8 @@ export interface CpuSpent {
  */
 export function startCpuMeter(groups: CpuGroups): () => CpuSpent {
   const before = new Map<number, number>();
-  for (const pids of Object.values(groups)) for (const pid of pids()) before.set(pid, processCpuMs(pid));
+  for (const pids of Object.values(groups))
+    for (const pid of pids()) before.set(pid, processCpuMs(pid));
   const machineBefore = machineTicks();
   return () => {
     const ms: Record<string, number> = {};
@@ -77,7 +78,9 @@ export function startCpuMeter(groups: CpuGroups): () => CpuSpent {
 /** CPU ms per 1,000 units of work (requests, deliveries, jobs, messages). */
 export function perThousand(spent: CpuSpent, units: number): CpuSpent {
   return {
-    ms: Object.fromEntries(Object.entries(spent.ms).map(([group, ms]) => [group, (ms * 1000) / Math.max(1, units)])),
+    ms: Object.fromEntries(
+      Object.entries(spent.ms).map(([group, ms]) => [group, (ms * 1000) / Math.max(1, units)]),
+    ),
     steal: spent.steal,
   };
 }

@@ -106,14 +106,22 @@ export function parseOptions(argv: string[]): BenchOptions {
   };
   const quick = values.quick;
   const only = new Set(
-    (values.only ?? "1,2,3,4,5,6,7,8,9").split(",").map((s) => Number(s.trim())).filter((n) => n >= 1 && n <= 9),
+    (values.only ?? "1,2,3,4,5,6,7,8,9")
+      .split(",")
+      .map((s) => Number(s.trim()))
+      .filter((n) => n >= 1 && n <= 9),
   );
   // 9 (memory) is sampled during 3; 7 is a ratio of 3.
   if (only.has(9) || only.has(7)) only.add(3);
 
   // Chosen by the sweep (`--tune-pgboss`, see docs/performance.md): the best pg-boss 10.4.2
   // setting found with at most the same requests in flight as hookrelay (2 x 256 = 512 <= 1024).
-  let pgboss: PgBossTuning = { workers: 2, batchSize: 256, pollingIntervalSeconds: 0.5, notifyWhenFull: true };
+  let pgboss: PgBossTuning = {
+    workers: 2,
+    batchSize: 256,
+    pollingIntervalSeconds: 0.5,
+    notifyWhenFull: true,
+  };
   if (values.pgboss) {
     const [w, b, p, n] = values.pgboss.split(",");
     pgboss = {
@@ -144,7 +152,9 @@ export function parseOptions(argv: string[]): BenchOptions {
     isolationHanging: 10,
     isolationTimeoutMs: quick ? 500 : 2_000,
     backlogSmall: quick ? 1_000 : 10_000,
-    backlogLarge: Math.round(num(values["backlog-large"], quick ? 5_000 : 1_000_000, "backlog-large")),
+    backlogLarge: Math.round(
+      num(values["backlog-large"], quick ? 5_000 : 1_000_000, "backlog-large"),
+    ),
     backlogClaims: quick ? 5 : 30,
     claimLimit: 500,
     pgboss,

@@ -48,16 +48,25 @@ function track(proc: ChildProcess, name: string): Child {
 }
 
 /** Resolves with the first stdout match of `ready`; rejects on exit or after `timeoutMs`. */
-function waitForLine(child: Child, ready: RegExp, timeoutMs: number, name: string): Promise<RegExpMatchArray> {
+function waitForLine(
+  child: Child,
+  ready: RegExp,
+  timeoutMs: number,
+  name: string,
+): Promise<RegExpMatchArray> {
   return new Promise((resolve, reject) => {
     let buffer = "";
-    const timer = setTimeout(() => done(new Error(`${name} not ready after ${timeoutMs} ms:\n${child.output()}`)), timeoutMs);
+    const timer = setTimeout(
+      () => done(new Error(`${name} not ready after ${timeoutMs} ms:\n${child.output()}`)),
+      timeoutMs,
+    );
     const onData = (chunk: Buffer) => {
       buffer += chunk.toString("utf8");
       const match = buffer.match(ready);
       if (match) done(null, match);
     };
-    const onExit = (code: number | null) => done(new Error(`${name} exited (${code}) before it was ready:\n${child.output()}`));
+    const onExit = (code: number | null) =>
+      done(new Error(`${name} exited (${code}) before it was ready:\n${child.output()}`));
     function done(err: Error | null, match?: RegExpMatchArray) {
       clearTimeout(timer);
       child.proc.stdout?.off("data", onData);
@@ -98,7 +107,8 @@ export async function startHookrelay(
     },
   });
   const child = track(proc, `hookrelay ${role}`);
-  const ready = role === "worker" ? /hookrelay worker \S+ running/ : /API listening on (http:\/\/\S+)/;
+  const ready =
+    role === "worker" ? /hookrelay worker \S+ running/ : /API listening on (http:\/\/\S+)/;
   const match = await waitForLine(child, ready, 60_000, `hookrelay ${role}`);
   return { ...child, url: role === "api" ? (match[1] ?? null) : null };
 }
@@ -137,7 +147,8 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 /** Kills every child still running (by PID). Used on errors and signals. */
 export function killAllChildren(): void {
   for (const proc of live) {
-    if (proc.pid !== undefined && proc.exitCode === null && proc.signalCode === null) signal(proc.pid, "SIGKILL");
+    if (proc.pid !== undefined && proc.exitCode === null && proc.signalCode === null)
+      signal(proc.pid, "SIGKILL");
   }
 }
 

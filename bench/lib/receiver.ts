@@ -47,7 +47,10 @@ export async function startReceiver(endpoints: number): Promise<ReceiverControl>
   let seq = 0;
   const pending = new Map<number, (body: Record<string, unknown>) => void>();
   const ready = new Promise<number[]>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`receiver not ready:\n${child.output()}`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`receiver not ready:\n${child.output()}`)),
+      60_000,
+    );
     child.proc.on("message", (m: { seq: number; ready?: boolean; ports?: number[] }) => {
       if (m.seq === 0 && m.ready) {
         clearTimeout(timer);
@@ -57,7 +60,9 @@ export async function startReceiver(endpoints: number): Promise<ReceiverControl>
       pending.get(m.seq)?.(m as Record<string, unknown>);
       pending.delete(m.seq);
     });
-    child.proc.once("exit", (code) => reject(new Error(`receiver exited (${code}):\n${child.output()}`)));
+    child.proc.once("exit", (code) =>
+      reject(new Error(`receiver exited (${code}):\n${child.output()}`)),
+    );
   });
   const ports = await ready;
 

@@ -38,7 +38,13 @@ type Pick = (r: RunResult) => number | undefined;
 
 export function figures(runs: RunResult[]): Figure[] {
   const out: Figure[] = [];
-  const add = (scenario: string, figure: string, unit: string, pick: Pick, target?: { text: string; ok: (v: number) => boolean }) => {
+  const add = (
+    scenario: string,
+    figure: string,
+    unit: string,
+    pick: Pick,
+    target?: { text: string; ok: (v: number) => boolean },
+  ) => {
     const values = runs.map(pick).filter((v): v is number => v !== undefined);
     if (values.length === 0) return;
     const m = median(values);
@@ -56,7 +62,12 @@ export function figures(runs: RunResult[]): Figure[] {
   const atMost = (x: number, text = `<= ${x}`) => ({ text, ok: (v: number) => v <= x });
 
   add("1 ceiling", "bare undici POSTs/s", "/s", (r) => r.ceiling?.rate);
-  add("1 ceiling", "CPU ms / 1k requests: client", "ms", (r) => r.ceiling?.cpuPerThousand.ms.client);
+  add(
+    "1 ceiling",
+    "CPU ms / 1k requests: client",
+    "ms",
+    (r) => r.ceiling?.cpuPerThousand.ms.client,
+  );
   add("2 peer", "pg-boss jobs/s", "/s", (r) => r.pgboss?.rate);
   // the same CPU figures as scenario 3's, for the peer: where each spends its time
   const peerCpu = (group: string) => (r: RunResult) => r.pgboss?.cpuPerThousand.ms[group];
@@ -66,8 +77,11 @@ export function figures(runs: RunResult[]): Figure[] {
   add("3 throughput", "hookrelay 1 worker", "/s", (r) => r.hookrelay1?.rate);
   add("3 throughput", "hookrelay 2 workers", "/s", (r) => r.hookrelay2?.rate);
   const best = (r: RunResult) =>
-    r.hookrelay1 || r.hookrelay2 ? Math.max(r.hookrelay1?.rate ?? 0, r.hookrelay2?.rate ?? 0) : undefined;
-  const vs = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined ? ratio(a, b) : undefined);
+    r.hookrelay1 || r.hookrelay2
+      ? Math.max(r.hookrelay1?.rate ?? 0, r.hookrelay2?.rate ?? 0)
+      : undefined;
+  const vs = (a: number | undefined, b: number | undefined) =>
+    a !== undefined && b !== undefined ? ratio(a, b) : undefined;
   add("3 throughput", "1 worker / ceiling", "x", (r) => vs(r.hookrelay1?.rate, r.ceiling?.rate));
   add("3 throughput", "2 workers / ceiling", "x", (r) => vs(r.hookrelay2?.rate, r.ceiling?.rate));
   add("3 throughput", "best / ceiling", "x", (r) => vs(best(r), r.ceiling?.rate), atLeast(0.5));
@@ -88,30 +102,63 @@ export function figures(runs: RunResult[]): Figure[] {
   add("4 latency", "accept-to-attempt-start p99 (db)", "ms", (r) => r.latency?.queueP99);
   add("4 latency", "offered rate", "/s", (r) => r.latency?.offeredRate);
   for (const group of ["api", "worker", "postgres", "receiver", "client"]) {
-    add("4 latency", `CPU ms / 1k messages: ${group === "client" ? "load generator" : group}`, "ms", (r) =>
-      r.latency?.cpuPerThousand.ms[group],
+    add(
+      "4 latency",
+      `CPU ms / 1k messages: ${group === "client" ? "load generator" : group}`,
+      "ms",
+      (r) => r.latency?.cpuPerThousand.ms[group],
     );
   }
-  add("4 latency", "CPU stolen by the host", "%", (r) => (r.latency ? 100 * r.latency.cpuPerThousand.steal : undefined));
+  add("4 latency", "CPU stolen by the host", "%", (r) =>
+    r.latency ? 100 * r.latency.cpuPerThousand.steal : undefined,
+  );
   add("4 latency", "scheduled-to-delivery p99", "ms", (r) => r.latency?.scheduledP99);
   add("4 latency", "API response p99", "ms", (r) => r.latency?.apiP99);
   add("5 ingest", "single-message requests", "/s", (r) => r.ingest?.rate, atLeast(5000));
-  add("5 ingest", "batch requests (no batch endpoint)", "/s", (r) => (r.ingest ? Number.NaN : undefined));
+  add("5 ingest", "batch requests (no batch endpoint)", "/s", (r) =>
+    r.ingest ? Number.NaN : undefined,
+  );
   const ingestCpu = (group: string) => (r: RunResult) => r.ingest?.cpuPerThousand.ms[group];
   add("5 ingest", "CPU ms / 1k messages: API", "ms", ingestCpu("api"));
   add("5 ingest", "CPU ms / 1k messages: PostgreSQL", "ms", ingestCpu("postgres"));
   add("5 ingest", "CPU ms / 1k messages: load generator", "ms", ingestCpu("client"));
-  add("5 ingest", "CPU stolen by the host", "%", (r) => (r.ingest ? 100 * r.ingest.cpuPerThousand.steal : undefined));
+  add("5 ingest", "CPU stolen by the host", "%", (r) =>
+    r.ingest ? 100 * r.ingest.cpuPerThousand.steal : undefined,
+  );
   add("6 slow receiver", "hookrelay (50 ms receiver)", "/s", (r) => r.slowHookrelay?.rate);
   add("6 slow receiver", "pg-boss (50 ms receiver)", "/s", (r) => r.slowPgboss?.rate);
-  add("6 slow receiver", "hookrelay / pg-boss", "x", (r) => vs(r.slowHookrelay?.rate, r.slowPgboss?.rate), atLeast(4));
+  add(
+    "6 slow receiver",
+    "hookrelay / pg-boss",
+    "x",
+    (r) => vs(r.slowHookrelay?.rate, r.slowPgboss?.rate),
+    atLeast(4),
+  );
   add("7 isolation", "healthy endpoints", "/s", (r) => r.isolation?.rate);
-  add("7 isolation", "healthy / scenario 3 (1 worker)", "x", (r) => vs(r.isolation?.rate, r.hookrelay1?.rate), atLeast(0.9));
+  add(
+    "7 isolation",
+    "healthy / scenario 3 (1 worker)",
+    "x",
+    (r) => vs(r.isolation?.rate, r.hookrelay1?.rate),
+    atLeast(0.9),
+  );
   add("8 backlog", "claim 500 rows, small backlog", "ms", (r) => r.backlog?.smallMs);
   add("8 backlog", "claim 500 rows, large backlog", "ms", (r) => r.backlog?.largeMs);
   add("8 backlog", "large / small", "x", (r) => r.backlog?.ratio, atMost(1.5));
-  add("9 memory", "worker peak RSS, 1 worker", "MB", (r) => (r.hookrelay1 ? Math.max(...r.hookrelay1.peakRssMiB) : undefined), atMost(300));
-  add("9 memory", "worker peak RSS, 2 workers", "MB", (r) => (r.hookrelay2 ? Math.max(...r.hookrelay2.peakRssMiB) : undefined), atMost(300));
+  add(
+    "9 memory",
+    "worker peak RSS, 1 worker",
+    "MB",
+    (r) => (r.hookrelay1 ? Math.max(...r.hookrelay1.peakRssMiB) : undefined),
+    atMost(300),
+  );
+  add(
+    "9 memory",
+    "worker peak RSS, 2 workers",
+    "MB",
+    (r) => (r.hookrelay2 ? Math.max(...r.hookrelay2.peakRssMiB) : undefined),
+    atMost(300),
+  );
   return out;
 }
 

@@ -79,7 +79,12 @@ export async function createTenants(
  * Inserts the messages and their deliveries in one transaction and NOTIFYs the workers,
  * exactly as many `enqueueMessage` calls would leave the tables (next_attempt_at = now()).
  */
-export async function seedMessages(pool: Pool, tenants: Tenant[], m: Messages, maxAttempts = 5): Promise<void> {
+export async function seedMessages(
+  pool: Pool,
+  tenants: Tenant[],
+  m: Messages,
+  maxAttempts = 5,
+): Promise<void> {
   await withTransaction(pool, async (client) => {
     const chunk = 10_000;
     for (let start = 0; start < m.ids.length; start += chunk) {
@@ -101,7 +106,9 @@ export async function seedMessages(pool: Pool, tenants: Tenant[], m: Messages, m
 }
 
 /** Delivery and attempt counts: every delivered row must have its attempt row (durability). */
-export async function deliveryCounts(pool: Pool): Promise<{ delivered: number; attempts: number; other: number }> {
+export async function deliveryCounts(
+  pool: Pool,
+): Promise<{ delivered: number; attempts: number; other: number }> {
   const { rows } = await pool.query(
     `select (select count(*) from deliveries where status = 'delivered')::int as delivered,
             (select count(*) from deliveries where status <> 'delivered')::int as other,

@@ -31,7 +31,11 @@ export const nowMs = (): number => performance.timeOrigin + performance.now();
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Polls `check` until true; false when `timeoutMs` passed first. */
-export async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 50) {
+export async function waitUntil(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  everyMs = 50,
+) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return true;

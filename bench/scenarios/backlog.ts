@@ -8,7 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { type Queryable, withTransaction } from "../../src/db/pool.ts";
-import { claimDeliveries, type ClaimOptions } from "../../src/queue/claim-deliveries.ts";
+import { type ClaimOptions, claimDeliveries } from "../../src/queue/claim-deliveries.ts";
 import type { BenchContext, FreshDb } from "../lib/context.ts";
 import { createTenants, EVENT_TYPE } from "../lib/seed.ts";
 import { median, nowMs } from "../lib/stats.ts";
@@ -116,7 +116,11 @@ export async function prepareBacklog(ctx: BenchContext): Promise<Backlog> {
 }
 
 /** Median ms of `claims` claims of `limit` rows, each rolled back; after 3 warm-up claims. */
-async function timeClaims(db: FreshDb, claims: number, limit: number): Promise<{ ms: number; rows: number }> {
+async function timeClaims(
+  db: FreshDb,
+  claims: number,
+  limit: number,
+): Promise<{ ms: number; rows: number }> {
   const client = await db.pool.connect();
   const samples: number[] = [];
   let rows = 0;

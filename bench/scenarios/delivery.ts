@@ -55,11 +55,17 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
     const tenants = await createTenants(db.pool, receiver.urls, ctx.secret, p.timeoutMs ?? null);
     const messages = makeMessages(p.messages, tenants.length);
     const expectedHealthy = messages.endpoint.filter((e) => !hanging.has(e)).length;
-    await receiver.configure({ delayMs: p.delayMs ?? 0, hanging: [...hanging], secret: ctx.secret });
+    await receiver.configure({
+      delayMs: p.delayMs ?? 0,
+      hanging: [...hanging],
+      secret: ctx.secret,
+    });
     workers.push(
       ...(await Promise.all(
         Array.from({ length: p.workers }, () =>
-          startHookrelay("worker", db.url, { HOOKRELAY_WORKER_CONCURRENCY: String(opts.concurrency) }),
+          startHookrelay("worker", db.url, {
+            HOOKRELAY_WORKER_CONCURRENCY: String(opts.concurrency),
+          }),
         ),
       )),
     );
@@ -73,14 +79,18 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
       postgres: () => ctx.cluster.pids(),
       receiver: () => [receiver.pid],
     });
-    ctx.log(`  seeded ${p.messages} messages in ${Math.round(seedMs)} ms; ${p.workers} worker(s) delivering`);
+    ctx.log(
+      `  seeded ${p.messages} messages in ${Math.round(seedMs)} ms; ${p.workers} worker(s) delivering`,
+    );
 
     const minRate = p.delayMs ? 100 : 300;
     const s = await receiver.waitForHealthy(expectedHealthy, deadlineFor(expectedHealthy, minRate));
     const spent = cpu();
     const rss = workers.map((w) => peakRssMiB(w.pid));
     if (s.healthy < expectedHealthy) {
-      ctx.log(`  WARNING: only ${s.healthy}/${expectedHealthy} healthy deliveries before the deadline`);
+      ctx.log(
+        `  WARNING: only ${s.healthy}/${expectedHealthy} healthy deliveries before the deadline`,
+      );
       for (const w of workers) ctx.log(`  worker ${w.pid} said:\n${w.output()}`);
     }
 
@@ -88,7 +98,11 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
     let attempts: number | null = null;
     if (hanging.size === 0 && !p.delayMs) {
       // Results are written back in batches shortly after the last request.
-      await waitUntil(async () => (await deliveryCounts(db.pool)).delivered >= p.messages, 15_000, 100);
+      await waitUntil(
+        async () => (await deliveryCounts(db.pool)).delivered >= p.messages,
+        15_000,
+        100,
+      );
       const counts = await deliveryCounts(db.pool);
       delivered = counts.delivered;
       attempts = counts.attempts;

@@ -4,12 +4,13 @@
  * fixed time; no worker runs, so the figure is the API and the database alone. hookrelay has
  * no batch ingest endpoint, so the batch figure is reported as not applicable.
  */
-import { createApiKey } from "../../src/api/auth.ts";
+
 import { Pool } from "undici";
+import { createApiKey } from "../../src/api/auth.ts";
 import type { BenchContext } from "../lib/context.ts";
+import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import { type HookrelayProcess, startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, EVENT_TYPE, payloadFor } from "../lib/seed.ts";
-import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import { nowMs } from "../lib/stats.ts";
 
 export interface IngestRun {
@@ -32,7 +33,10 @@ export async function runIngest(ctx: BenchContext): Promise<IngestRun> {
     const tenants = await createTenants(db.pool, receiver.urls, ctx.secret);
     const { key } = await createApiKey(db.pool, { role: "admin" }, "bench");
     api = await startHookrelay("api", db.url);
-    const client = new Pool(api.url!, { connections: opts.ingestClients, keepAliveTimeout: 10_000 });
+    const client = new Pool(api.url!, {
+      connections: opts.ingestClients,
+      keepAliveTimeout: 10_000,
+    });
     pool = client;
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
     let seq = 0;
@@ -67,7 +71,11 @@ export async function runIngest(ctx: BenchContext): Promise<IngestRun> {
 
     await all(opts.quick ? 100 : 2_000, false); // warm-up
     const apiPid = api.pid;
-    const cpu = startCpuMeter({ api: () => [apiPid], postgres: () => ctx.cluster.pids(), client: () => [process.pid] });
+    const cpu = startCpuMeter({
+      api: () => [apiPid],
+      postgres: () => ctx.cluster.pids(),
+      client: () => [process.pid],
+    });
     const t0 = nowMs();
     await all(opts.ingestSeconds * 1000, true);
     const elapsed = nowMs() - t0;

@@ -7,8 +7,9 @@
  * (its created_at: the API's accept time, in ms). Also kept: schedule-to-delivery (from the
  * time the client was due to send) and the API's own response time.
  */
-import { createApiKey } from "../../src/api/auth.ts";
+
 import { Pool } from "undici";
+import { createApiKey } from "../../src/api/auth.ts";
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
 import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import { type HookrelayProcess, startHookrelay, stopChild } from "../lib/procs.ts";
@@ -57,7 +58,9 @@ export async function runLatency(ctx: BenchContext): Promise<LatencyRun> {
     procs.push(
       ...(await Promise.all([
         startHookrelay("api", db.url),
-        startHookrelay("worker", db.url, { HOOKRELAY_WORKER_CONCURRENCY: String(opts.concurrency) }),
+        startHookrelay("worker", db.url, {
+          HOOKRELAY_WORKER_CONCURRENCY: String(opts.concurrency),
+        }),
       ])),
     );
     const apiUrl = procs[0]!.url!;
@@ -84,7 +87,8 @@ export async function runLatency(ctx: BenchContext): Promise<LatencyRun> {
             return;
           }
           const body = JSON.parse(text) as { id: string; timestamp: string };
-          if (record) sent.set(body.id, { scheduled, accepted: Date.parse(body.timestamp), answered });
+          if (record)
+            sent.set(body.id, { scheduled, accepted: Date.parse(body.timestamp), answered });
         })
         .catch(() => {
           errors++;
@@ -101,7 +105,9 @@ export async function runLatency(ctx: BenchContext): Promise<LatencyRun> {
       while (i < total) {
         const due = Math.min(total, Math.floor(((nowMs() - t0) * rate) / 1000) + 1);
         for (; i < due; i++) {
-          inflight.push(post(offset + i, tenants[i % tenants.length]!, wallT0 + (i * 1000) / rate, record));
+          inflight.push(
+            post(offset + i, tenants[i % tenants.length]!, wallT0 + (i * 1000) / rate, record),
+          );
         }
         if (nowMs() - t0 > seconds * 1000 + 5_000) break; // bounded even if the loop stalls
         await sleep(1);
@@ -150,7 +156,10 @@ export async function runLatency(ctx: BenchContext): Promise<LatencyRun> {
     // A message cannot arrive before it was accepted; a few such samples mean the clocks of
     // the processes disagree and the figures are void.
     const beforeAccept = e2e.filter((ms) => ms < -2).length;
-    if (beforeAccept > 0) ctx.log(`  WARNING: ${beforeAccept} messages arrived before their accept time: clocks disagree`);
+    if (beforeAccept > 0)
+      ctx.log(
+        `  WARNING: ${beforeAccept} messages arrived before their accept time: clocks disagree`,
+      );
     const r = (v: number) => Math.round(v * 10) / 10;
     // Where the time goes: accept -> attempt start (waiting for NOTIFY, claim) as recorded.
     const stages = await db.pool.query(

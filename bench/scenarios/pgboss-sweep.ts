@@ -30,12 +30,24 @@ const GRID: Array<[workers: number, batchSize: number, notifyWhenFull: boolean]>
 export async function sweepPgBoss(ctx: BenchContext): Promise<string> {
   const messages = ctx.opts.quick ? 1_000 : 10_000;
   const slowMessages = ctx.opts.quick ? 300 : 5_000;
-  const lines = ["| work() loops | batchSize | in flight | notifyWhenFull | fast receiver /s | 50 ms receiver /s |", "|---|---|---|---|---|---|"];
+  const lines = [
+    "| work() loops | batchSize | in flight | notifyWhenFull | fast receiver /s | 50 ms receiver /s |",
+    "|---|---|---|---|---|---|",
+  ];
   for (const [workers, batchSize, notifyWhenFull] of ctx.opts.quick ? GRID.slice(0, 2) : GRID) {
-    const tuning: PgBossTuning = { workers, batchSize, pollingIntervalSeconds: 0.5, notifyWhenFull };
+    const tuning: PgBossTuning = {
+      workers,
+      batchSize,
+      pollingIntervalSeconds: 0.5,
+      notifyWhenFull,
+    };
     ctx.log(`sweep: ${JSON.stringify(tuning)}`);
     const fast = await runPgBoss(ctx, { messages, tuning });
-    const slow = await runPgBoss(ctx, { messages: slowMessages, delayMs: ctx.opts.slowDelayMs, tuning });
+    const slow = await runPgBoss(ctx, {
+      messages: slowMessages,
+      delayMs: ctx.opts.slowDelayMs,
+      tuning,
+    });
     const line = `| ${workers} | ${batchSize} | ${workers * batchSize} | ${notifyWhenFull} | ${Math.round(fast.rate)} | ${Math.round(slow.rate)} |`;
     ctx.log(line);
     lines.push(line);

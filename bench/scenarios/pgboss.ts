@@ -56,12 +56,17 @@ export async function runPgBoss(
     ]);
     const w = worker;
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`pg-boss worker not ready:\n${w.output()}`)), 60_000);
+      const timer = setTimeout(
+        () => reject(new Error(`pg-boss worker not ready:\n${w.output()}`)),
+        60_000,
+      );
       w.proc.once("message", () => {
         clearTimeout(timer);
         resolve();
       });
-      w.proc.once("exit", (code) => reject(new Error(`pg-boss worker exited (${code}):\n${w.output()}`)));
+      w.proc.once("exit", (code) =>
+        reject(new Error(`pg-boss worker exited (${code}):\n${w.output()}`)),
+      );
     });
     await receiver.configure({ delayMs: p.delayMs ?? 0, secret: ctx.secret });
     await receiver.reset();
@@ -92,7 +97,8 @@ export async function runPgBoss(
     const minRate = p.delayMs ? 50 : 150;
     const s = await receiver.waitForHealthy(p.messages, deadlineFor(p.messages, minRate));
     const spent = cpu();
-    if (s.healthy < p.messages) ctx.log(`  WARNING: pg-boss delivered only ${s.healthy}/${p.messages}`);
+    if (s.healthy < p.messages)
+      ctx.log(`  WARNING: pg-boss delivered only ${s.healthy}/${p.messages}`);
     return {
       rate: ratePerSecond(s.healthy, s.healthyFirst, s.healthyLast),
       delivered: s.healthy,

@@ -34,15 +34,17 @@ const unauthorized = () =>
 export function makeAuthenticator(db: Queryable, envAdminKey: string | undefined) {
   const envHash = envAdminKey ? Buffer.from(hashKey(envAdminKey), "hex") : null;
   // Concurrent requests' key lookups share one query (no caching: revocation is immediate).
-  const keys = makeBatchLoader<string, { id: string; role: string; app_id: string | null }>(async (hashes) => {
-    const { rows } = await db.query({
-      name: "hookrelay_auth_keys",
-      text: `select key_hash, id, role, app_id from api_keys
+  const keys = makeBatchLoader<string, { id: string; role: string; app_id: string | null }>(
+    async (hashes) => {
+      const { rows } = await db.query({
+        name: "hookrelay_auth_keys",
+        text: `select key_hash, id, role, app_id from api_keys
              where key_hash = any ($1::text[]) and revoked_at is null`,
-      values: [hashes],
-    });
-    return new Map(rows.map((r) => [r.key_hash, r]));
-  });
+        values: [hashes],
+      });
+      return new Map(rows.map((r) => [r.key_hash, r]));
+    },
+  );
   return async function authenticate(request: FastifyRequest): Promise<Principal> {
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;

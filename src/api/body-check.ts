@@ -12,7 +12,8 @@ export const MAX_DEPTH = 64;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 function badString(s: string): string | null {
-  if (s.includes("\u0000")) return "NUL characters are not allowed in strings (outside the payload)";
+  if (s.includes("\u0000"))
+    return "NUL characters are not allowed in strings (outside the payload)";
   if (LONE_SURROGATE.test(s)) return "strings must be valid Unicode (a lone surrogate was found)";
   return null;
 }
@@ -36,7 +37,9 @@ export function checkBody(body: unknown): string | null {
       if (bad) return bad;
     } else if (value && typeof value === "object") {
       if (depth >= MAX_DEPTH) return `the body nests deeper than ${MAX_DEPTH} levels`;
-      const entries = Array.isArray(value) ? value.map((v) => ["", v] as const) : Object.entries(value);
+      const entries = Array.isArray(value)
+        ? value.map((v) => ["", v] as const)
+        : Object.entries(value);
       for (const [k, v] of entries) {
         const bad = k ? badString(k) : null;
         if (bad) return bad;

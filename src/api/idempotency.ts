@@ -65,7 +65,11 @@ export function registerIdempotency(app: FastifyInstance, db: Queryable, ttlMs: 
       );
     }
     if (stored.status_code === null) {
-      throw new ApiError(409, "idempotency_in_progress", "the first request with this idempotency-key is still running");
+      throw new ApiError(
+        409,
+        "idempotency_in_progress",
+        "the first request with this idempotency-key is still running",
+      );
     }
     reply.header("idempotent-replayed", "true");
     reply.code(stored.status_code).type("application/json");

@@ -3,8 +3,11 @@ import { rawMember } from "./json-member.ts";
 
 describe("rawMember", () => {
   test("returns the exact source text of a top-level member", () => {
-    const body = '{ "eventType" : "a", "payload" :{"b":1, "2":"x","big":12345678901234567890, "s":"}\\"{"} ,"z":[1]}';
-    expect(rawMember(body, "payload")).toBe('{"b":1, "2":"x","big":12345678901234567890, "s":"}\\"{"}');
+    const body =
+      '{ "eventType" : "a", "payload" :{"b":1, "2":"x","big":12345678901234567890, "s":"}\\"{"} ,"z":[1]}';
+    expect(rawMember(body, "payload")).toBe(
+      '{"b":1, "2":"x","big":12345678901234567890, "s":"}\\"{"}',
+    );
     expect(rawMember(body, "z")).toBe("[1]");
     expect(rawMember(body, "eventType")).toBe('"a"');
     expect(rawMember(body, "missing")).toBeUndefined();

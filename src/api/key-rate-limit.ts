@@ -10,7 +10,10 @@ export interface KeyRateLimiter {
   take(keyId: string): void;
 }
 
-export function makeKeyRateLimiter(perSecond: number, now: () => number = Date.now): KeyRateLimiter {
+export function makeKeyRateLimiter(
+  perSecond: number,
+  now: () => number = Date.now,
+): KeyRateLimiter {
   const burst = perSecond * 2;
   const buckets = new Map<string, { tokens: number; at: number }>();
   return {
@@ -27,9 +30,14 @@ export function makeKeyRateLimiter(perSecond: number, now: () => number = Date.n
       b.at = t;
       if (b.tokens < 1) {
         const waitS = Math.max(1, Math.ceil((1 - b.tokens) / perSecond));
-        throw new ApiError(429, "rate_limited", `too many requests for this API key; retry in ${waitS} s`, {
-          headers: { "retry-after": String(waitS) },
-        });
+        throw new ApiError(
+          429,
+          "rate_limited",
+          `too many requests for this API key; retry in ${waitS} s`,
+          {
+            headers: { "retry-after": String(waitS) },
+          },
+        );
       }
       b.tokens -= 1;
     },

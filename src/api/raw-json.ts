@@ -16,7 +16,10 @@ export function rawSlots(): RawSlots {
       return `\u0000raw:${texts.length - 1}\u0000`;
     },
     stringify(value) {
-      return JSON.stringify(value).replace(/"\\u0000raw:(\d+)\\u0000"/g, (_, i) => texts[Number(i)]!);
+      return JSON.stringify(value).replace(
+        /"\\u0000raw:(\d+)\\u0000"/g,
+        (_, i) => texts[Number(i)]!,
+      );
     },
   };
 }

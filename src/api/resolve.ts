@@ -2,7 +2,7 @@
 import { type BatchLoader, makeBatchLoader } from "../db/batch-loader.ts";
 import type { Queryable } from "../db/pool.ts";
 import { notFound } from "../errors.ts";
-import { type Principal, assertAppAccess } from "./auth.ts";
+import { assertAppAccess, type Principal } from "./auth.ts";
 
 // One loader per pool: concurrent requests naming apps share one query.
 const appLoaders = new WeakMap<Queryable, BatchLoader<string, string>>();
@@ -28,7 +28,11 @@ function appLoader(db: Queryable): BatchLoader<string, string> {
 }
 
 /** The app's id for an id or uid; 404 if absent or outside the principal's reach. */
-export async function resolveAppId(db: Queryable, principal: Principal, idOrUid: string): Promise<string> {
+export async function resolveAppId(
+  db: Queryable,
+  principal: Principal,
+  idOrUid: string,
+): Promise<string> {
   const id = await appLoader(db).load(idOrUid);
   if (!id) throw notFound("application");
   assertAppAccess(principal, id);
@@ -36,7 +40,11 @@ export async function resolveAppId(db: Queryable, principal: Principal, idOrUid:
 }
 
 /** The endpoint's id for an id or uid within the app; 404 if absent. */
-export async function resolveEndpointId(db: Queryable, appId: string, idOrUid: string): Promise<string> {
+export async function resolveEndpointId(
+  db: Queryable,
+  appId: string,
+  idOrUid: string,
+): Promise<string> {
   const { rows } = await db.query(
     `select id from endpoints where app_id = $1::text and (id = $2::text or uid = $2::text)
      order by (id = $2::text) desc limit 1`,

@@ -1,7 +1,6 @@
 /** JSON-schema pieces shared by the routes. */
 import { badRequest } from "../errors.ts";
 
-
 export const metadataSchema = {
   type: "object",
   additionalProperties: { type: "string", maxLength: 1024 },

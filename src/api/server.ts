@@ -18,15 +18,15 @@ import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { ApiError, badRequest } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import { makeMetrics, type Metrics } from "../ops/metrics.ts";
+import { type Metrics, makeMetrics } from "../ops/metrics.ts";
 import { makeRedactor, type Redactor } from "../security/redact.ts";
 import { makeSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { makeSsrfGuard, type SsrfGuard } from "../security/ssrf-guard.ts";
 import { makeAuthenticator, type Principal } from "./auth.ts";
 import { checkBody } from "./body-check.ts";
+import { registerIdempotency } from "./idempotency.ts";
 import { makeKeyRateLimiter } from "./key-rate-limit.ts";
 import { registerApiKeyRoutes } from "./routes/api-keys.ts";
-import { registerIdempotency } from "./idempotency.ts";
 import { registerApplicationRoutes } from "./routes/applications.ts";
 import { registerAttemptRoutes } from "./routes/attempts.ts";
 import { registerEndpointHealthRoutes } from "./routes/endpoint-health.ts";
@@ -74,7 +74,9 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     // Router-level failures (bad %-encoding, over-long params) in the same { code, detail } shape.
     frameworkErrors: (err, _request, reply) => {
       // The generic reply type here knows no routes; the body is our usual error shape.
-      (reply as unknown as FastifyReply).code(err.statusCode ?? 400).send({ code: "bad_request", detail: err.message });
+      (reply as unknown as FastifyReply)
+        .code(err.statusCode ?? 400)
+        .send({ code: "bad_request", detail: err.message });
     },
     bodyLimit: config.bodyLimitBytes,
     // Ids and iterators are short; anything longer is junk.
@@ -84,13 +86,19 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
 
   // Bodies: no type coercion and no silent stripping of unknown fields, so a typo is an
   // error, not a field quietly ignored. Query strings and params: coerce "5" to 5.
-  const strict = addFormats.default(new Ajv({ removeAdditional: false, coerceTypes: false, allErrors: false, useDefaults: true }));
-  const coercing = addFormats.default(new Ajv({ removeAdditional: false, coerceTypes: "array", allErrors: false, useDefaults: true }));
+  const strict = addFormats.default(
+    new Ajv({ removeAdditional: false, coerceTypes: false, allErrors: false, useDefaults: true }),
+  );
+  const coercing = addFormats.default(
+    new Ajv({ removeAdditional: false, coerceTypes: "array", allErrors: false, useDefaults: true }),
+  );
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart === "body") return strict.compile(schema);
     const validate = coercing.compile(schema);
     // Coercion turns "1e999" into Infinity, which then skips minimum/maximum: refuse it.
-    const checked: ((data: unknown) => boolean) & { errors?: unknown } = (data: unknown): boolean => {
+    const checked: ((data: unknown) => boolean) & { errors?: unknown } = (
+      data: unknown,
+    ): boolean => {
       checked.errors = null;
       if (!validate(data)) {
         checked.errors = validate.errors;
@@ -99,7 +107,13 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       for (const [k, v] of Object.entries((data ?? {}) as Record<string, unknown>)) {
         if (typeof v === "number" && !Number.isFinite(v)) {
           checked.errors = [
-            { instancePath: `/${k}`, schemaPath: "", keyword: "type", params: {}, message: "must be a finite number" },
+            {
+              instancePath: `/${k}`,
+              schemaPath: "",
+              keyword: "type",
+              params: {},
+              message: "must be a finite number",
+            },
           ];
           return false;
         }
@@ -117,9 +131,19 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     request.rawBody = text;
     if (text.trim() === "") return done(null, undefined);
     try {
-      done(null, secureJson.parse(text, undefined, { protoAction: "error", constructorAction: "error" }));
+      done(
+        null,
+        secureJson.parse(text, undefined, { protoAction: "error", constructorAction: "error" }),
+      );
     } catch (err) {
-      done(new ApiError(400, "invalid_json", `request body is not valid JSON: ${(err as Error).message}`), undefined);
+      done(
+        new ApiError(
+          400,
+          "invalid_json",
+          `request body is not valid JSON: ${(err as Error).message}`,
+        ),
+        undefined,
+      );
     }
   });
 
@@ -134,10 +158,12 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   });
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
-    if (err instanceof ApiError) return reply.code(err.status).headers(err.headers).send(err.toJSON());
+    if (err instanceof ApiError)
+      return reply.code(err.status).headers(err.headers).send(err.toJSON());
     if (err.validation) {
       const first = err.validation[0];
-      const extra = (first?.params as { additionalProperty?: string } | undefined)?.additionalProperty;
+      const extra = (first?.params as { additionalProperty?: string } | undefined)
+        ?.additionalProperty;
       const detail = extra
         ? `${err.validationContext ?? "request"}${first?.instancePath ?? ""} has unknown field "${extra}"`
         : err.message;
@@ -146,23 +172,33 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const code =
-        err.code === "FST_ERR_CTP_BODY_TOO_LARGE" ? "payload_too_large"
-        : err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" ? "unsupported_media_type"
-        : err.code === "FST_ERR_CTP_EMPTY_JSON_BODY" ? "empty_body"
-        : "bad_request";
+        err.code === "FST_ERR_CTP_BODY_TOO_LARGE"
+          ? "payload_too_large"
+          : err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE"
+            ? "unsupported_media_type"
+            : err.code === "FST_ERR_CTP_EMPTY_JSON_BODY"
+              ? "empty_body"
+              : "bad_request";
       return reply.code(status).send({ code, detail: err.message });
     }
     request.log.error({ err }, "request failed");
     return reply.code(500).send({ code: "internal_error", detail: "internal error" });
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ code: "not_found", detail: `no route ${request.method} ${request.url.split("?")[0]}` }),
+    reply.code(404).send({
+      code: "not_found",
+      detail: `no route ${request.method} ${request.url.split("?")[0]}`,
+    }),
   );
 
   if (options.docs !== false) {
     await app.register(swagger, {
       openapi: {
-        info: { title: "hookrelay", version: "0.1.0", description: "Webhook and postback delivery, Svix-compatible API" },
+        info: {
+          title: "hookrelay",
+          version: "0.1.0",
+          description: "Webhook and postback delivery, Svix-compatible API",
+        },
         components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
         security: [{ bearer: [] }],
       },
@@ -174,7 +210,8 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   const ctx: ApiContext = {
     ...options,
     ssrfGuard: options.ssrfGuard ?? makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
-    secretBox: options.secretBox ?? makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
+    secretBox:
+      options.secretBox ?? makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
     redactor: makeRedactor(config.sensitiveFields),
   };
   registerHealthRoutes(app, ctx);
@@ -183,23 +220,26 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     options.metrics ?? makeMetrics({ pool, maxEndpointLabels: config.metricsMaxEndpoints }),
     config.metricsToken,
   );
-  await app.register(async (api) => {
-    api.decorateRequest("principal", null as unknown as never);
-    const limiter = makeKeyRateLimiter(config.apiRateLimitPerSecond);
-    api.addHook("onRequest", async (request) => {
-      request.principal = await authenticate(request);
-      limiter.take(request.principal.keyId);
-    });
-    registerIdempotency(api, pool, config.idempotencyTtlMs);
-    registerApplicationRoutes(api, ctx);
-    registerEndpointRoutes(api, ctx);
-    registerMessageRoutes(api, ctx);
-    registerAttemptRoutes(api, ctx);
-    registerEndpointHealthRoutes(api, ctx);
-    registerOperationRoutes(api, ctx);
-    registerApiKeyRoutes(api, ctx);
-    registerEventTypeRoutes(api, ctx);
-  }, { prefix: "/api/v1" });
+  await app.register(
+    async (api) => {
+      api.decorateRequest("principal", null as unknown as never);
+      const limiter = makeKeyRateLimiter(config.apiRateLimitPerSecond);
+      api.addHook("onRequest", async (request) => {
+        request.principal = await authenticate(request);
+        limiter.take(request.principal.keyId);
+      });
+      registerIdempotency(api, pool, config.idempotencyTtlMs);
+      registerApplicationRoutes(api, ctx);
+      registerEndpointRoutes(api, ctx);
+      registerMessageRoutes(api, ctx);
+      registerAttemptRoutes(api, ctx);
+      registerEndpointHealthRoutes(api, ctx);
+      registerOperationRoutes(api, ctx);
+      registerApiKeyRoutes(api, ctx);
+      registerEventTypeRoutes(api, ctx);
+    },
+    { prefix: "/api/v1" },
+  );
 
   return app;
 }

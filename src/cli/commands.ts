@@ -15,21 +15,29 @@ import { duration, ExitCode, type OutputOptions, print, table } from "./output.t
 // biome-ignore lint/suspicious/noExplicitAny: API responses are rendered field by field
 type Json = any;
 
-const list = (v: string) => v.split(",").map((s) => s.trim()).filter(Boolean);
+const list = (v: string) =>
+  v
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
 const intArg = (v: string) => {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected a non-negative integer");
+  if (!Number.isInteger(n) || n < 0)
+    throw new InvalidArgumentError("expected a non-negative integer");
   return n;
 };
 const timeArg = (v: string) => {
   // "2h", "30m", "7d" ago, or an ISO timestamp
   const rel = /^(\d+)([smhd])$/.exec(v);
   if (rel) {
-    const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[rel[2] as "s" | "m" | "h" | "d"];
+    const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[
+      rel[2] as "s" | "m" | "h" | "d"
+    ];
     return new Date(Date.now() - Number(rel[1]) * unit).toISOString();
   }
   const t = Date.parse(v);
-  if (Number.isNaN(t)) throw new InvalidArgumentError("expected an ISO time or an age such as 30m, 2h, 7d");
+  if (Number.isNaN(t))
+    throw new InvalidArgumentError("expected an ISO time or an age such as 30m, 2h, 7d");
   return new Date(t).toISOString();
 };
 const qs = (params: Record<string, string | number | boolean | undefined>) => {
@@ -76,7 +84,12 @@ export function registerOperatorCommands(program: Command): void {
           table(
             ["metric", "value"],
             [
-              ["oldest pending", s.oldestPending ? `${duration(s.oldestPending.ageMs)} (${s.oldestPending.at})` : "none"],
+              [
+                "oldest pending",
+                s.oldestPending
+                  ? `${duration(s.oldestPending.ageMs)} (${s.oldestPending.at})`
+                  : "none",
+              ],
               ["pending", s.pending],
               ["awaiting retry", s.awaitingRetry],
               ["in flight", s.inFlight],
@@ -113,7 +126,19 @@ export function registerOperatorCommands(program: Command): void {
 
   const healthTable = (rows: Json[]) =>
     table(
-      ["endpoint", "app", "url", "circuit", "p50", "p95", "p99", "samples", "success", "pending", "dead"],
+      [
+        "endpoint",
+        "app",
+        "url",
+        "circuit",
+        "p50",
+        "p95",
+        "p99",
+        "samples",
+        "success",
+        "pending",
+        "dead",
+      ],
       rows.map((h) => [
         h.endpointId,
         h.appId,
@@ -137,7 +162,10 @@ export function registerOperatorCommands(program: Command): void {
     .option("--json", "JSON output")
     .action(
       run(async (api, o: OutputOptions & { app?: string; state?: string }) => {
-        const page: Json = await api.call("GET", `/api/v1/health/endpoints${qs({ app_id: o.app, state: o.state, limit: 250 })}`);
+        const page: Json = await api.call(
+          "GET",
+          `/api/v1/health/endpoints${qs({ app_id: o.app, state: o.state, limit: 250 })}`,
+        );
         print(o, page.data, () => (page.data.length ? healthTable(page.data) : "no endpoints"));
         return ExitCode.ok;
       }),
@@ -149,14 +177,26 @@ export function registerOperatorCommands(program: Command): void {
     .option("--json", "JSON output")
     .action(
       run(async (api, o: OutputOptions) => {
-        const page: Json = await api.call("GET", `/api/v1/health/endpoints${qs({ slow: true, limit: 250 })}`);
-        print(o, page.data, () => (page.data.length ? healthTable(page.data) : "no slow endpoints"));
+        const page: Json = await api.call(
+          "GET",
+          `/api/v1/health/endpoints${qs({ slow: true, limit: 250 })}`,
+        );
+        print(o, page.data, () =>
+          page.data.length ? healthTable(page.data) : "no slow endpoints",
+        );
         return ExitCode.ok;
       }),
     );
 
   const dlq = program.command("dlq").description("dead letters: list, analyze, requeue");
-  type DlqFilter = { app?: string; endpoint?: string; statusCode?: number; errorKind?: string; since?: string; until?: string };
+  type DlqFilter = {
+    app?: string;
+    endpoint?: string;
+    statusCode?: number;
+    errorKind?: string;
+    since?: string;
+    until?: string;
+  };
   const filterQs = (o: DlqFilter) => ({
     app_id: o.app,
     endpoint_id: o.endpoint,
@@ -179,41 +219,59 @@ export function registerOperatorCommands(program: Command): void {
     .option("--limit <n>", "at most this many", intArg, 50)
     .action(
       run(async (api, o: OutputOptions & DlqFilter & { limit: number }) => {
-        const page: Json = await api.call("GET", `/api/v1/dead-letters${qs({ ...filterQs(o), limit: Math.min(o.limit, 250) })}`);
+        const page: Json = await api.call(
+          "GET",
+          `/api/v1/dead-letters${qs({ ...filterQs(o), limit: Math.min(o.limit, 250) })}`,
+        );
         print(o, page.data, () =>
           page.data.length === 0
             ? "no dead letters"
             : table(
                 ["delivery", "message", "endpoint", "event", "attempts", "status", "error", "died"],
-                page.data.map((d: Json) => [d.deliveryId, d.messageId, d.endpointId, d.eventType, d.attempts, d.statusCode, d.error, d.deadAt]),
+                page.data.map((d: Json) => [
+                  d.deliveryId,
+                  d.messageId,
+                  d.endpointId,
+                  d.eventType,
+                  d.attempts,
+                  d.statusCode,
+                  d.error,
+                  d.deadAt,
+                ]),
               ),
         );
         return ExitCode.ok;
       }),
     );
 
-  withFilters(dlq.command("analyze").description("per endpoint: counts, common errors, the pattern and what to do"))
-    .action(
-      run(async (api, o: OutputOptions & DlqFilter) => {
-        const { data }: Json = await api.call("GET", `/api/v1/dead-letters/analysis${qs(filterQs(o))}`);
-        print(o, data, () =>
-          data.length === 0
-            ? "no dead letters"
-            : data
-                .map((a: Json) =>
-                  [
-                    `${a.endpointId} ${a.url}`,
-                    `  dead: ${a.deadCount}, avg attempts ${a.averageAttempts}, first ${a.firstDeadAt}, last ${a.lastDeadAt}`,
-                    `  most common: ${a.mostCommonError ?? "-"} (status ${a.mostCommonStatusCode ?? "-"})`,
-                    `  pattern: ${a.pattern}`,
-                    `  action: ${a.suggestedAction}`,
-                  ].join("\n"),
-                )
-                .join("\n\n"),
-        );
-        return ExitCode.ok;
-      }),
-    );
+  withFilters(
+    dlq
+      .command("analyze")
+      .description("per endpoint: counts, common errors, the pattern and what to do"),
+  ).action(
+    run(async (api, o: OutputOptions & DlqFilter) => {
+      const { data }: Json = await api.call(
+        "GET",
+        `/api/v1/dead-letters/analysis${qs(filterQs(o))}`,
+      );
+      print(o, data, () =>
+        data.length === 0
+          ? "no dead letters"
+          : data
+              .map((a: Json) =>
+                [
+                  `${a.endpointId} ${a.url}`,
+                  `  dead: ${a.deadCount}, avg attempts ${a.averageAttempts}, first ${a.firstDeadAt}, last ${a.lastDeadAt}`,
+                  `  most common: ${a.mostCommonError ?? "-"} (status ${a.mostCommonStatusCode ?? "-"})`,
+                  `  pattern: ${a.pattern}`,
+                  `  action: ${a.suggestedAction}`,
+                ].join("\n"),
+              )
+              .join("\n\n"),
+      );
+      return ExitCode.ok;
+    }),
+  );
 
   dlq
     .command("requeue")
@@ -225,34 +283,62 @@ export function registerOperatorCommands(program: Command): void {
     .option("--include-failed", "also deliveries waiting for a retry")
     .option("--json", "JSON output")
     .action(
-      run(async (api, o: OutputOptions & { delivery?: string; endpoint?: string; since?: string; app?: string; includeFailed?: boolean }) => {
-        if (!o.delivery && !o.endpoint && !o.since) {
-          throw new InvalidArgumentError("say what to requeue: --delivery, --endpoint or --since");
-        }
-        if (o.delivery) {
-          const r: Json = await api.call("POST", "/api/v1/dead-letters/requeue", { deliveryId: o.delivery });
-          print(o, r, () => `requeued ${r.requeued}`);
+      run(
+        async (
+          api,
+          o: OutputOptions & {
+            delivery?: string;
+            endpoint?: string;
+            since?: string;
+            app?: string;
+            includeFailed?: boolean;
+          },
+        ) => {
+          if (!o.delivery && !o.endpoint && !o.since) {
+            throw new InvalidArgumentError(
+              "say what to requeue: --delivery, --endpoint or --since",
+            );
+          }
+          if (o.delivery) {
+            const r: Json = await api.call("POST", "/api/v1/dead-letters/requeue", {
+              deliveryId: o.delivery,
+            });
+            print(o, r, () => `requeued ${r.requeued}`);
+            return ExitCode.ok;
+          }
+          // Endpoint by endpoint, so a big requeue shows progress; each is one statement.
+          const appId = o.app
+            ? ((await api.call("GET", `/api/v1/app/${enc(o.app)}`)) as Json).id
+            : undefined;
+          const endpoints = o.endpoint
+            ? [o.endpoint]
+            : await endpointsToRequeue(api.pool, {
+                since: o.since ? new Date(o.since) : undefined,
+                appId,
+                includeFailed: o.includeFailed,
+              });
+          let total = 0;
+          for (const [i, endpointId] of endpoints.entries()) {
+            const r: Json = await api.call("POST", "/api/v1/dead-letters/requeue", {
+              endpointId,
+              ...(o.since && { since: o.since }),
+              ...(appId && { appId }),
+              ...(o.includeFailed && { includeFailed: true }),
+            });
+            total += r.requeued;
+            if (!o.json)
+              process.stderr.write(
+                `[${i + 1}/${endpoints.length}] ${endpointId}: requeued ${r.requeued} (total ${total})\n`,
+              );
+          }
+          print(
+            o,
+            { requeued: total, endpoints: endpoints.length },
+            () => `requeued ${total} deliveries of ${endpoints.length} endpoints`,
+          );
           return ExitCode.ok;
-        }
-        // Endpoint by endpoint, so a big requeue shows progress; each is one statement.
-        const appId = o.app ? ((await api.call("GET", `/api/v1/app/${enc(o.app)}`)) as Json).id : undefined;
-        const endpoints = o.endpoint
-          ? [o.endpoint]
-          : await endpointsToRequeue(api.pool, { since: o.since ? new Date(o.since) : undefined, appId, includeFailed: o.includeFailed });
-        let total = 0;
-        for (const [i, endpointId] of endpoints.entries()) {
-          const r: Json = await api.call("POST", "/api/v1/dead-letters/requeue", {
-            endpointId,
-            ...(o.since && { since: o.since }),
-            ...(appId && { appId }),
-            ...(o.includeFailed && { includeFailed: true }),
-          });
-          total += r.requeued;
-          if (!o.json) process.stderr.write(`[${i + 1}/${endpoints.length}] ${endpointId}: requeued ${r.requeued} (total ${total})\n`);
-        }
-        print(o, { requeued: total, endpoints: endpoints.length }, () => `requeued ${total} deliveries of ${endpoints.length} endpoints`);
-        return ExitCode.ok;
-      }),
+        },
+      ),
     );
 
   const app = program.command("app").description("applications");
@@ -262,7 +348,10 @@ export function registerOperatorCommands(program: Command): void {
     .option("--json", "JSON output")
     .action(
       run(async (api, name: string, o: OutputOptions & { uid?: string }) => {
-        const a: Json = await api.call("POST", "/api/v1/app", { name, ...(o.uid && { uid: o.uid }) });
+        const a: Json = await api.call("POST", "/api/v1/app", {
+          name,
+          ...(o.uid && { uid: o.uid }),
+        });
         print(o, a, () => `created ${a.id}${a.uid ? ` (uid ${a.uid})` : ""}`);
         return ExitCode.ok;
       }),
@@ -273,7 +362,12 @@ export function registerOperatorCommands(program: Command): void {
     .action(
       run(async (api, o: OutputOptions) => {
         const page: Json = await api.call("GET", "/api/v1/app?limit=250");
-        print(o, page.data, () => table(["id", "uid", "name", "created"], page.data.map((a: Json) => [a.id, a.uid, a.name, a.createdAt])));
+        print(o, page.data, () =>
+          table(
+            ["id", "uid", "name", "created"],
+            page.data.map((a: Json) => [a.id, a.uid, a.name, a.createdAt]),
+          ),
+        );
         return ExitCode.ok;
       }),
     );
@@ -286,17 +380,31 @@ export function registerOperatorCommands(program: Command): void {
     .option("--description <text>")
     .option("--json", "JSON output")
     .action(
-      run(async (api, appId: string, url: string, o: OutputOptions & { eventTypes?: string[]; uid?: string; description?: string }) => {
-        const e: Json = await api.call("POST", `/api/v1/app/${enc(appId)}/endpoint`, {
-          url,
-          ...(o.eventTypes && { eventTypes: o.eventTypes }),
-          ...(o.uid && { uid: o.uid }),
-          ...(o.description && { description: o.description }),
-        });
-        const secret: Json = await api.call("GET", `/api/v1/app/${enc(appId)}/endpoint/${e.id}/secret`);
-        print(o, { ...e, secret: secret.key }, () => `created ${e.id}\nsigning secret: ${secret.key}`);
-        return ExitCode.ok;
-      }),
+      run(
+        async (
+          api,
+          appId: string,
+          url: string,
+          o: OutputOptions & { eventTypes?: string[]; uid?: string; description?: string },
+        ) => {
+          const e: Json = await api.call("POST", `/api/v1/app/${enc(appId)}/endpoint`, {
+            url,
+            ...(o.eventTypes && { eventTypes: o.eventTypes }),
+            ...(o.uid && { uid: o.uid }),
+            ...(o.description && { description: o.description }),
+          });
+          const secret: Json = await api.call(
+            "GET",
+            `/api/v1/app/${enc(appId)}/endpoint/${e.id}/secret`,
+          );
+          print(
+            o,
+            { ...e, secret: secret.key },
+            () => `created ${e.id}\nsigning secret: ${secret.key}`,
+          );
+          return ExitCode.ok;
+        },
+      ),
     );
   endpoint
     .command("list <app>")
@@ -307,19 +415,30 @@ export function registerOperatorCommands(program: Command): void {
         print(o, page.data, () =>
           table(
             ["id", "uid", "url", "event types", "disabled"],
-            page.data.map((e: Json) => [e.id, e.uid, e.url, e.eventTypes?.join(",") ?? "all", e.disabled ? (e.disabledReason ?? "yes") : "no"]),
+            page.data.map((e: Json) => [
+              e.id,
+              e.uid,
+              e.url,
+              e.eventTypes?.join(",") ?? "all",
+              e.disabled ? (e.disabledReason ?? "yes") : "no",
+            ]),
           ),
         );
         return ExitCode.ok;
       }),
     );
-  for (const [verb, disabled] of [["disable", true], ["enable", false]] as const) {
+  for (const [verb, disabled] of [
+    ["disable", true],
+    ["enable", false],
+  ] as const) {
     endpoint
       .command(`${verb} <app> <endpoint>`)
       .option("--json", "JSON output")
       .action(
         run(async (api, appId: string, ep: string, o: OutputOptions) => {
-          const e: Json = await api.call("PATCH", `/api/v1/app/${enc(appId)}/endpoint/${enc(ep)}`, { disabled });
+          const e: Json = await api.call("PATCH", `/api/v1/app/${enc(appId)}/endpoint/${enc(ep)}`, {
+            disabled,
+          });
           print(o, e, () => `${e.id} ${disabled ? "disabled" : "enabled"}`);
           return ExitCode.ok;
         }),
@@ -332,7 +451,11 @@ export function registerOperatorCommands(program: Command): void {
     .action(
       run(async (api, appId: string, ep: string, o: OutputOptions & { grace?: number }) => {
         const base = `/api/v1/app/${enc(appId)}/endpoint/${enc(ep)}/secret`;
-        await api.call("POST", `${base}/rotate`, o.grace === undefined ? {} : { gracePeriodSeconds: o.grace });
+        await api.call(
+          "POST",
+          `${base}/rotate`,
+          o.grace === undefined ? {} : { gracePeriodSeconds: o.grace },
+        );
         const s: Json = await api.call("GET", base);
         print(o, s, () => `new signing secret: ${s.key}`);
         return ExitCode.ok;
@@ -345,23 +468,33 @@ export function registerOperatorCommands(program: Command): void {
     .option("--event-id <id>", "your idempotency id for it")
     .option("--json", "JSON output")
     .action(
-      run(async (api, appId: string, eventType: string, file: string | undefined, o: OutputOptions & { eventId?: string }) => {
-        const payload = await readPayload(file);
-        const m: Json = await api.call("POST", `/api/v1/app/${enc(appId)}/msg`, {
-          eventType,
-          payload,
-          ...(o.eventId && { eventId: o.eventId }),
-        });
-        print(o, m, () => `accepted ${m.id}`);
-        return ExitCode.ok;
-      }),
+      run(
+        async (
+          api,
+          appId: string,
+          eventType: string,
+          file: string | undefined,
+          o: OutputOptions & { eventId?: string },
+        ) => {
+          const payload = await readPayload(file);
+          const m: Json = await api.call("POST", `/api/v1/app/${enc(appId)}/msg`, {
+            eventType,
+            payload,
+            ...(o.eventId && { eventId: o.eventId }),
+          });
+          print(o, m, () => `accepted ${m.id}`);
+          return ExitCode.ok;
+        },
+      ),
     );
 
   program
     .command("secrets")
     .description("signing secrets at rest")
     .command("reencrypt")
-    .description("seal every signing secret under HOOKRELAY_ENCRYPTION_KEY (after adding or rotating it)")
+    .description(
+      "seal every signing secret under HOOKRELAY_ENCRYPTION_KEY (after adding or rotating it)",
+    )
     .option("--json", "JSON output")
     .action(
       run(async (api, o: OutputOptions) => {

@@ -17,12 +17,19 @@ export interface LocalApi {
   config: Config;
   pool: Pool;
   /** a JSON request; throws ApiError for a 4xx/5xx answer */
-  call<T = unknown>(method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE", url: string, body?: unknown): Promise<T>;
+  call<T = unknown>(
+    method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE",
+    url: string,
+    body?: unknown,
+  ): Promise<T>;
 }
 
 export async function withLocalApi<T>(fn: (api: LocalApi) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const logger = makeLogger(config.logLevel === "info" ? "warn" : config.logLevel, makeRedactor(config.sensitiveFields));
+  const logger = makeLogger(
+    config.logLevel === "info" ? "warn" : config.logLevel,
+    makeRedactor(config.sensitiveFields),
+  );
   const { pool, embedded } = await openDatabase(config, logger);
   try {
     await migrate(pool);
@@ -41,7 +48,10 @@ export async function withLocalApi<T>(fn: (api: LocalApi) => Promise<T>): Promis
           const res = await app.inject({
             method,
             url,
-            ...(body !== undefined && { payload: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+            ...(body !== undefined && {
+              payload: JSON.stringify(body),
+              headers: { "content-type": "application/json" },
+            }),
           });
           const parsed = res.body ? JSON.parse(res.body) : null;
           if (res.statusCode >= 400) {

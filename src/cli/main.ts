@@ -14,7 +14,8 @@ import { ExitCode } from "./output.ts";
 
 const intArg = (value: string): number => {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected a non-negative integer");
+  if (!Number.isInteger(n) || n < 0)
+    throw new InvalidArgumentError("expected a non-negative integer");
   return n;
 };
 
@@ -37,7 +38,9 @@ async function serve(roles: Roles, flags: ServeFlags): Promise<void> {
   const logger = makeLogger(config.logLevel, makeRedactor(config.sensitiveFields));
   const runtime = await startRuntime(config, roles, logger);
   if (runtime.apiUrl) {
-    process.stdout.write(`hookrelay API listening on ${runtime.apiUrl} (OpenAPI UI at ${runtime.apiUrl}/docs)\n`);
+    process.stdout.write(
+      `hookrelay API listening on ${runtime.apiUrl} (OpenAPI UI at ${runtime.apiUrl}/docs)\n`,
+    );
   }
   if (runtime.generatedAdminKey) {
     process.stdout.write(
@@ -50,7 +53,10 @@ async function serve(roles: Roles, flags: ServeFlags): Promise<void> {
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;
     if (signals > 1) {
-      logger.warn({ signal }, "second signal: exiting now; leases will return unfinished deliveries");
+      logger.warn(
+        { signal },
+        "second signal: exiting now; leases will return unfinished deliveries",
+      );
       process.exit(130);
     }
     logger.info({ signal }, "draining: no new work, waiting for requests in flight");
@@ -79,7 +85,11 @@ const serveCommand = (name: string, description: string, roles: Roles) =>
     .description(description)
     .option("--host <host>", "API listen address (HOOKRELAY_HOST)")
     .option("--port <port>", "API listen port (HOOKRELAY_PORT)", intArg)
-    .option("--concurrency <n>", "requests in flight per worker (HOOKRELAY_WORKER_CONCURRENCY)", intArg)
+    .option(
+      "--concurrency <n>",
+      "requests in flight per worker (HOOKRELAY_WORKER_CONCURRENCY)",
+      intArg,
+    )
     .action((flags: ServeFlags) => serve(roles, flags));
 
 serveCommand("start", "run the API and a worker in one process", { api: true, worker: true });
@@ -95,7 +105,9 @@ program
     const { pool, embedded } = await openDatabase(config, logger);
     try {
       const applied = await migrate(pool);
-      process.stdout.write(applied.length ? `applied: ${applied.join(", ")}\n` : "schema up to date\n");
+      process.stdout.write(
+        applied.length ? `applied: ${applied.join(", ")}\n` : "schema up to date\n",
+      );
     } finally {
       await pool.end();
       await embedded?.stop();

@@ -18,7 +18,11 @@ type Cell = string | number | boolean | null | undefined;
 export function table(headers: string[], rows: Cell[][]): string {
   const text = rows.map((r) => r.map((c) => (c === null || c === undefined ? "-" : String(c))));
   const widths = headers.map((h, i) => Math.max(h.length, ...text.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   return [line(headers), line(widths.map((w) => "-".repeat(w))), ...text.map(line)].join("\n");
 }
 

@@ -28,7 +28,8 @@ export function textArray(values: readonly (string | null)[]): string {
 
 /** A numeric or boolean array (integers, no NaN); null is NULL. */
 export function plainArray(values: readonly (number | boolean | null)[]): string {
-  if (values.some((v) => v == null)) return `{${values.map((v) => (v == null ? "NULL" : String(v))).join(",")}}`;
+  if (values.some((v) => v == null))
+    return `{${values.map((v) => (v == null ? "NULL" : String(v))).join(",")}}`;
   return `{${values.join(",")}}`;
 }
 

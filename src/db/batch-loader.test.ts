@@ -18,7 +18,10 @@ test("keys asked for in one tick share a fetch; keys asked for during a fetch sh
   expect(fetches).toHaveLength(1);
   release();
   expect(await Promise.all([...first, ...second])).toEqual([1, 2, 1, 3, 4]);
-  expect(fetches).toEqual([["a", "bb"], ["ccc", "dddd"]]);
+  expect(fetches).toEqual([
+    ["a", "bb"],
+    ["ccc", "dddd"],
+  ]);
 });
 
 test("a failed fetch rejects its own callers only; unknown keys resolve undefined", async () => {

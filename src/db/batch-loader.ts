@@ -15,7 +15,10 @@ interface Waiting<K, V> {
   reject(e: unknown): void;
 }
 
-export function makeBatchLoader<K, V>(fetch: (keys: K[]) => Promise<Map<K, V>>, maxBatch = 500): BatchLoader<K, V> {
+export function makeBatchLoader<K, V>(
+  fetch: (keys: K[]) => Promise<Map<K, V>>,
+  maxBatch = 500,
+): BatchLoader<K, V> {
   let waiting: Array<Waiting<K, V>> = [];
   let scheduled = false;
   let fetching = false;

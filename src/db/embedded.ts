@@ -71,7 +71,8 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const url = (db: string) =>
     `postgres://${USER}:${encodeURIComponent(state.password)}@127.0.0.1:${port}/${db}`;
 
-  const log = (message: unknown) => options.logger?.debug({ pg: String(message).trim() }, "postgres");
+  const log = (message: unknown) =>
+    options.logger?.debug({ pg: String(message).trim() }, "postgres");
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port,

@@ -10,11 +10,11 @@ import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import { isSsrfBlockedError, makeGuardedAgent, type SsrfGuard } from "../security/ssrf-guard.ts";
 import {
-  ErrorKind,
-  type Verdict,
   classifyStatus,
+  ErrorKind,
   parseRetryAfter,
   RETRY_AFTER_STATUSES,
+  type Verdict,
 } from "./retry-policy.ts";
 
 export const MAX_RESPONSE_READ_BYTES = 64 * 1024;
@@ -115,7 +115,8 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
     const startedAt = new Date();
     const t0 = performance.now();
     const target = targetOf(request.url);
-    if (target === null) return failure(startedAt, t0, "permanent", ErrorKind.invalidRequest, "invalid endpoint URL");
+    if (target === null)
+      return failure(startedAt, t0, "permanent", ErrorKind.invalidRequest, "invalid endpoint URL");
     const controller = request.abort ?? new AttemptAbort();
     const deadline = new AttemptDeadline(controller, request.timeoutMs);
     try {
@@ -157,7 +158,13 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
       }
       if ((err as { code?: string }).code === "UND_ERR_INVALID_ARG") {
         // The request itself cannot be sent (e.g. an invalid header): retrying cannot help.
-        return failure(startedAt, t0, "permanent", ErrorKind.invalidRequest, `invalid request: ${(err as Error).message}`);
+        return failure(
+          startedAt,
+          t0,
+          "permanent",
+          ErrorKind.invalidRequest,
+          `invalid request: ${(err as Error).message}`,
+        );
       }
       const { kind, message } = describeError(err, deadline.passed, request.timeoutMs);
       return failure(startedAt, t0, "transient", kind, message);
@@ -222,7 +229,13 @@ function expire(deadline: AttemptDeadline): void {
 }
 
 /** An attempt that got no HTTP answer (or could not be made). */
-function failure(startedAt: Date, t0: number, verdict: Verdict, errorKind: ErrorKind, error: string): AttemptResult {
+function failure(
+  startedAt: Date,
+  t0: number,
+  verdict: Verdict,
+  errorKind: ErrorKind,
+  error: string,
+): AttemptResult {
   return {
     startedAt,
     latencyMs: Math.round(performance.now() - t0),

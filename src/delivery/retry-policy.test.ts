@@ -21,7 +21,9 @@ describe("retry policy", () => {
     expect(retryDelayMs(policy, 1, 2_000)).toBe(2_000);
     expect(retryDelayMs(policy, 1, 10 * 3_600_000)).toBe(3_600_000);
     expect(parseRetryAfter("2")).toBe(2_000);
-    expect(parseRetryAfter("Wed, 21 Oct 2015 07:28:10 GMT", Date.parse("Wed, 21 Oct 2015 07:28:00 GMT"))).toBe(10_000);
+    expect(
+      parseRetryAfter("Wed, 21 Oct 2015 07:28:10 GMT", Date.parse("Wed, 21 Oct 2015 07:28:00 GMT")),
+    ).toBe(10_000);
     expect(parseRetryAfter("soon")).toBeNull();
     expect(parseRetryAfter(undefined)).toBeNull();
   });
@@ -30,7 +32,8 @@ describe("retry policy", () => {
     const verdict = (s: number) => classifyStatus(s).verdict;
     for (const s of [200, 201, 204, 299]) expect(verdict(s)).toBe("success");
     for (const s of [408, 425, 429, 500, 502, 503, 504, 599]) expect(verdict(s)).toBe("transient");
-    for (const s of [301, 302, 307, 308, 400, 401, 403, 404, 410, 422]) expect(verdict(s)).toBe("permanent");
+    for (const s of [301, 302, 307, 308, 400, 401, 403, 404, 410, 422])
+      expect(verdict(s)).toBe("permanent");
     expect(classifyStatus(401).errorKind).toBe("credentials");
     expect(classifyStatus(403).errorKind).toBe("credentials");
     expect(classifyStatus(410).errorKind).toBe("gone");

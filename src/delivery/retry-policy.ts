@@ -83,7 +83,10 @@ export function retryDelayMs(
 }
 
 /** Parses a Retry-After header (delta seconds or an HTTP date) into milliseconds from `now`. */
-export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | null {
+export function parseRetryAfter(
+  value: string | undefined,
+  now: number = Date.now(),
+): number | null {
   if (!value) return null;
   const trimmed = value.trim();
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;

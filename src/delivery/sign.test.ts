@@ -16,8 +16,13 @@ describe("signatures", () => {
     const body = '{"z":1,"a":[true,null]}';
     const header = signatureHeader([secretKey(a), secretKey(b)], "msg_1", ts, body);
     expect(header.split(" ")).toHaveLength(2);
-    const headers = { "webhook-id": "msg_1", "webhook-timestamp": String(ts), "webhook-signature": header };
-    for (const secret of [a, b]) expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
+    const headers = {
+      "webhook-id": "msg_1",
+      "webhook-timestamp": String(ts),
+      "webhook-signature": header,
+    };
+    for (const secret of [a, b])
+      expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
     expect(() => new Webhook(generateSecret()).verify(body, headers)).toThrow();
     expect(() => new Webhook(a).verify(`${body} `, headers)).toThrow();
   });

@@ -80,7 +80,9 @@ export function summarizeOutcomes(attempts: readonly AttemptOutcome[]): Endpoint
     }
     out.push({ endpointId, anyOk, trailingFailures: trailing, lastOkAt, lastFailAt, pauseMs });
   }
-  return out.sort((a, b) => (a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0));
+  return out.sort((a, b) =>
+    a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0,
+  );
 }
 
 /** The health settings applyOutcomesSql reads, in its parameter order. */

@@ -24,7 +24,9 @@ const STATS_SELECT = `
   from latency_samples
   where at > now() - $1::bigint * interval '1 millisecond'`;
 
-function toStats(row: { p: number[] | null; samples: number; success_rate: number | null } | undefined): LatencyStats {
+function toStats(
+  row: { p: number[] | null; samples: number; success_rate: number | null } | undefined,
+): LatencyStats {
   return {
     p50Ms: row?.p?.[0] ?? null,
     p95Ms: row?.p?.[1] ?? null,
@@ -35,16 +37,23 @@ function toStats(row: { p: number[] | null; samples: number; success_rate: numbe
 }
 
 /** One endpoint's figures, computed now. */
-export async function endpointLatency(db: Queryable, endpointId: string, windowMs: number): Promise<LatencyStats> {
-  const { rows } = await db.query(`${STATS_SELECT} and endpoint_id = $2::text group by endpoint_id`, [
-    windowMs,
-    endpointId,
-  ]);
+export async function endpointLatency(
+  db: Queryable,
+  endpointId: string,
+  windowMs: number,
+): Promise<LatencyStats> {
+  const { rows } = await db.query(
+    `${STATS_SELECT} and endpoint_id = $2::text group by endpoint_id`,
+    [windowMs, endpointId],
+  );
   return toStats(rows[0]);
 }
 
 /** Slow: p95 above slowP95Ms with enough samples; very slow (lowered threshold): above verySlowP95Ms. */
-export function slowness(stats: LatencyStats, health: HealthConfig): { slow: boolean; verySlow: boolean } {
+export function slowness(
+  stats: LatencyStats,
+  health: HealthConfig,
+): { slow: boolean; verySlow: boolean } {
   const enough = stats.samples >= health.minSamples && stats.p95Ms !== null;
   return {
     slow: enough && stats.p95Ms! > health.slowP95Ms,
@@ -94,7 +103,11 @@ export async function refreshLatencyStats(pool: Pool, health: HealthConfig): Pro
 }
 
 /** Deletes samples older than the window, a few thousand at a time. */
-export async function purgeLatencySamples(pool: Pool, windowMs: number, batch = 5_000): Promise<number> {
+export async function purgeLatencySamples(
+  pool: Pool,
+  windowMs: number,
+  batch = 5_000,
+): Promise<number> {
   let total = 0;
   for (;;) {
     const { rowCount } = await pool.query(

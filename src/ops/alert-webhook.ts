@@ -15,7 +15,11 @@ export const OPERATOR_APP_UID = "hookrelay-operator";
 export const OPERATOR_ENDPOINT_UID = "alerts";
 
 /** Creates (or re-points) the operator app and endpoint; returns the app id. */
-export async function ensureOperatorEndpoint(pool: Pool, url: string, secretBox: SecretBox): Promise<string> {
+export async function ensureOperatorEndpoint(
+  pool: Pool,
+  url: string,
+  secretBox: SecretBox,
+): Promise<string> {
   return withTransaction(pool, async (client) => {
     await client.query("select pg_advisory_xact_lock(hashtext('hookrelay-operator'))");
     const app = await client.query(
@@ -34,10 +38,10 @@ export async function ensureOperatorEndpoint(pool: Pool, url: string, secretBox:
       [newId(ID_PREFIX.endpoint), appId, OPERATOR_ENDPOINT_UID, url],
     );
     if (ep.rows[0].created) {
-      await client.query("insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)", [
-        ep.rows[0].id,
-        secretBox.seal(generateSecret()),
-      ]);
+      await client.query(
+        "insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)",
+        [ep.rows[0].id, secretBox.seal(generateSecret())],
+      );
     }
     return appId;
   });

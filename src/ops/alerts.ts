@@ -15,7 +15,12 @@ import type { Pool, Queryable } from "../db/pool.ts";
 import { waitingSinceSql } from "../queue/delivery-states.ts";
 
 export interface Alert {
-  kind: "dead_letters_growing" | "oldest_pending" | "endpoint_slow" | "circuit_open" | "endpoint_gone";
+  kind:
+    | "dead_letters_growing"
+    | "oldest_pending"
+    | "endpoint_slow"
+    | "circuit_open"
+    | "endpoint_gone";
   severity: "warning" | "critical";
   subject: { type: "endpoint" | "queue"; id: string; appId: string | null };
   since: string;
@@ -112,8 +117,12 @@ export async function currentAlerts(
     }
   }
   // An alert already on record keeps the time it was first raised.
-  const open = await db.query("select kind, subject_id, since from alerts where resolved_at is null");
-  const since = new Map(open.rows.map((r) => [`${r.kind}|${r.subject_id}`, (r.since as Date).toISOString()]));
+  const open = await db.query(
+    "select kind, subject_id, since from alerts where resolved_at is null",
+  );
+  const since = new Map(
+    open.rows.map((r) => [`${r.kind}|${r.subject_id}`, (r.since as Date).toISOString()]),
+  );
   return alerts.map((a) => ({ ...a, since: since.get(keyOf(a)) ?? a.since }));
 }
 

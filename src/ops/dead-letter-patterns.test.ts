@@ -28,7 +28,9 @@ const actionOf = (p: string) => PATTERNS.find((x) => x.pattern === p)?.suggested
 describe("one fixture per pattern", () => {
   test("credentials: most deaths answered 401/403", () => {
     // 6 dead over 3 hours: four 401s, one 403, one 500
-    const p = detectPattern(shape({ count: 6, credentials: 5, maxIn15Minutes: 2, distinctHours: 3 }));
+    const p = detectPattern(
+      shape({ count: 6, credentials: 5, maxIn15Minutes: 2, distinctHours: 3 }),
+    );
     expect(p.pattern).toBe("credentials");
     expect(p.suggestedAction).toBe(actionOf("credentials"));
     expect(p.suggestedAction).toMatch(/401\/403/);
@@ -67,7 +69,9 @@ describe("one fixture per pattern", () => {
   });
 
   test("no dead letters at all: mixed, not a division by zero", () => {
-    const p = detectPattern(shape({ count: 0, credentials: 0, rateLimited: 0, maxIn15Minutes: 0, distinctHours: 0 }));
+    const p = detectPattern(
+      shape({ count: 0, credentials: 0, rateLimited: 0, maxIn15Minutes: 0, distinctHours: 0 }),
+    );
     expect(p.pattern).toBe("mixed");
   });
 });
@@ -83,12 +87,16 @@ describe("precedence: the first row of the table that matches wins", () => {
   });
 
   test("a burst of 401s is credentials, not an outage", () => {
-    const p = detectPattern(shape({ count: 10, credentials: 10, maxIn15Minutes: 10, distinctHours: 1 }));
+    const p = detectPattern(
+      shape({ count: 10, credentials: 10, maxIn15Minutes: 10, distinctHours: 1 }),
+    );
     expect(p.pattern).toBe("credentials");
   });
 
   test("a burst of 429s is rate_limited, not an outage", () => {
-    const p = detectPattern(shape({ count: 10, rateLimited: 9, maxIn15Minutes: 10, distinctHours: 1 }));
+    const p = detectPattern(
+      shape({ count: 10, rateLimited: 9, maxIn15Minutes: 10, distinctHours: 1 }),
+    );
     expect(p.pattern).toBe("rate_limited");
   });
 
@@ -110,8 +118,12 @@ describe("thresholds at their edges", () => {
   });
 
   test("outage_cluster needs at least 5 dead letters", () => {
-    expect(detectPattern(shape({ count: 4, maxIn15Minutes: 4, distinctHours: 1 })).pattern).toBe("mixed");
-    expect(detectPattern(shape({ count: 5, maxIn15Minutes: 5, distinctHours: 1 })).pattern).toBe("outage_cluster");
+    expect(detectPattern(shape({ count: 4, maxIn15Minutes: 4, distinctHours: 1 })).pattern).toBe(
+      "mixed",
+    );
+    expect(detectPattern(shape({ count: 5, maxIn15Minutes: 5, distinctHours: 1 })).pattern).toBe(
+      "outage_cluster",
+    );
   });
 
   test("outage_cluster needs 60% in the window", () => {
@@ -122,18 +134,24 @@ describe("thresholds at their edges", () => {
   test("gradual_accumulation needs a span of at least 24 hours", () => {
     const base = { count: 8, maxIn15Minutes: 2, distinctHours: 8, firstAt: at(0) };
     expect(detectPattern(shape({ ...base, lastAt: at(24) })).pattern).toBe("gradual_accumulation");
-    expect(detectPattern(shape({ ...base, lastAt: new Date(at(24).getTime() - 1) })).pattern).toBe("mixed");
+    expect(detectPattern(shape({ ...base, lastAt: new Date(at(24).getTime() - 1) })).pattern).toBe(
+      "mixed",
+    );
   });
 
   test("gradual_accumulation needs at least 3 distinct hours", () => {
     const base = { count: 8, maxIn15Minutes: 2, firstAt: at(0), lastAt: at(48) };
-    expect(detectPattern(shape({ ...base, distinctHours: 3 })).pattern).toBe("gradual_accumulation");
+    expect(detectPattern(shape({ ...base, distinctHours: 3 })).pattern).toBe(
+      "gradual_accumulation",
+    );
     expect(detectPattern(shape({ ...base, distinctHours: 2 })).pattern).toBe("mixed");
   });
 
   test("gradual_accumulation allows at most a quarter in one 15-minute window", () => {
     const base = { count: 8, firstAt: at(0), lastAt: at(48), distinctHours: 6 };
-    expect(detectPattern(shape({ ...base, maxIn15Minutes: 2 })).pattern).toBe("gradual_accumulation");
+    expect(detectPattern(shape({ ...base, maxIn15Minutes: 2 })).pattern).toBe(
+      "gradual_accumulation",
+    );
     expect(detectPattern(shape({ ...base, maxIn15Minutes: 3 })).pattern).toBe("mixed");
   });
 

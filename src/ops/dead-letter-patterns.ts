@@ -58,7 +58,8 @@ export const PATTERNS: ReadonlyArray<Pattern & { matches(s: DeadLetterShape): bo
 
 const MIXED: Pattern = {
   pattern: "mixed",
-  suggestedAction: "No single cause stands out: look at the most common errors and status codes below.",
+  suggestedAction:
+    "No single cause stands out: look at the most common errors and status codes below.",
 };
 
 export function detectPattern(shape: DeadLetterShape): Pattern {

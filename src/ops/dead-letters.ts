@@ -91,7 +91,10 @@ export interface EndpointDeadLetterAnalysis extends Pattern {
 }
 
 /** One analysis per endpoint with dead letters matching the filter, most dead first. */
-export async function analyzeDeadLetters(db: Queryable, filter: DeadLetterFilter): Promise<EndpointDeadLetterAnalysis[]> {
+export async function analyzeDeadLetters(
+  db: Queryable,
+  filter: DeadLetterFilter,
+): Promise<EndpointDeadLetterAnalysis[]> {
   const { rows } = await db.query(
     `with dead as (
        select d.endpoint_id, d.app_id, d.last_error, d.last_status_code, d.attempt_count, d.updated_at
@@ -214,7 +217,11 @@ export async function requeueDeliveries(
 }
 
 /** Cancels a delivery that has not been delivered yet (pending or waiting for a retry). */
-export async function cancelDelivery(db: Queryable, deliveryId: number, appId: string | null): Promise<boolean> {
+export async function cancelDelivery(
+  db: Queryable,
+  deliveryId: number,
+  appId: string | null,
+): Promise<boolean> {
   const { rowCount } = await db.query(
     `update deliveries set status = 'canceled', updated_at = now()
      where id = $1::bigint and status in ('pending', 'failed') and ($2::text is null or app_id = $2::text)`,
@@ -232,7 +239,12 @@ export async function endpointsToRequeue(pool: Pool, target: RequeueTarget): Pro
        and ($2::timestamptz is null or updated_at >= $2::timestamptz)
        and ($3::text is null or app_id = $3::text)
      order by endpoint_id`,
-    [target.endpointId ?? null, target.since ?? null, target.appId ?? null, target.includeFailed ?? false],
+    [
+      target.endpointId ?? null,
+      target.since ?? null,
+      target.appId ?? null,
+      target.includeFailed ?? false,
+    ],
   );
   return rows.map((r) => r.endpoint_id);
 }

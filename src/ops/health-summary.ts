@@ -18,7 +18,10 @@ export interface HealthSummary {
   avgDeliveryMsLastHour: number | null;
 }
 
-export async function healthSummary(db: Queryable, appId: string | null = null): Promise<HealthSummary> {
+export async function healthSummary(
+  db: Queryable,
+  appId: string | null = null,
+): Promise<HealthSummary> {
   // Queue states come from the partial due index (the backlog, not the history); the last
   // hour's outcomes from latency_samples (one narrow row per attempt, BRIN on time).
   const { rows } = await db.query(
@@ -56,7 +59,9 @@ export async function healthSummary(db: Queryable, appId: string | null = null):
     deadLetter: r.dead_letter,
     deliveredLastHour: r.delivered_last_hour,
     failedLastHour: r.failed_last_hour,
-    oldestPending: oldest ? { at: oldest.toISOString(), ageMs: Math.max(0, Date.now() - oldest.getTime()) } : null,
+    oldestPending: oldest
+      ? { at: oldest.toISOString(), ageMs: Math.max(0, Date.now() - oldest.getTime()) }
+      : null,
     avgDeliveryMsLastHour: r.avg_ms === null ? null : Math.round(r.avg_ms * 10) / 10,
   };
 }

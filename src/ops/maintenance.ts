@@ -39,13 +39,16 @@ export function makeMaintenance(options: {
   async function runOnce(): Promise<boolean> {
     const client = await pool.connect();
     try {
-      const { rows } = await client.query("select pg_try_advisory_lock($1::bigint) as locked", [MAINTENANCE_LOCK]);
+      const { rows } = await client.query("select pg_try_advisory_lock($1::bigint) as locked", [
+        MAINTENANCE_LOCK,
+      ]);
       if (!rows[0].locked) return false;
       try {
         for (const task of options.tasks) {
           if (stopping) break;
           const last = lastRun.get(task.name);
-          if (task.everyMs !== undefined && last !== undefined && Date.now() - last < task.everyMs) continue;
+          if (task.everyMs !== undefined && last !== undefined && Date.now() - last < task.everyMs)
+            continue;
           lastRun.set(task.name, Date.now());
           try {
             await task.run(pool);

@@ -41,7 +41,7 @@ export function makeMetrics(options: {
   });
   const latency = new client.Histogram({
     name: "hookrelay_attempt_duration_seconds",
-    help: "Attempt latency (monotonic clock) per endpoint; endpoints past the label limit share endpoint=\"other\".",
+    help: 'Attempt latency (monotonic clock) per endpoint; endpoints past the label limit share endpoint="other".',
     labelNames: ["endpoint"],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [registry],
@@ -77,7 +77,8 @@ export function makeMetrics(options: {
     registers: [registry],
     async collect() {
       const q = await readQueue();
-      for (const state of ["pending", "failed", "in_flight"]) this.set({ state }, q?.depth[state] ?? 0);
+      for (const state of ["pending", "failed", "in_flight"])
+        this.set({ state }, q?.depth[state] ?? 0);
     },
   });
   new client.Gauge({
@@ -95,7 +96,8 @@ export function makeMetrics(options: {
     registers: [registry],
     async collect() {
       const q = await readQueue();
-      for (const state of ["closed", "open", "half_open"]) this.set({ state }, q?.circuits[state] ?? 0);
+      for (const state of ["closed", "open", "half_open"])
+        this.set({ state }, q?.circuits[state] ?? 0);
     },
   });
   new client.Gauge({

@@ -23,7 +23,11 @@ export interface PurgeProgress {
   deleted: number;
 }
 
-const PURGES: ReadonlyArray<{ what: PurgeProgress["what"]; age: (r: RetentionConfig) => number; sql: string }> = [
+const PURGES: ReadonlyArray<{
+  what: PurgeProgress["what"];
+  age: (r: RetentionConfig) => number;
+  sql: string;
+}> = [
   {
     what: "attempts",
     age: (r) => r.attemptsMs,

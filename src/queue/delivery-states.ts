@@ -15,11 +15,7 @@
  * failed rows, the lease expiry for in_flight rows. Rows of disabled endpoints are left
  * where they are and wait; disabling never dead-letters.
  */
-import {
-  type RetryPolicy,
-  retryDelayMs,
-  Verdict,
-} from "../delivery/retry-policy.ts";
+import { type RetryPolicy, retryDelayMs, Verdict } from "../delivery/retry-policy.ts";
 
 /**
  * Since when an undelivered row has been waiting, as SQL over a `deliveries` row (alias

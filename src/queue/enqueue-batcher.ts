@@ -111,7 +111,12 @@ export function makeEnqueueBatcher(
     for (const [i, w] of batch.entries()) {
       const row = rows[i];
       if (row?.id) {
-        w.resolve({ messageId: row.id, createdAt: row.created_at, created: true, deliveries: row.deliveries });
+        w.resolve({
+          messageId: row.id,
+          createdAt: row.created_at,
+          created: true,
+          deliveries: row.deliveries,
+        });
       } else {
         // A repeated eventId (possibly repeated within this very batch): the original.
         const existing = await pool.query(
@@ -119,14 +124,21 @@ export function makeEnqueueBatcher(
           [w.message.appId, w.message.eventId],
         );
         const found = existing.rows[0];
-        if (found) w.resolve({ messageId: found.id, createdAt: found.created_at, created: false, deliveries: 0 });
+        if (found)
+          w.resolve({
+            messageId: found.id,
+            createdAt: found.created_at,
+            created: false,
+            deliveries: 0,
+          });
         else w.reject(new Error("message neither inserted nor found"));
       }
     }
   }
 
   function startWriter(): void {
-    if (writers === 0 ? queue.length > 0 : writers === 1 && queue.length >= secondWriterAt) void drain();
+    if (writers === 0 ? queue.length > 0 : writers === 1 && queue.length >= secondWriterAt)
+      void drain();
   }
 
   async function drain(): Promise<void> {

@@ -90,10 +90,21 @@ export async function enqueueMessage(
     ],
   });
   const row = rows[0];
-  if (row.id) return { messageId: row.id, createdAt: row.created_at, created: true, deliveries: row.deliveries };
+  if (row.id)
+    return {
+      messageId: row.id,
+      createdAt: row.created_at,
+      created: true,
+      deliveries: row.deliveries,
+    };
   const existing = await db.query(
     "select id, created_at from messages where app_id = $1::text and event_id = $2::text",
     [message.appId, message.eventId],
   );
-  return { messageId: existing.rows[0].id, createdAt: existing.rows[0].created_at, created: false, deliveries: 0 };
+  return {
+    messageId: existing.rows[0].id,
+    createdAt: existing.rows[0].created_at,
+    created: false,
+    deliveries: 0,
+  };
 }

@@ -20,8 +20,8 @@
 import type { HealthConfig } from "../config.ts";
 import { plainArray, textArray, timestampArray } from "../db/array-literal.ts";
 import type { Queryable } from "../db/pool.ts";
-import { applyOutcomesSql, healthSettings, summarizeOutcomes } from "../health/circuit-breaker.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
+import { applyOutcomesSql, healthSettings, summarizeOutcomes } from "../health/circuit-breaker.ts";
 import type { DeliveryStatus } from "./delivery-states.ts";
 
 export interface DeliveryResult {
@@ -177,7 +177,9 @@ export async function recordResults(
       timestampArray(per((o) => o.lastFailAt)),
       plainArray(per((o) => (o.pauseMs === null ? null : Math.round(o.pauseMs)))),
       ...healthSettings(health),
-      textArray([...new Set(results.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId))]),
+      textArray([
+        ...new Set(results.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId)),
+      ]),
     ],
   });
   return rows[0].changed;

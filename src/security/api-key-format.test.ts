@@ -13,7 +13,14 @@ test("generated keys carry their kind and a checksum that catches typos", () => 
     expect(checkApiKey(`hr_admin_${body.slice(0, i)}${c}${body.slice(i + 1)}`)).toBeNull();
   }
   expect(checkApiKey(key.replace("hr_admin_", "hr_app_"))).toBeNull();
-  for (const junk of ["", "hr_admin_", `${key}x`, key.slice(0, -1), "Bearer x", "hr_root_".padEnd(47, "a")]) {
+  for (const junk of [
+    "",
+    "hr_admin_",
+    `${key}x`,
+    key.slice(0, -1),
+    "Bearer x",
+    "hr_root_".padEnd(47, "a"),
+  ]) {
     expect(checkApiKey(junk)).toBeNull();
   }
   expect(new Set(Array.from({ length: 200 }, () => generateApiKey("app"))).size).toBe(200);

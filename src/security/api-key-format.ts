@@ -13,7 +13,9 @@ const CHECKSUM_LENGTH = 6; // 62^6 > 2^32
 export const KEY_KINDS = ["admin", "app"] as const;
 export type KeyKind = (typeof KEY_KINDS)[number];
 
-const KEY_PATTERN = new RegExp(`^hr_(${KEY_KINDS.join("|")})_([0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}})$`);
+const KEY_PATTERN = new RegExp(
+  `^hr_(${KEY_KINDS.join("|")})_([0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}})$`,
+);
 
 function checksum(body: string): string {
   let n = crc32(body);

@@ -8,14 +8,46 @@
 
 export const DEFAULT_SENSITIVE_FIELDS = [
   // click and tracking ids
-  "click_id", "clickid", "cid", "gclid", "fbclid", "msclkid", "ttclid", "sub_id", "subid", "aff_sub",
+  "click_id",
+  "clickid",
+  "cid",
+  "gclid",
+  "fbclid",
+  "msclkid",
+  "ttclid",
+  "sub_id",
+  "subid",
+  "aff_sub",
   // conversion and transaction ids
-  "conversion_id", "transaction_id", "txid", "tid", "order_id", "payout_id",
+  "conversion_id",
+  "transaction_id",
+  "txid",
+  "tid",
+  "order_id",
+  "payout_id",
   // payment and card fields
-  "card", "card_number", "cardnumber", "pan", "cc", "ccnum", "cvv", "cvc", "expiry", "iban",
-  "account_number", "routing_number", "payment_method",
+  "card",
+  "card_number",
+  "cardnumber",
+  "pan",
+  "cc",
+  "ccnum",
+  "cvv",
+  "cvc",
+  "expiry",
+  "iban",
+  "account_number",
+  "routing_number",
+  "payment_method",
   // people
-  "email", "e_mail", "phone", "password", "token", "secret", "api_key", "authorization",
+  "email",
+  "e_mail",
+  "phone",
+  "password",
+  "token",
+  "secret",
+  "api_key",
+  "authorization",
 ] as const;
 
 export const MASK = "***";
@@ -73,7 +105,9 @@ export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELD
 
   const text = (value: string): string =>
     maskNested(value)
-      .replace(jsonPair, (m, name: string, colon: string) => (sensitive(name) ? `"${name}"${colon}"${MASK}"` : m))
+      .replace(jsonPair, (m, name: string, colon: string) =>
+        sensitive(name) ? `"${name}"${colon}"${MASK}"` : m,
+      )
       // an unterminated value at the very end (text cut short): "name":"abc<end>
       .replace(/"([^"\\]{1,64})"(\s*:\s*)"[^"]*$/, (m, name: string, colon: string) =>
         sensitive(name) ? `"${name}"${colon}"${MASK}` : m,
@@ -103,7 +137,8 @@ export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELD
     if (Array.isArray(value)) return value.map((v) => object(v, seen, depth + 1)) as T;
     if (value && typeof value === "object" && !(value instanceof Date)) {
       const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(value)) out[k] = sensitive(k) ? MASK : object(v, seen, depth + 1);
+      for (const [k, v] of Object.entries(value))
+        out[k] = sensitive(k) ? MASK : object(v, seen, depth + 1);
       return out as T;
     }
     return value;

@@ -30,14 +30,19 @@ function parseKey(text: string, name: string): Buffer {
   const t = text.trim();
   const key = /^[0-9a-fA-F]{64}$/.test(t) ? Buffer.from(t, "hex") : Buffer.from(t, "base64");
   if (key.length !== 32) {
-    throw new ConfigError(`${name} must be 32 bytes as base64 or 64 hex characters (e.g. openssl rand -base64 32)`);
+    throw new ConfigError(
+      `${name} must be 32 bytes as base64 or 64 hex characters (e.g. openssl rand -base64 32)`,
+    );
   }
   return key;
 }
 
 const keyIdOf = (key: Buffer) => createHash("sha256").update(key).digest("hex").slice(0, 8);
 
-export function makeSecretBox(current: string | undefined, previous: readonly string[] = []): SecretBox {
+export function makeSecretBox(
+  current: string | undefined,
+  previous: readonly string[] = [],
+): SecretBox {
   const keys = new Map<string, Buffer>();
   let currentId: string | null = null;
   if (current) {

@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import type { buildConnector } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from "vitest";
 import { ConfigError, HookRelayError } from "../errors.ts";
+import { makeGuardedConnector } from "./guarded-connector.ts";
 import {
   type HostLookup,
   isSsrfBlockedError,
@@ -16,7 +17,6 @@ import {
   SSRF_BLOCKED_CODE,
   SsrfBlockedError,
 } from "./ssrf-guard.ts";
-import { makeGuardedConnector } from "./guarded-connector.ts";
 
 /** A lookup answering from a table; unknown names fail like the system resolver. */
 function fakeDns(table: Record<string, readonly string[]>) {

@@ -6,9 +6,9 @@
  */
 import type { HealthConfig } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
+import { ErrorKind } from "../delivery/retry-policy.ts";
 import type { Logger } from "../logger.ts";
 import { type DeliveryResult, recordResults } from "../queue/record-results.ts";
-import { ErrorKind } from "../delivery/retry-policy.ts";
 
 export interface ResultWriter {
   add(result: DeliveryResult): void;
@@ -35,8 +35,11 @@ export function makeResultWriter(options: {
     if (batch.length === 0) return;
     try {
       await recordResults(options.pool, batch, options.health);
-      const gone = [...new Set(batch.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId))];
-      if (gone.length > 0) options.logger.warn({ endpoints: gone }, "endpoints answered 410 Gone and were disabled");
+      const gone = [
+        ...new Set(batch.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId)),
+      ];
+      if (gone.length > 0)
+        options.logger.warn({ endpoints: gone }, "endpoints answered 410 Gone and were disabled");
       options.onWritten?.(batch);
     } catch (err) {
       options.logger.error({ err, count: batch.length }, "writing results failed; will retry");

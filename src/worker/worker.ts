@@ -27,12 +27,12 @@ import {
 import { ErrorKind, type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
 import { secretKey, signatureHeader } from "../delivery/sign.ts";
 import type { Logger } from "../logger.ts";
-import { makeRedactor, type Redactor } from "../security/redact.ts";
-import { makeSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
 import { afterAttempt } from "../queue/delivery-states.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import { releaseDeliveries, releaseExpiredClaims } from "../queue/release-deliveries.ts";
+import { makeRedactor, type Redactor } from "../security/redact.ts";
+import { makeSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { makeResultWriter } from "./result-writer.ts";
 import { makeWakeableSleep } from "./wakeable-sleep.ts";
 
@@ -121,7 +121,9 @@ export function makeWorker(options: WorkerOptions): Worker {
       if (Date.now() - lastExpiryCheck >= cfg.pollIntervalMs) {
         lastExpiryCheck = Date.now();
         // Rows of claims whose worker died come back here (any worker may do it).
-        await releaseExpiredClaims(pool).catch((err) => logger.error({ err }, "handing back expired claims failed"));
+        await releaseExpiredClaims(pool).catch((err) =>
+          logger.error({ err }, "handing back expired claims failed"),
+        );
       }
       const free = cfg.concurrency - running.size;
       // Wait for a meaningful number of free slots rather than claiming one row at a time.
@@ -226,10 +228,13 @@ export function makeWorker(options: WorkerOptions): Worker {
    * Masked first, then cut to 1 KiB.
    */
   function maskedTexts(payload: string, result: AttemptResult) {
-    if (result.error === null && result.responseBody === null) return { error: null, responseBody: null };
+    if (result.error === null && result.responseBody === null)
+      return { error: null, responseBody: null };
     // (valuesIn keeps values of 4+ characters: a shorter text cannot contain one)
     const values =
-      (result.error?.length ?? 0) >= 4 || (result.responseBody?.length ?? 0) >= 4 ? redactor.valuesIn(payload) : [];
+      (result.error?.length ?? 0) >= 4 || (result.responseBody?.length ?? 0) >= 4
+        ? redactor.valuesIn(payload)
+        : [];
     return {
       error: result.error === null ? null : redactor.textWithout(result.error, values),
       responseBody:
@@ -237,7 +242,12 @@ export function makeWorker(options: WorkerOptions): Worker {
           ? null
           : truncateUtf8(
               // a window well past the cut, so a value straddling the 1 KiB limit is still seen whole
-              Buffer.from(redactor.textWithout(result.responseBody.slice(0, 4 * MAX_RESPONSE_STORED_BYTES), values)),
+              Buffer.from(
+                redactor.textWithout(
+                  result.responseBody.slice(0, 4 * MAX_RESPONSE_STORED_BYTES),
+                  values,
+                ),
+              ),
               MAX_RESPONSE_STORED_BYTES,
             ),
     };
@@ -264,7 +274,8 @@ export function makeWorker(options: WorkerOptions): Worker {
     };
     const next = afterAttempt(result.verdict, attemptNumber, policy, result.retryAfterMs);
     // A Retry-After on 429/503 pauses the whole endpoint, not just this delivery.
-    const pauseMs = result.retryAfterMs === null ? null : Math.min(policy.capMs, result.retryAfterMs);
+    const pauseMs =
+      result.retryAfterMs === null ? null : Math.min(policy.capMs, result.retryAfterMs);
     return {
       deliveryId: claim.id,
       claimToken: entry.token,
@@ -316,10 +327,15 @@ export function makeWorker(options: WorkerOptions): Worker {
     // period rather than hang; the rows are still leased and will be retried.
     const flushed = await Promise.race([
       writer.flush().then(() => true),
-      new Promise<false>((r) => setTimeout(() => r(false), Math.max(5_000, deadline - Date.now())).unref()),
+      new Promise<false>((r) =>
+        setTimeout(() => r(false), Math.max(5_000, deadline - Date.now())).unref(),
+      ),
     ]);
     if (!flushed) {
-      logger.error({ waiting: writer.waiting }, "could not write results before exit; leases will retry them");
+      logger.error(
+        { waiting: writer.waiting },
+        "could not write results before exit; leases will retry them",
+      );
       return;
     }
     if (unfinished.length > 0) {

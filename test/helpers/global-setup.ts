@@ -27,7 +27,16 @@ export default async function setup(project: TestProject) {
     port: 0,
     database: TEMPLATE_DB,
     // Throwaway cluster: durability off for speed; connections for parallel files and workers.
-    postgresFlags: ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=300"],
+    postgresFlags: [
+      "-c",
+      "fsync=off",
+      "-c",
+      "synchronous_commit=off",
+      "-c",
+      "full_page_writes=off",
+      "-c",
+      "max_connections=300",
+    ],
   });
   const pool = makePool({ connectionString: db.connectionString, max: 2 });
   await migrate(pool);
@@ -46,7 +55,9 @@ export async function cloneTemplate(adminUrl: string, name: string, template: st
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    await client.query(`create database ${client.escapeIdentifier(name)} template ${client.escapeIdentifier(template)}`);
+    await client.query(
+      `create database ${client.escapeIdentifier(name)} template ${client.escapeIdentifier(template)}`,
+    );
   } finally {
     await client.end();
   }

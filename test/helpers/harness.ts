@@ -25,7 +25,12 @@ export interface Harness {
   api: FastifyInstance;
   adminKey: string;
   /** JSON request through app.inject with the admin key */
-  call(method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<CallResult>;
+  call(
+    method: string,
+    url: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<CallResult>;
   startWorker(overrides?: Partial<Config["worker"]>): Worker;
   close(): Promise<void>;
 }
@@ -33,13 +38,28 @@ export interface Harness {
 /** Test configuration: tiny retry delays and drain timeouts, fast polling. */
 export function testConfig(overrides: Partial<Config> = {}): Config {
   const base = loadConfig({});
-  return loadConfig({}, {
-    // the test receivers listen on loopback, which the SSRF guard refuses by default
-    ssrfAllowlist: ["127.0.0.0/8"],
-    ...overrides,
-    delivery: { ...base.delivery, retryBaseMs: 50, retryCapMs: 200, timeoutMs: 2_000, ...overrides.delivery },
-    worker: { ...base.worker, pollIntervalMs: 50, leaseMarginMs: 1_000, shutdownTimeoutMs: 5_000, ...overrides.worker },
-  });
+  return loadConfig(
+    {},
+    {
+      // the test receivers listen on loopback, which the SSRF guard refuses by default
+      ssrfAllowlist: ["127.0.0.0/8"],
+      ...overrides,
+      delivery: {
+        ...base.delivery,
+        retryBaseMs: 50,
+        retryCapMs: 200,
+        timeoutMs: 2_000,
+        ...overrides.delivery,
+      },
+      worker: {
+        ...base.worker,
+        pollIntervalMs: 50,
+        leaseMarginMs: 1_000,
+        shutdownTimeoutMs: 5_000,
+        ...overrides.worker,
+      },
+    },
+  );
 }
 
 export async function startHarness(overrides: Partial<Config> = {}): Promise<Harness> {
@@ -58,8 +78,13 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
       const res = await api.inject({
         method: method as "GET",
         url,
-        headers: { authorization: `Bearer ${adminKey}`, ...(body !== undefined && { "content-type": "application/json" }), ...headers },
-        payload: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+        headers: {
+          authorization: `Bearer ${adminKey}`,
+          ...(body !== undefined && { "content-type": "application/json" }),
+          ...headers,
+        },
+        payload:
+          body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
       });
       let parsed: unknown = res.body;
       try {
@@ -68,12 +93,18 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
       return { status: res.statusCode, body: parsed, headers: res.headers };
     },
     startWorker(workerOverrides = {}) {
-      const sender = makeHttpSender({ ssrfGuard: makeSsrfGuard({ allowlist: config.ssrfAllowlist }) });
+      const sender = makeHttpSender({
+        ssrfGuard: makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
+      });
       senders.push(sender);
       const worker = makeWorker({
         pool: db.pool,
         sender,
-        config: { delivery: config.delivery, health: config.health, worker: { ...config.worker, ...workerOverrides } },
+        config: {
+          delivery: config.delivery,
+          health: config.health,
+          worker: { ...config.worker, ...workerOverrides },
+        },
         logger: silentLogger,
       });
       worker.start();

@@ -42,7 +42,9 @@ export function spawnHookrelay(args: string[], env: Record<string, string>): Hoo
   child.stderr?.on("data", (c: Buffer) => {
     stderr += c.toString();
   });
-  const exited = new Promise<Exit>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<Exit>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal })),
+  );
   const proc: HookrelayProcess = {
     child,
     pid: child.pid,
@@ -59,10 +61,14 @@ export function spawnHookrelay(args: string[], env: Record<string, string>): Hoo
   return proc;
 }
 
-export const isRunning = (p: HookrelayProcess) => p.child.exitCode === null && p.child.signalCode === null;
+export const isRunning = (p: HookrelayProcess) =>
+  p.child.exitCode === null && p.child.signalCode === null;
 
 /** A worker's environment: fast polling, receivers on loopback allowed, quiet logs. */
-export function workerEnv(dbUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+export function workerEnv(
+  dbUrl: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return {
     DATABASE_URL: dbUrl,
     HOOKRELAY_LOG_LEVEL: "warn",
@@ -78,7 +84,9 @@ export async function startWorkers(
   dbUrl: string,
   extra: Record<string, string> = {},
 ): Promise<HookrelayProcess[]> {
-  const workers = Array.from({ length: n }, () => spawnHookrelay(["worker"], workerEnv(dbUrl, extra)));
+  const workers = Array.from({ length: n }, () =>
+    spawnHookrelay(["worker"], workerEnv(dbUrl, extra)),
+  );
   await waitFor(
     () => {
       for (const p of workers) {

@@ -73,7 +73,11 @@ export async function startReceiver(
 }
 
 /** Polls `check` until it returns true or the time runs out. */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 15_000, what = "condition") {
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 15_000,
+  what = "condition",
+) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;

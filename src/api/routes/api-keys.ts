@@ -13,10 +13,18 @@ import { iso } from "../schemas.ts";
 import type { ApiContext } from "../server.ts";
 
 function adminOnly(request: FastifyRequest): void {
-  if (request.principal.role !== "admin") throw new ApiError(403, "forbidden", "only admin keys can manage API keys");
+  if (request.principal.role !== "admin")
+    throw new ApiError(403, "forbidden", "only admin keys can manage API keys");
 }
 
-const keyOut = (r: { id: string; name: string; role: string; app_id: string | null; created_at: Date; revoked_at: Date | null }) => ({
+const keyOut = (r: {
+  id: string;
+  name: string;
+  role: string;
+  app_id: string | null;
+  created_at: Date;
+  revoked_at: Date | null;
+}) => ({
   id: r.id,
   name: r.name,
   role: r.role,
@@ -47,10 +55,15 @@ export function registerApiKeyRoutes(app: FastifyInstance, { pool }: ApiContext)
       adminOnly(request);
       const { role, appId, name = "" } = request.body;
       if (role === "app" && !appId) throw badRequest("an app key needs appId");
-      if (role === "admin" && appId) throw badRequest("an admin key belongs to no app; leave out appId");
+      if (role === "admin" && appId)
+        throw badRequest("an admin key belongs to no app; leave out appId");
       const created =
         role === "app"
-          ? await createApiKey(pool, { role, appId: await resolveAppId(pool, request.principal, appId!) }, name)
+          ? await createApiKey(
+              pool,
+              { role, appId: await resolveAppId(pool, request.principal, appId!) },
+              name,
+            )
           : await createApiKey(pool, { role }, name);
       const { rows } = await pool.query("select * from api_keys where id = $1::text", [created.id]);
       reply.code(201);
@@ -60,10 +73,17 @@ export function registerApiKeyRoutes(app: FastifyInstance, { pool }: ApiContext)
 
   app.get<{ Querystring: { app_id?: string } }>(
     "/api-keys",
-    { schema: { tags: ["api-keys"], querystring: { type: "object", properties: { app_id: { type: "string", maxLength: 256 } } } } },
+    {
+      schema: {
+        tags: ["api-keys"],
+        querystring: { type: "object", properties: { app_id: { type: "string", maxLength: 256 } } },
+      },
+    },
     async (request) => {
       adminOnly(request);
-      const appId = request.query.app_id ? await resolveAppId(pool, request.principal, request.query.app_id) : null;
+      const appId = request.query.app_id
+        ? await resolveAppId(pool, request.principal, request.query.app_id)
+        : null;
       const { rows } = await pool.query(
         `select id, name, role, app_id, created_at, revoked_at from api_keys
          where $1::text is null or app_id = $1::text order by id`,
@@ -75,7 +95,16 @@ export function registerApiKeyRoutes(app: FastifyInstance, { pool }: ApiContext)
 
   app.delete<{ Params: { keyId: string } }>(
     "/api-keys/:keyId",
-    { schema: { tags: ["api-keys"], params: { type: "object", properties: { keyId: { type: "string", maxLength: 256 } }, required: ["keyId"] } } },
+    {
+      schema: {
+        tags: ["api-keys"],
+        params: {
+          type: "object",
+          properties: { keyId: { type: "string", maxLength: 256 } },
+          required: ["keyId"],
+        },
+      },
+    },
     async (request, reply) => {
       adminOnly(request);
       const { rowCount } = await pool.query(

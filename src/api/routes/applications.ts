@@ -1,9 +1,9 @@
 /** /api/v1/app: applications (tenants). */
 import type { FastifyInstance } from "fastify";
+import type { Queryable } from "../../db/pool.ts";
 import { ApiError, conflict, notFound } from "../../errors.ts";
 import { ID_PREFIX, newId } from "../../ids.ts";
-import type { Queryable } from "../../db/pool.ts";
-import { pageQuerySchema, planPage, toPage, type PageQuery } from "../pagination.ts";
+import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId } from "../resolve.ts";
 import { appParams, checkPathUid, iso, metadataSchema, uidSchema } from "../schemas.ts";
 import type { ApiContext } from "../server.ts";
@@ -33,8 +33,17 @@ const appProperties = {
   rateLimit: { type: ["integer", "null"], minimum: 1, maximum: 1_000_000 },
   metadata: metadataSchema,
 } as const;
-export const appIn = { type: "object", additionalProperties: false, properties: appProperties, required: ["name"] } as const;
-const appPatch = { type: "object", additionalProperties: false, properties: appProperties } as const;
+export const appIn = {
+  type: "object",
+  additionalProperties: false,
+  properties: appProperties,
+  required: ["name"],
+} as const;
+const appPatch = {
+  type: "object",
+  additionalProperties: false,
+  properties: appProperties,
+} as const;
 
 export const appOut = (r: AppRow) => ({
   id: r.id,
@@ -56,7 +65,8 @@ async function getApp(db: Queryable, id: string): Promise<AppRow> {
 }
 
 function uniqueUid(err: unknown): never {
-  if ((err as { code?: string }).code === "23505") throw conflict("an application with this uid already exists");
+  if ((err as { code?: string }).code === "23505")
+    throw conflict("an application with this uid already exists");
   throw err;
 }
 
@@ -65,13 +75,24 @@ export async function insertApp(db: Queryable, body: AppIn): Promise<AppRow> {
     .query(
       `insert into applications (id, uid, name, rate_limit, metadata)
        values ($1::text, $2::text, $3::text, $4::integer, $5::jsonb) returning ${COLUMNS}`,
-      [newId(ID_PREFIX.app), body.uid ?? null, body.name, body.throttleRate ?? body.rateLimit ?? null, body.metadata ?? {}],
+      [
+        newId(ID_PREFIX.app),
+        body.uid ?? null,
+        body.name,
+        body.throttleRate ?? body.rateLimit ?? null,
+        body.metadata ?? {},
+      ],
     )
     .catch(uniqueUid);
   return rows[0];
 }
 
-async function updateApp(db: Queryable, id: string, body: AppIn, replace: boolean): Promise<AppRow> {
+async function updateApp(
+  db: Queryable,
+  id: string,
+  body: AppIn,
+  replace: boolean,
+): Promise<AppRow> {
   const rate = body.throttleRate !== undefined ? body.throttleRate : body.rateLimit;
   // With replace (PUT) every field takes the given value or its default; with PATCH only
   // the fields present change ($6..$9 say which are present).
@@ -85,7 +106,11 @@ async function updateApp(db: Queryable, id: string, body: AppIn, replace: boolea
          updated_at = now()
        where id = $1::text returning ${COLUMNS}`,
       [
-        id, body.name ?? null, body.uid ?? null, rate ?? null, body.metadata ?? {},
+        id,
+        body.name ?? null,
+        body.uid ?? null,
+        rate ?? null,
+        body.metadata ?? {},
         body.name !== undefined,
         // a PUT without uid keeps it: upsert-by-uid callers (the svix client) omit it
         body.uid !== undefined,
@@ -101,7 +126,12 @@ async function updateApp(db: Queryable, id: string, body: AppIn, replace: boolea
 export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiContext): void {
   app.get<{ Querystring: PageQuery }>(
     "/app",
-    { schema: { tags: ["application"], querystring: { type: "object", properties: pageQuerySchema } } },
+    {
+      schema: {
+        tags: ["application"],
+        querystring: { type: "object", properties: pageQuerySchema },
+      },
+    },
     async (request) => {
       const plan = planPage(request.query, "ascending", ID_PREFIX.app);
       const scoped = request.principal.role === "app" ? request.principal.appId : null;
@@ -129,7 +159,10 @@ export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiCon
         throw new ApiError(403, "forbidden", "only admin keys can create applications");
       }
       if (request.query.get_if_exists && request.body.uid) {
-        const { rows } = await pool.query(`select ${COLUMNS} from applications where uid = $1::text`, [request.body.uid]);
+        const { rows } = await pool.query(
+          `select ${COLUMNS} from applications where uid = $1::text`,
+          [request.body.uid],
+        );
         if (rows[0]) return reply.code(200).send(appOut(rows[0]));
       }
       reply.code(201);
@@ -140,7 +173,8 @@ export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiCon
   app.get<{ Params: { appId: string } }>(
     "/app/:appId",
     { schema: { tags: ["application"], params: appParams } },
-    async (request) => appOut(await getApp(pool, await resolveAppId(pool, request.principal, request.params.appId))),
+    async (request) =>
+      appOut(await getApp(pool, await resolveAppId(pool, request.principal, request.params.appId))),
   );
 
   app.put<{ Params: { appId: string }; Body: AppIn }>(
@@ -151,10 +185,16 @@ export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiCon
       try {
         id = await resolveAppId(pool, request.principal, request.params.appId);
       } catch (err) {
-        if (!(err instanceof ApiError) || err.status !== 404 || request.principal.role !== "admin") throw err;
+        if (!(err instanceof ApiError) || err.status !== 404 || request.principal.role !== "admin")
+          throw err;
         // Upsert: an unknown id or uid creates the app, with the path segment as its uid.
         reply.code(201);
-        return appOut(await insertApp(pool, { ...request.body, uid: request.body.uid ?? checkPathUid(request.params.appId) }));
+        return appOut(
+          await insertApp(pool, {
+            ...request.body,
+            uid: request.body.uid ?? checkPathUid(request.params.appId),
+          }),
+        );
       }
       return appOut(await updateApp(pool, id, request.body, true));
     },

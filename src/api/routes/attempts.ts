@@ -10,12 +10,12 @@ import type { FastifyInstance } from "fastify";
 import { badRequest, conflict, notFound } from "../../errors.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import { WORK_CHANNEL } from "../../worker/work-listener.ts";
+import { timeInput } from "../body-check.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
+import { rawSlots } from "../raw-json.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
-import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../server.ts";
-import { rawSlots } from "../raw-json.ts";
 import { findMessage, messageOut } from "./messages.ts";
 
 const ATTEMPT_PREFIX = "atmpt_";
@@ -69,7 +69,9 @@ const ATTEMPT_COLUMNS = `id, message_id, endpoint_id, url, attempt_number, trigg
 
 function attemptCursor(iterator: string | null): number | null {
   if (iterator === null) return null;
-  const n = Number(iterator.startsWith(ATTEMPT_PREFIX) ? iterator.slice(ATTEMPT_PREFIX.length) : iterator);
+  const n = Number(
+    iterator.startsWith(ATTEMPT_PREFIX) ? iterator.slice(ATTEMPT_PREFIX.length) : iterator,
+  );
   if (!Number.isSafeInteger(n) || n < 0) throw badRequest("iterator is not an attempt id");
   return n;
 }
@@ -91,10 +93,23 @@ const attemptQuery = {
 
 type AttemptQuery = PageQuery & { status?: number; endpoint_id?: string };
 
-export function registerAttemptRoutes(app: FastifyInstance, { pool, config, redactor }: ApiContext): void {
-  async function listAttempts(filter: { messageId?: string; endpointId?: string }, q: AttemptQuery) {
+export function registerAttemptRoutes(
+  app: FastifyInstance,
+  { pool, config, redactor }: ApiContext,
+): void {
+  async function listAttempts(
+    filter: { messageId?: string; endpointId?: string },
+    q: AttemptQuery,
+  ) {
     const plan = planPage(q, "descending");
-    const outcome = q.status === undefined ? null : q.status === 0 ? "success" : q.status === 2 ? "failure" : "none";
+    const outcome =
+      q.status === undefined
+        ? null
+        : q.status === 0
+          ? "success"
+          : q.status === 2
+            ? "failure"
+            : "none";
     const { rows } = await pool.query(
       `select ${ATTEMPT_COLUMNS} from attempts
        where ($1::text is null or message_id = $1::text)
@@ -102,7 +117,13 @@ export function registerAttemptRoutes(app: FastifyInstance, { pool, config, reda
          and ($3::bigint is null or id ${plan.op} $3::bigint)
          and ($5::text is null or outcome = $5::text)
        order by id ${plan.direction} limit $4::integer`,
-      [filter.messageId ?? null, filter.endpointId ?? null, attemptCursor(plan.cursor), plan.limit + 1, outcome],
+      [
+        filter.messageId ?? null,
+        filter.endpointId ?? null,
+        attemptCursor(plan.cursor),
+        plan.limit + 1,
+        outcome,
+      ],
     );
     return toPage(rows as AttemptRow[], plan, (r) => `${ATTEMPT_PREFIX}${r.id}`, attemptOut);
   }
@@ -122,7 +143,13 @@ export function registerAttemptRoutes(app: FastifyInstance, { pool, config, reda
 
   app.get<{ Params: { appId: string; endpointId: string }; Querystring: AttemptQuery }>(
     "/app/:appId/attempt/endpoint/:endpointId",
-    { schema: { tags: ["attempt"], params: params("appId", "endpointId"), querystring: attemptQuery } },
+    {
+      schema: {
+        tags: ["attempt"],
+        params: params("appId", "endpointId"),
+        querystring: attemptQuery,
+      },
+    },
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
@@ -168,36 +195,50 @@ export function registerAttemptRoutes(app: FastifyInstance, { pool, config, reda
          order by e.id ${plan.direction} limit $3::integer`,
         [msg.id, plan.cursor, plan.limit + 1],
       );
-      return toPage(rows, plan, (r) => r.id, (r) => {
-        const status = DELIVERY_TO_SVIX[r.status] ?? "pending";
-        return {
-          id: r.id,
-          uid: r.uid,
-          url: redactor.url(r.url),
-          description: r.description,
-          disabled: r.disabled,
-          eventTypes: r.event_types,
-          channels: r.channels,
-          version: 1,
-          createdAt: iso(r.created_at),
-          updatedAt: iso(r.updated_at),
-          status: MessageStatus[status],
-          statusText: status,
-          nextAttempt: r.status === "pending" || r.status === "failed" ? iso(r.next_attempt_at) : null,
-          deliveryStatus: r.status,
-          attempts: r.attempt_count,
-          lastStatusCode: r.last_status_code,
-          lastErrorKind: r.last_error_kind,
-          lastError: r.last_error,
-          deliveredAt: iso(r.delivered_at),
-        };
-      });
+      return toPage(
+        rows,
+        plan,
+        (r) => r.id,
+        (r) => {
+          const status = DELIVERY_TO_SVIX[r.status] ?? "pending";
+          return {
+            id: r.id,
+            uid: r.uid,
+            url: redactor.url(r.url),
+            description: r.description,
+            disabled: r.disabled,
+            eventTypes: r.event_types,
+            channels: r.channels,
+            version: 1,
+            createdAt: iso(r.created_at),
+            updatedAt: iso(r.updated_at),
+            status: MessageStatus[status],
+            statusText: status,
+            nextAttempt:
+              r.status === "pending" || r.status === "failed" ? iso(r.next_attempt_at) : null,
+            deliveryStatus: r.status,
+            attempts: r.attempt_count,
+            lastStatusCode: r.last_status_code,
+            lastErrorKind: r.last_error_kind,
+            lastError: r.last_error,
+            deliveredAt: iso(r.delivered_at),
+          };
+        },
+      );
     },
   );
 
   app.get<{
     Params: { appId: string; endpointId: string };
-    Querystring: PageQuery & { status?: number; with_content: boolean; event_types?: string[]; channel?: string; tag?: string; before?: string; after?: string };
+    Querystring: PageQuery & {
+      status?: number;
+      with_content: boolean;
+      event_types?: string[];
+      channel?: string;
+      tag?: string;
+      before?: string;
+      after?: string;
+    };
   }>(
     "/app/:appId/endpoint/:endpointId/msg",
     {
@@ -224,9 +265,12 @@ export function registerAttemptRoutes(app: FastifyInstance, { pool, config, reda
       const endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
       const q = request.query;
       const plan = planPage(q, "descending", ID_PREFIX.message);
-      const statuses = q.status === undefined ? null : Object.entries(DELIVERY_TO_SVIX)
-        .filter(([, svix]) => MessageStatus[svix] === q.status)
-        .map(([delivery]) => delivery);
+      const statuses =
+        q.status === undefined
+          ? null
+          : Object.entries(DELIVERY_TO_SVIX)
+              .filter(([, svix]) => MessageStatus[svix] === q.status)
+              .map(([delivery]) => delivery);
       const types = q.event_types?.flatMap((t) => t.split(",")).filter(Boolean);
       const { rows } = await pool.query(
         `select m.id, m.event_type, m.event_id, m.payload, m.channels, m.tags, m.created_at,
@@ -241,21 +285,34 @@ export function registerAttemptRoutes(app: FastifyInstance, { pool, config, reda
            and ($9::timestamptz is null or m.created_at > $9::timestamptz)
          order by d.message_id ${plan.direction} limit $3::integer`,
         [
-          endpointId, plan.cursor, plan.limit + 1, statuses, types?.length ? types : null,
-          q.channel ?? null, q.tag ?? null, timeInput(q.before, "before"), timeInput(q.after, "after"),
+          endpointId,
+          plan.cursor,
+          plan.limit + 1,
+          statuses,
+          types?.length ? types : null,
+          q.channel ?? null,
+          q.tag ?? null,
+          timeInput(q.before, "before"),
+          timeInput(q.after, "after"),
         ],
       );
       const slots = rawSlots();
-      const page = toPage(rows, plan, (r) => r.id, (r) => {
-        const status = DELIVERY_TO_SVIX[r.status] ?? "pending";
-        return {
-          ...messageOut(r, slots, q.with_content),
-          status: MessageStatus[status],
-          statusText: status,
-          nextAttempt: r.status === "pending" || r.status === "failed" ? iso(r.next_attempt_at) : null,
-          deliveryStatus: r.status,
-        };
-      });
+      const page = toPage(
+        rows,
+        plan,
+        (r) => r.id,
+        (r) => {
+          const status = DELIVERY_TO_SVIX[r.status] ?? "pending";
+          return {
+            ...messageOut(r, slots, q.with_content),
+            status: MessageStatus[status],
+            statusText: status,
+            nextAttempt:
+              r.status === "pending" || r.status === "failed" ? iso(r.next_attempt_at) : null,
+            deliveryStatus: r.status,
+          };
+        },
+      );
       return reply.type("application/json").send(slots.stringify(page));
     },
   );
@@ -284,7 +341,10 @@ export function registerAttemptRoutes(app: FastifyInstance, { pool, config, reda
          select pg_notify('${WORK_CHANNEL}', '') from resent`,
         [msg.id, endpointId, config.delivery.maxAttempts],
       );
-      if (rowCount === 0) throw conflict("this message is being delivered to the endpoint right now; try again shortly");
+      if (rowCount === 0)
+        throw conflict(
+          "this message is being delivered to the endpoint right now; try again shortly",
+        );
       return reply.code(202).send({});
     },
   );

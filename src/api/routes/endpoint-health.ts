@@ -60,7 +60,9 @@ function healthOut(
       state: r.circuit_state,
       consecutiveFailures: r.consecutive_failures,
       failureThreshold: threshold,
-      effectiveFailureThreshold: verySlow ? Math.min(threshold, health.verySlowFailureThreshold) : threshold,
+      effectiveFailureThreshold: verySlow
+        ? Math.min(threshold, health.verySlowFailureThreshold)
+        : threshold,
       cooldownMs: r.cooldown_ms ?? r.base_cooldown_ms ?? health.cooldownMs,
       baseCooldownMs: r.base_cooldown_ms ?? health.cooldownMs,
       openedAt: iso(r.opened_at),
@@ -98,50 +100,70 @@ async function circuitHistory(db: Pool, endpointId: string) {
   return rows.map((r) => ({ at: iso(r.at), from: r.from_state, to: r.to_state, reason: r.reason }));
 }
 
-export function registerEndpointHealthRoutes(app: FastifyInstance, { pool, config, redactor }: ApiContext): void {
+export function registerEndpointHealthRoutes(
+  app: FastifyInstance,
+  { pool, config, redactor }: ApiContext,
+): void {
   const defaults = { maxInFlight: config.delivery.maxInFlight, redactUrl: redactor.url };
   type P = { Params: { appId: string; endpointId: string } };
   const params = {
     type: "object",
-    properties: { appId: { type: "string", maxLength: 256 }, endpointId: { type: "string", maxLength: 256 } },
+    properties: {
+      appId: { type: "string", maxLength: 256 },
+      endpointId: { type: "string", maxLength: 256 },
+    },
     required: ["appId", "endpointId"],
   } as const;
 
   async function one(endpointId: string) {
     const { rows } = await pool.query(`${HEALTH_SELECT} where e.id = $1::text`, [endpointId]);
     const latency = await endpointLatency(pool, endpointId, config.health.windowMs);
-    return healthOut(rows[0], config.health, defaults, latency, await circuitHistory(pool, endpointId));
+    return healthOut(
+      rows[0],
+      config.health,
+      defaults,
+      latency,
+      await circuitHistory(pool, endpointId),
+    );
   }
 
-  app.get<P>("/app/:appId/endpoint/:endpointId/health", { schema: { tags: ["health"], params } }, async (request) => {
-    const appId = await resolveAppId(pool, request.principal, request.params.appId);
-    return one(await resolveEndpointId(pool, appId, request.params.endpointId));
-  });
+  app.get<P>(
+    "/app/:appId/endpoint/:endpointId/health",
+    { schema: { tags: ["health"], params } },
+    async (request) => {
+      const appId = await resolveAppId(pool, request.principal, request.params.appId);
+      return one(await resolveEndpointId(pool, appId, request.params.endpointId));
+    },
+  );
 
-  app.post<P>("/app/:appId/endpoint/:endpointId/circuit/reset", { schema: { tags: ["health"], params } }, async (request) => {
-    const appId = await resolveAppId(pool, request.principal, request.params.appId);
-    const endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
-    await withTransaction(pool, async (client) => {
-      const { rows } = await client.query(
-        "select circuit_state from endpoint_health where endpoint_id = $1::text for update",
-        [endpointId],
-      );
-      await client.query(
-        `update endpoint_health
+  app.post<P>(
+    "/app/:appId/endpoint/:endpointId/circuit/reset",
+    { schema: { tags: ["health"], params } },
+    async (request) => {
+      const appId = await resolveAppId(pool, request.principal, request.params.appId);
+      const endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
+      await withTransaction(pool, async (client) => {
+        const { rows } = await client.query(
+          "select circuit_state from endpoint_health where endpoint_id = $1::text for update",
+          [endpointId],
+        );
+        await client.query(
+          `update endpoint_health
          set circuit_state = 'closed', consecutive_failures = 0, cooldown_ms = null, opened_at = null,
              open_until = null, probe_delivery_id = null, probe_until = null, paused_until = null
          where endpoint_id = $1::text`,
-        [endpointId],
-      );
-      await client.query(
-        `insert into circuit_events (endpoint_id, from_state, to_state, reason)
+          [endpointId],
+        );
+        await client.query(
+          `insert into circuit_events (endpoint_id, from_state, to_state, reason)
          values ($1::text, $2::text, 'closed', 'reset by operator')`,
-        [endpointId, rows[0]?.circuit_state ?? "closed"],
-      );
-      await client.query(`select pg_notify('${WORK_CHANNEL}', '')`);
-    });
-    return one(endpointId);
-  });
+          [endpointId, rows[0]?.circuit_state ?? "closed"],
+        );
+        await client.query(`select pg_notify('${WORK_CHANNEL}', '')`);
+      });
+      return one(endpointId);
+    },
+  );
 
   app.get<{ Querystring: PageQuery & { state?: string; slow?: boolean; app_id?: string } }>(
     "/health/endpoints",
@@ -165,7 +187,8 @@ export function registerEndpointHealthRoutes(app: FastifyInstance, { pool, confi
       let appId: string | null = null;
       if (q.app_id) appId = await resolveAppId(pool, request.principal, q.app_id);
       else if (request.principal.role === "app") appId = request.principal.appId;
-      if (q.slow !== undefined && typeof q.slow !== "boolean") throw badRequest("slow must be true or false");
+      if (q.slow !== undefined && typeof q.slow !== "boolean")
+        throw badRequest("slow must be true or false");
       const { rows } = await pool.query(
         `${HEALTH_SELECT}
          where ($1::text is null or e.id ${plan.op} $1::text)
@@ -175,14 +198,18 @@ export function registerEndpointHealthRoutes(app: FastifyInstance, { pool, confi
          order by e.id ${plan.direction} limit $2::integer`,
         [plan.cursor, plan.limit + 1, appId, q.state ?? null, q.slow ?? null],
       );
-      return toPage(rows, plan, (r) => r.id, (r) =>
-        healthOut(r, config.health, defaults, {
-          p50Ms: r.p50_ms,
-          p95Ms: r.p95_ms,
-          p99Ms: r.p99_ms,
-          samples: r.samples,
-          successRate: r.success_rate,
-        }),
+      return toPage(
+        rows,
+        plan,
+        (r) => r.id,
+        (r) =>
+          healthOut(r, config.health, defaults, {
+            p50Ms: r.p50_ms,
+            p95Ms: r.p95_ms,
+            p99Ms: r.p99_ms,
+            samples: r.samples,
+            successRate: r.success_rate,
+          }),
       );
     },
   );

@@ -8,7 +8,14 @@ import { SsrfBlockedError } from "../../security/ssrf-guard.ts";
 import { WORK_CHANNEL } from "../../worker/work-listener.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
-import { appParams, checkPathUid, iso, metadataSchema, nameListSchema, uidSchema } from "../schemas.ts";
+import {
+  appParams,
+  checkPathUid,
+  iso,
+  metadataSchema,
+  nameListSchema,
+  uidSchema,
+} from "../schemas.ts";
 import type { ApiContext } from "../server.ts";
 
 interface EndpointRow {
@@ -65,8 +72,18 @@ type EndpointIn = Partial<{
 
 /** Headers the signature scheme or HTTP itself owns; endpoints may not set them. */
 const RESERVED_HEADERS = new Set([
-  "webhook-id", "webhook-timestamp", "webhook-signature", "content-type", "content-length",
-  "host", "connection", "transfer-encoding", "keep-alive", "upgrade", "te", "trailer",
+  "webhook-id",
+  "webhook-timestamp",
+  "webhook-signature",
+  "content-type",
+  "content-length",
+  "host",
+  "connection",
+  "transfer-encoding",
+  "keep-alive",
+  "upgrade",
+  "te",
+  "trailer",
 ]);
 
 const nullableInt = (minimum: number, maximum: number) =>
@@ -83,7 +100,11 @@ const endpointProperties = {
   headers: {
     type: ["object", "null"],
     // visible ASCII, tab and obs-text; CR/LF would split the request
-    additionalProperties: { type: "string", maxLength: 4096, pattern: "^[\\t\\x20-\\x7e\\x80-\\xff]*$" },
+    additionalProperties: {
+      type: "string",
+      maxLength: 4096,
+      pattern: "^[\\t\\x20-\\x7e\\x80-\\xff]*$",
+    },
     propertyNames: { pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$", maxLength: 256 },
     maxProperties: 32,
   },
@@ -103,11 +124,23 @@ const endpointProperties = {
   ratePerMinute: nullableInt(1, 60_000_000),
   ratePerHour: nullableInt(1, 1_000_000_000),
 } as const;
-const endpointIn = { type: "object", additionalProperties: false, properties: endpointProperties, required: ["url"] } as const;
-const endpointPatch = { type: "object", additionalProperties: false, properties: endpointProperties } as const;
+const endpointIn = {
+  type: "object",
+  additionalProperties: false,
+  properties: endpointProperties,
+  required: ["url"],
+} as const;
+const endpointPatch = {
+  type: "object",
+  additionalProperties: false,
+  properties: endpointProperties,
+} as const;
 const endpointParams = {
   type: "object",
-  properties: { appId: { type: "string", maxLength: 256 }, endpointId: { type: "string", maxLength: 256 } },
+  properties: {
+    appId: { type: "string", maxLength: 256 },
+    endpointId: { type: "string", maxLength: 256 },
+  },
   required: ["appId", "endpointId"],
 } as const;
 
@@ -151,7 +184,8 @@ function toColumns(body: EndpointIn): Record<string, unknown> {
   if (body.description !== undefined) cols.description = body.description;
   const types = body.eventTypes !== undefined ? body.eventTypes : body.filterTypes;
   if (types !== undefined) cols.event_types = types && types.length > 0 ? types : null;
-  if (body.channels !== undefined) cols.channels = body.channels && body.channels.length > 0 ? body.channels : null;
+  if (body.channels !== undefined)
+    cols.channels = body.channels && body.channels.length > 0 ? body.channels : null;
   if (body.disabled !== undefined) {
     cols.disabled = body.disabled;
     cols.disabled_reason = body.disabled ? "operator" : null;
@@ -172,7 +206,8 @@ function toColumns(body: EndpointIn): Record<string, unknown> {
   if (body.ratePerMinute !== undefined) cols.rate_per_minute = body.ratePerMinute;
   if (body.ratePerHour !== undefined) cols.rate_per_hour = body.ratePerHour;
   if (
-    typeof cols.retry_base_ms === "number" && typeof cols.retry_cap_ms === "number" &&
+    typeof cols.retry_base_ms === "number" &&
+    typeof cols.retry_cap_ms === "number" &&
     cols.retry_cap_ms < cols.retry_base_ms
   ) {
     throw badRequest("retryCapMs must be >= retryBaseMs");
@@ -182,10 +217,23 @@ function toColumns(body: EndpointIn): Record<string, unknown> {
 
 /** Defaults a PUT gives to the fields it leaves out. */
 const REPLACE_DEFAULTS: Record<string, unknown> = {
-  description: "", event_types: null, channels: null, disabled: false, disabled_reason: null,
-  metadata: {}, throttle_rate: null, timeout_ms: null, max_attempts: null,
-  retry_base_ms: null, retry_cap_ms: null, max_in_flight: null, failure_threshold: null,
-  cooldown_ms: null, rate_per_second: null, rate_per_minute: null, rate_per_hour: null,
+  description: "",
+  event_types: null,
+  channels: null,
+  disabled: false,
+  disabled_reason: null,
+  metadata: {},
+  throttle_rate: null,
+  timeout_ms: null,
+  max_attempts: null,
+  retry_base_ms: null,
+  retry_cap_ms: null,
+  max_in_flight: null,
+  failure_threshold: null,
+  cooldown_ms: null,
+  rate_per_second: null,
+  rate_per_minute: null,
+  rate_per_hour: null,
 };
 
 const JSONB_COLUMNS = new Set(["metadata", "headers"]);
@@ -208,7 +256,8 @@ function checkUrl(raw: string): string {
 
 function checkHeaders(headers: Record<string, string>): Record<string, string> {
   for (const name of Object.keys(headers)) {
-    if (RESERVED_HEADERS.has(name.toLowerCase())) throw badRequest(`header ${name} is set by hookrelay and cannot be overridden`);
+    if (RESERVED_HEADERS.has(name.toLowerCase()))
+      throw badRequest(`header ${name} is set by hookrelay and cannot be overridden`);
   }
   return headers;
 }
@@ -224,7 +273,8 @@ function checkSecret(secret: string): string {
 }
 
 function uniqueUid(err: unknown): never {
-  if ((err as { code?: string }).code === "23505") throw conflict("an endpoint with this uid already exists in this app");
+  if ((err as { code?: string }).code === "23505")
+    throw conflict("an endpoint with this uid already exists in this app");
   throw err;
 }
 
@@ -233,7 +283,11 @@ async function insertEndpoint(
   appId: string,
   body: EndpointIn,
 ): Promise<EndpointRow> {
-  const cols: Record<string, unknown> = { ...toColumns(body), id: newId(ID_PREFIX.endpoint), app_id: appId };
+  const cols: Record<string, unknown> = {
+    ...toColumns(body),
+    id: newId(ID_PREFIX.endpoint),
+    app_id: appId,
+  };
   const secret = body.secret ? checkSecret(body.secret) : generateSecret();
   const names = Object.keys(cols);
   return withTransaction(pool, async (client) => {
@@ -244,15 +298,20 @@ async function insertEndpoint(
         names.map((n) => (JSONB_COLUMNS.has(n) ? JSON.stringify(cols[n]) : cols[n])),
       )
       .catch(uniqueUid);
-    await client.query("insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)", [
-      cols.id,
-      secretBox.seal(secret),
-    ]);
+    await client.query(
+      "insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)",
+      [cols.id, secretBox.seal(secret)],
+    );
     return rows[0];
   });
 }
 
-async function updateEndpoint(db: Queryable, id: string, body: EndpointIn, replace: boolean): Promise<EndpointRow> {
+async function updateEndpoint(
+  db: Queryable,
+  id: string,
+  body: EndpointIn,
+  replace: boolean,
+): Promise<EndpointRow> {
   const cols = { ...(replace ? REPLACE_DEFAULTS : {}), ...toColumns(body) };
   const names = Object.keys(cols);
   const sets = names.map((n, i) => `${n} = $${i + 2}${JSONB_COLUMNS.has(n) ? "::jsonb" : ""}`);
@@ -268,7 +327,10 @@ async function updateEndpoint(db: Queryable, id: string, body: EndpointIn, repla
   return rows[0];
 }
 
-export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard, secretBox }: ApiContext): void {
+export function registerEndpointRoutes(
+  app: FastifyInstance,
+  { pool, ssrfGuard, secretBox }: ApiContext,
+): void {
   /** The SSRF guard at save time (it runs again at connect time, against DNS rebinding). */
   async function guardUrl(body: EndpointIn): Promise<void> {
     if (body.url === undefined) return;
@@ -277,21 +339,32 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard, 
       await ssrfGuard.checkUrl(body.url);
     } catch (err) {
       if (err instanceof SsrfBlockedError) {
-        throw new ApiError(422, "url_not_allowed", `url is not allowed: ${err.message}`, { cause: err });
+        throw new ApiError(422, "url_not_allowed", `url is not allowed: ${err.message}`, {
+          cause: err,
+        });
       }
       throw err;
     }
   }
 
   type P = { Params: { appId: string; endpointId: string } };
-  const target = async (request: { principal: Parameters<typeof resolveAppId>[1]; params: P["Params"] }) => {
+  const target = async (request: {
+    principal: Parameters<typeof resolveAppId>[1];
+    params: P["Params"];
+  }) => {
     const appId = await resolveAppId(pool, request.principal, request.params.appId);
     return { appId, endpointId: await resolveEndpointId(pool, appId, request.params.endpointId) };
   };
 
   app.get<{ Params: { appId: string }; Querystring: PageQuery }>(
     "/app/:appId/endpoint",
-    { schema: { tags: ["endpoint"], params: appParams, querystring: { type: "object", properties: pageQuerySchema } } },
+    {
+      schema: {
+        tags: ["endpoint"],
+        params: appParams,
+        querystring: { type: "object", properties: pageQuerySchema },
+      },
+    },
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const plan = planPage(request.query, "ascending", ID_PREFIX.endpoint);
@@ -321,7 +394,9 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard, 
     { schema: { tags: ["endpoint"], params: endpointParams } },
     async (request) => {
       const { endpointId } = await target(request);
-      const { rows } = await pool.query(`select ${COLUMNS} from endpoints where id = $1::text`, [endpointId]);
+      const { rows } = await pool.query(`select ${COLUMNS} from endpoints where id = $1::text`, [
+        endpointId,
+      ]);
       if (!rows[0]) throw notFound("endpoint");
       return endpointOut(rows[0]);
     },
@@ -339,10 +414,14 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard, 
       } catch (err) {
         if (!(err instanceof ApiError) || err.status !== 404) throw err;
         reply.code(201);
-        const body = { ...request.body, uid: request.body.uid ?? checkPathUid(request.params.endpointId) };
+        const body = {
+          ...request.body,
+          uid: request.body.uid ?? checkPathUid(request.params.endpointId),
+        };
         return endpointOut(await insertEndpoint({ pool, secretBox }, appId, body));
       }
-      if (request.body.secret !== undefined) throw badRequest("secret cannot be changed by PUT; use secret/rotate");
+      if (request.body.secret !== undefined)
+        throw badRequest("secret cannot be changed by PUT; use secret/rotate");
       return endpointOut(await updateEndpoint(pool, endpointId, request.body, true));
     },
   );
@@ -352,7 +431,8 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard, 
     { schema: { tags: ["endpoint"], params: endpointParams, body: endpointPatch } },
     async (request) => {
       const { endpointId } = await target(request);
-      if (request.body.secret !== undefined) throw badRequest("secret cannot be changed by PATCH; use secret/rotate");
+      if (request.body.secret !== undefined)
+        throw badRequest("secret cannot be changed by PATCH; use secret/rotate");
       await guardUrl(request.body);
       return endpointOut(await updateEndpoint(pool, endpointId, request.body, false));
     },
@@ -415,10 +495,10 @@ export function registerEndpointRoutes(app: FastifyInstance, { pool, ssrfGuard, 
            where endpoint_id = $1::text and expires_at is null`,
           [endpointId, graceSeconds],
         );
-        await client.query("insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)", [
-          endpointId,
-          secretBox.seal(next),
-        ]);
+        await client.query(
+          "insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)",
+          [endpointId, secretBox.seal(next)],
+        );
         // Expired secrets go; at most 4 old ones keep signing.
         await client.query(
           `delete from endpoint_secrets

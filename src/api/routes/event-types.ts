@@ -5,9 +5,9 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, conflict, notFound } from "../../errors.ts";
+import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { rawSlots } from "../raw-json.ts";
-import { rawMember } from "../json-member.ts";
 import { iso } from "../schemas.ts";
 import type { ApiContext } from "../server.ts";
 
@@ -33,7 +33,12 @@ type EventTypeIn = Partial<{
   featureFlags: string[] | null;
 }>;
 
-const NAME = { type: "string", minLength: 1, maxLength: 256, pattern: "^[a-zA-Z0-9\\-_.]+$" } as const;
+const NAME = {
+  type: "string",
+  minLength: 1,
+  maxLength: 256,
+  pattern: "^[a-zA-Z0-9\\-_.]+$",
+} as const;
 const properties = {
   description: { type: "string", maxLength: 4096 },
   archived: { type: "boolean" },
@@ -44,7 +49,8 @@ const properties = {
 } as const;
 const params = { type: "object", properties: { name: NAME }, required: ["name"] } as const;
 
-const COLUMNS = "name, description, archived, deprecated, schemas, group_name, feature_flags, created_at, updated_at";
+const COLUMNS =
+  "name, description, archived, deprecated, schemas, group_name, feature_flags, created_at, updated_at";
 
 function out(r: EventTypeRow, slots: ReturnType<typeof rawSlots>) {
   return {
@@ -61,12 +67,17 @@ function out(r: EventTypeRow, slots: ReturnType<typeof rawSlots>) {
 }
 
 function adminOnly(request: FastifyRequest): void {
-  if (request.principal.role !== "admin") throw new ApiError(403, "forbidden", "only admin keys can change event types");
+  if (request.principal.role !== "admin")
+    throw new ApiError(403, "forbidden", "only admin keys can change event types");
 }
 
 /** The schemas' JSON text as sent (or null / undefined when absent). */
 const schemasText = (request: FastifyRequest, body: EventTypeIn) =>
-  body.schemas === undefined ? undefined : body.schemas === null ? null : (rawMember(request.rawBody ?? "", "schemas") ?? JSON.stringify(body.schemas));
+  body.schemas === undefined
+    ? undefined
+    : body.schemas === null
+      ? null
+      : (rawMember(request.rawBody ?? "", "schemas") ?? JSON.stringify(body.schemas));
 
 export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiContext): void {
   const send = (reply: FastifyReply, row: EventTypeRow) => {
@@ -79,7 +90,14 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
     {
       schema: {
         tags: ["event-type"],
-        querystring: { type: "object", properties: { ...pageQuerySchema, include_archived: { type: "boolean" }, with_content: { type: "boolean" } } },
+        querystring: {
+          type: "object",
+          properties: {
+            ...pageQuerySchema,
+            include_archived: { type: "boolean" },
+            with_content: { type: "boolean" },
+          },
+        },
       },
     },
     async (request, reply) => {
@@ -91,7 +109,16 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
         [plan.cursor, plan.limit + 1, request.query.include_archived ?? false],
       );
       const slots = rawSlots();
-      return reply.type("application/json").send(slots.stringify(toPage(rows as EventTypeRow[], plan, (r) => r.name, (r) => out(r, slots))));
+      return reply.type("application/json").send(
+        slots.stringify(
+          toPage(
+            rows as EventTypeRow[],
+            plan,
+            (r) => r.name,
+            (r) => out(r, slots),
+          ),
+        ),
+      );
     },
   );
 
@@ -100,7 +127,12 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
     {
       schema: {
         tags: ["event-type"],
-        body: { type: "object", additionalProperties: false, required: ["name", "description"], properties: { name: NAME, ...properties } },
+        body: {
+          type: "object",
+          additionalProperties: false,
+          required: ["name", "description"],
+          properties: { name: NAME, ...properties },
+        },
       },
     },
     async (request, reply) => {
@@ -110,10 +142,19 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
         .query(
           `insert into event_types (name, description, archived, deprecated, schemas, group_name, feature_flags)
            values ($1::text, $2::text, $3::boolean, $4::boolean, $5::text, $6::text, $7::text[]) returning ${COLUMNS}`,
-          [b.name, b.description, b.archived ?? false, b.deprecated ?? false, schemasText(request, b) ?? null, b.groupName ?? null, b.featureFlags ?? null],
+          [
+            b.name,
+            b.description,
+            b.archived ?? false,
+            b.deprecated ?? false,
+            schemasText(request, b) ?? null,
+            b.groupName ?? null,
+            b.featureFlags ?? null,
+          ],
         )
         .catch((err) => {
-          if ((err as { code?: string }).code === "23505") throw conflict("an event type with this name exists");
+          if ((err as { code?: string }).code === "23505")
+            throw conflict("an event type with this name exists");
           throw err;
         });
       reply.code(201);
@@ -121,14 +162,24 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
     },
   );
 
-  app.get<{ Params: { name: string } }>("/event-type/:name", { schema: { tags: ["event-type"], params } }, async (request, reply) => {
-    const { rows } = await pool.query(`select ${COLUMNS} from event_types where name = $1::text`, [request.params.name]);
-    if (!rows[0]) throw notFound("event type");
-    return send(reply, rows[0]);
-  });
+  app.get<{ Params: { name: string } }>(
+    "/event-type/:name",
+    { schema: { tags: ["event-type"], params } },
+    async (request, reply) => {
+      const { rows } = await pool.query(
+        `select ${COLUMNS} from event_types where name = $1::text`,
+        [request.params.name],
+      );
+      if (!rows[0]) throw notFound("event type");
+      return send(reply, rows[0]);
+    },
+  );
 
   // PUT replaces (and creates when missing); PATCH changes only the fields given.
-  const upsert = async (request: FastifyRequest<{ Params: { name: string }; Body: EventTypeIn }>, reply: FastifyReply) => {
+  const upsert = async (
+    request: FastifyRequest<{ Params: { name: string }; Body: EventTypeIn }>,
+    reply: FastifyReply,
+  ) => {
     adminOnly(request);
     const b = request.body;
     const { rows } = await pool.query(
@@ -140,15 +191,23 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
          group_name = excluded.group_name, feature_flags = excluded.feature_flags, updated_at = now()
        returning ${COLUMNS}, (xmax = 0) as created`,
       [
-        request.params.name, b.description, b.archived ?? false, b.deprecated ?? false,
-        schemasText(request, b) ?? null, b.groupName ?? null, b.featureFlags ?? null,
+        request.params.name,
+        b.description,
+        b.archived ?? false,
+        b.deprecated ?? false,
+        schemasText(request, b) ?? null,
+        b.groupName ?? null,
+        b.featureFlags ?? null,
       ],
     );
     if (rows[0].created) reply.code(201);
     return send(reply, rows[0]);
   };
 
-  const patch = async (request: FastifyRequest<{ Params: { name: string }; Body: EventTypeIn }>, reply: FastifyReply) => {
+  const patch = async (
+    request: FastifyRequest<{ Params: { name: string }; Body: EventTypeIn }>,
+    reply: FastifyReply,
+  ) => {
     adminOnly(request);
     const b = request.body;
     const schemas = schemasText(request, b);
@@ -164,9 +223,16 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
        where name = $1::text
        returning ${COLUMNS}`,
       [
-        request.params.name, b.description ?? null, b.archived ?? null, b.deprecated ?? null,
-        schemas ?? null, b.groupName ?? null, b.featureFlags ?? null,
-        schemas !== undefined, b.groupName !== undefined, b.featureFlags !== undefined,
+        request.params.name,
+        b.description ?? null,
+        b.archived ?? null,
+        b.deprecated ?? null,
+        schemas ?? null,
+        b.groupName ?? null,
+        b.featureFlags ?? null,
+        schemas !== undefined,
+        b.groupName !== undefined,
+        b.featureFlags !== undefined,
       ],
     );
     if (!rows[0]) throw notFound("event type");
@@ -175,23 +241,49 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
 
   app.put<{ Params: { name: string }; Body: EventTypeIn }>(
     "/event-type/:name",
-    { schema: { tags: ["event-type"], params, body: { type: "object", additionalProperties: false, required: ["description"], properties } } },
+    {
+      schema: {
+        tags: ["event-type"],
+        params,
+        body: {
+          type: "object",
+          additionalProperties: false,
+          required: ["description"],
+          properties,
+        },
+      },
+    },
     upsert,
   );
   app.patch<{ Params: { name: string }; Body: EventTypeIn }>(
     "/event-type/:name",
-    { schema: { tags: ["event-type"], params, body: { type: "object", additionalProperties: false, properties } } },
+    {
+      schema: {
+        tags: ["event-type"],
+        params,
+        body: { type: "object", additionalProperties: false, properties },
+      },
+    },
     patch,
   );
 
   app.delete<{ Params: { name: string }; Querystring: { expunge?: boolean } }>(
     "/event-type/:name",
-    { schema: { tags: ["event-type"], params, querystring: { type: "object", properties: { expunge: { type: "boolean" } } } } },
+    {
+      schema: {
+        tags: ["event-type"],
+        params,
+        querystring: { type: "object", properties: { expunge: { type: "boolean" } } },
+      },
+    },
     async (request, reply) => {
       adminOnly(request);
       const { rowCount } = request.query.expunge
         ? await pool.query("delete from event_types where name = $1::text", [request.params.name])
-        : await pool.query("update event_types set archived = true, updated_at = now() where name = $1::text", [request.params.name]);
+        : await pool.query(
+            "update event_types set archived = true, updated_at = now() where name = $1::text",
+            [request.params.name],
+          );
       if (rowCount === 0) throw notFound("event type");
       return reply.code(204).send();
     },

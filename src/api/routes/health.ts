@@ -18,13 +18,21 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: ApiContext): voi
 }
 
 /** Prometheus text format; with a token configured, only `Authorization: Bearer <token>`. */
-export function registerMetricsRoute(app: FastifyInstance, metrics: Metrics, token: string | undefined): void {
+export function registerMetricsRoute(
+  app: FastifyInstance,
+  metrics: Metrics,
+  token: string | undefined,
+): void {
   const expected = token ? Buffer.from(`Bearer ${token}`) : null;
   app.get("/metrics", { schema: { hide: true } }, async (request, reply) => {
     if (expected) {
       const got = Buffer.from(request.headers.authorization ?? "");
       if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
-        throw new ApiError(401, "unauthorized", "metrics require the metrics token (Authorization: Bearer <token>)");
+        throw new ApiError(
+          401,
+          "unauthorized",
+          "metrics require the metrics token (Authorization: Bearer <token>)",
+        );
       }
     }
     reply.type(metrics.registry.contentType);

@@ -3,12 +3,12 @@ import type { FastifyInstance } from "fastify";
 import { ApiError, badRequest, notFound } from "../../errors.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import { makeEnqueueBatcher } from "../../queue/enqueue-batcher.ts";
+import { timeInput } from "../body-check.ts";
 import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { type RawSlots, rawSlots } from "../raw-json.ts";
 import { resolveAppId } from "../resolve.ts";
 import { appParams, checkPathUid, iso, nameListSchema } from "../schemas.ts";
-import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../server.ts";
 import { type AppIn, appIn, insertApp } from "./applications.ts";
 
@@ -61,9 +61,14 @@ export const COLUMNS = "id, event_type, event_id, payload, channels, tags, creat
 const HOUR_MS = 3_600_000;
 
 /** Svix's per-message payload retention, in ms; null when the request sets none. */
-function retentionInput(days: number | null | undefined, hours: number | null | undefined): number | null {
+function retentionInput(
+  days: number | null | undefined,
+  hours: number | null | undefined,
+): number | null {
   if (days != null && hours != null) {
-    throw badRequest("payloadRetentionPeriod and payloadRetentionHours are mutually exclusive: set one");
+    throw badRequest(
+      "payloadRetentionPeriod and payloadRetentionHours are mutually exclusive: set one",
+    );
   }
   if (days != null) return days * 24 * HOUR_MS;
   if (hours != null) return hours * HOUR_MS;
@@ -97,13 +102,23 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
     },
     async (request, reply) => {
       const body = request.body;
-      const appId = await resolveAppId(pool, request.principal, request.params.appId).catch(async (err) => {
-        if (!body.application || !(err instanceof ApiError) || err.status !== 404 || request.principal.role !== "admin") {
-          throw err;
-        }
-        const created = await insertApp(pool, { ...body.application, uid: body.application.uid ?? checkPathUid(request.params.appId) });
-        return created.id;
-      });
+      const appId = await resolveAppId(pool, request.principal, request.params.appId).catch(
+        async (err) => {
+          if (
+            !body.application ||
+            !(err instanceof ApiError) ||
+            err.status !== 404 ||
+            request.principal.role !== "admin"
+          ) {
+            throw err;
+          }
+          const created = await insertApp(pool, {
+            ...body.application,
+            uid: body.application.uid ?? checkPathUid(request.params.appId),
+          });
+          return created.id;
+        },
+      );
       // The payload exactly as sent (the body was parsed already, so this cannot fail).
       const payload = rawMember(request.rawBody ?? "", "payload") ?? JSON.stringify(body.payload);
       const deliverAt = timeInput(body.deliverAt, "deliverAt");
@@ -131,8 +146,15 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
             tags: body.tags ?? null,
             created_at: result.createdAt,
           }
-        : (await pool.query(`select ${COLUMNS} from messages where id = $1::text`, [result.messageId])).rows[0];
-      const out = { ...messageOut(row, slots, request.query.with_content), deliverAt: iso(deliverAt) };
+        : (
+            await pool.query(`select ${COLUMNS} from messages where id = $1::text`, [
+              result.messageId,
+            ])
+          ).rows[0];
+      const out = {
+        ...messageOut(row, slots, request.query.with_content),
+        deliverAt: iso(deliverAt),
+      };
       // A repeated eventId answers with the original message: 200 instead of 202.
       reply.code(result.created ? 202 : 200).type("application/json");
       return reply.send(slots.stringify(out));
@@ -185,12 +207,23 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
            and ($8::text is null or $8::text = any (tags))
          order by id ${plan.direction} limit $3::integer`,
         [
-          appId, plan.cursor, plan.limit + 1, types?.length ? types : null, q.channel ?? null,
-          timeInput(q.before, "before"), timeInput(q.after, "after"), q.tag ?? null,
+          appId,
+          plan.cursor,
+          plan.limit + 1,
+          types?.length ? types : null,
+          q.channel ?? null,
+          timeInput(q.before, "before"),
+          timeInput(q.after, "after"),
+          q.tag ?? null,
         ],
       );
       const slots = rawSlots();
-      const page = toPage(rows as MessageRow[], plan, (r) => r.id, (r) => messageOut(r, slots, q.with_content));
+      const page = toPage(
+        rows as MessageRow[],
+        plan,
+        (r) => r.id,
+        (r) => messageOut(r, slots, q.with_content),
+      );
       return reply.type("application/json").send(slots.stringify(page));
     },
   );
@@ -212,13 +245,19 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const row = await findMessage(pool, appId, request.params.msgId);
       const slots = rawSlots();
-      return reply.type("application/json").send(slots.stringify(messageOut(row, slots, request.query.with_content)));
+      return reply
+        .type("application/json")
+        .send(slots.stringify(messageOut(row, slots, request.query.with_content)));
     },
   );
 }
 
 /** A message of the app by id or by the producer's eventId; 404 if absent. */
-export async function findMessage(db: ApiContext["pool"], appId: string, idOrEventId: string): Promise<MessageRow> {
+export async function findMessage(
+  db: ApiContext["pool"],
+  appId: string,
+  idOrEventId: string,
+): Promise<MessageRow> {
   const { rows } = await db.query(
     `select ${COLUMNS} from messages where app_id = $1::text and (id = $2::text or event_id = $2::text)
      order by (id = $2::text) desc limit 1`,

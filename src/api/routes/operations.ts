@@ -10,13 +10,19 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { badRequest, conflict, notFound } from "../../errors.ts";
 import { currentAlerts } from "../../ops/alerts.ts";
-import { analyzeDeadLetters, cancelDelivery, type DeadLetterFilter, listDeadLetters, requeueDeliveries } from "../../ops/dead-letters.ts";
+import {
+  analyzeDeadLetters,
+  cancelDelivery,
+  type DeadLetterFilter,
+  listDeadLetters,
+  requeueDeliveries,
+} from "../../ops/dead-letters.ts";
 import { healthSummary } from "../../ops/health-summary.ts";
 import { assertAppAccess } from "../auth.ts";
+import { timeInput } from "../body-check.ts";
 import { DEFAULT_LIMIT, MAX_LIMIT } from "../pagination.ts";
 import { resolveAppId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
-import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../server.ts";
 
 export const DELIVERY_PREFIX = "dlv_";
@@ -47,7 +53,10 @@ interface FilterQuery {
   until?: string;
 }
 
-export function registerOperationRoutes(app: FastifyInstance, { pool, config, redactor }: ApiContext): void {
+export function registerOperationRoutes(
+  app: FastifyInstance,
+  { pool, config, redactor }: ApiContext,
+): void {
   /** The app a request is limited to: the query's (checked) or the key's own. */
   async function scope(request: FastifyRequest, appId: string | undefined): Promise<string | null> {
     if (appId) return resolveAppId(pool, request.principal, appId);
@@ -55,7 +64,10 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config, re
   }
 
   /** An endpoint named by id (or uid, within the key's app) that the key may see. */
-  async function endpointInScope(request: FastifyRequest, endpointId: string | undefined): Promise<string | null> {
+  async function endpointInScope(
+    request: FastifyRequest,
+    endpointId: string | undefined,
+  ): Promise<string | null> {
     if (!endpointId) return null;
     const own = request.principal.role === "app" ? request.principal.appId : null;
     const { rows } = await pool.query(
@@ -65,7 +77,8 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config, re
       [endpointId, own],
     );
     if (rows.length === 0) throw notFound("endpoint");
-    if (rows.length > 1 && rows[0].id !== endpointId) throw badRequest("that uid names endpoints of several apps; use the endpoint id");
+    if (rows.length > 1 && rows[0].id !== endpointId)
+      throw badRequest("that uid names endpoints of several apps; use the endpoint id");
     assertAppAccess(request.principal, rows[0].app_id);
     return rows[0].id;
   }
@@ -83,13 +96,23 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config, re
 
   app.get<{ Querystring: { app_id?: string } }>(
     "/health/summary",
-    { schema: { tags: ["operations"], querystring: { type: "object", properties: { app_id: str } } } },
+    {
+      schema: {
+        tags: ["operations"],
+        querystring: { type: "object", properties: { app_id: str } },
+      },
+    },
     async (request) => healthSummary(pool, await scope(request, request.query.app_id)),
   );
 
   app.get<{ Querystring: { app_id?: string } }>(
     "/alerts",
-    { schema: { tags: ["operations"], querystring: { type: "object", properties: { app_id: str } } } },
+    {
+      schema: {
+        tags: ["operations"],
+        querystring: { type: "object", properties: { app_id: str } },
+      },
+    },
     async (request) => {
       const alerts = await currentAlerts(pool, config, await scope(request, request.query.app_id));
       return { data: alerts.map((a) => ({ ...a, message: redactor.text(a.message) })) };
@@ -103,7 +126,11 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config, re
         tags: ["operations"],
         querystring: {
           type: "object",
-          properties: { ...filterQuery, limit: { type: "integer", minimum: 1, maximum: MAX_LIMIT }, iterator: str },
+          properties: {
+            ...filterQuery,
+            limit: { type: "integer", minimum: 1, maximum: MAX_LIMIT },
+            iterator: str,
+          },
         },
       },
     },
@@ -148,7 +175,15 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config, re
     },
   );
 
-  app.post<{ Body: { deliveryId?: string; endpointId?: string; since?: string; appId?: string; includeFailed?: boolean } }>(
+  app.post<{
+    Body: {
+      deliveryId?: string;
+      endpointId?: string;
+      since?: string;
+      appId?: string;
+      includeFailed?: boolean;
+    };
+  }>(
     "/dead-letters/requeue",
     {
       schema: {
@@ -191,7 +226,12 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config, re
 
   app.post<{ Params: { deliveryId: string } }>(
     "/deliveries/:deliveryId/cancel",
-    { schema: { tags: ["operations"], params: { type: "object", properties: { deliveryId: str }, required: ["deliveryId"] } } },
+    {
+      schema: {
+        tags: ["operations"],
+        params: { type: "object", properties: { deliveryId: str }, required: ["deliveryId"] },
+      },
+    },
     async (request) => {
       const id = parseDeliveryId(request.params.deliveryId);
       const appId = request.principal.role === "app" ? request.principal.appId : null;
@@ -201,7 +241,9 @@ export function registerOperationRoutes(app: FastifyInstance, { pool, config, re
       );
       if (!rows[0]) throw notFound("delivery");
       if (!(await cancelDelivery(pool, id, appId))) {
-        throw conflict(`a ${rows[0].status} delivery cannot be canceled (only pending or awaiting retry)`);
+        throw conflict(
+          `a ${rows[0].status} delivery cannot be canceled (only pending or awaiting retry)`,
+        );
       }
       return { deliveryId: `${DELIVERY_PREFIX}${id}`, status: "canceled" };
     },
