@@ -1,9 +1,13 @@
-/** hookrelay's public API. */
-export { buildApi } from "./api/server.ts";
-export { type Config, type ConfigOverrides, loadConfig } from "./config.ts";
-export { migrate } from "./db/migrate.ts";
+/**
+ * `hookrelay`: the library. Send messages from your own application, inside your own
+ * transaction, and sign or check webhooks. It loads no HTTP server, no embedded database
+ * and no CLI, and sets nothing process-wide; the server is `hookrelay/server`.
+ */
 export { generateSecret, secretKey, signatureHeader } from "./delivery/sign.ts";
-export { ApiError, HookRelayError } from "./errors.ts";
-export { HookRelay, type HookRelayOptions, type SendMessage } from "./library.ts";
-export { type Runtime, startRuntime } from "./runtime.ts";
-export { makeWorker, type Worker } from "./worker/worker.ts";
+export { ConfigError, DatabaseError, HookRelayError } from "./errors.ts";
+export {
+  type EnqueueResult,
+  HookRelay,
+  type HookRelayOptions,
+  type SendMessage,
+} from "./library.ts";

@@ -8,6 +8,8 @@ import { makePool, type Pool, type Queryable } from "./db/pool.ts";
 import { HookRelayError } from "./errors.ts";
 import { type EnqueueResult, enqueueMessage } from "./queue/enqueue-message.ts";
 
+export type { EnqueueResult };
+
 export interface HookRelayOptions {
   /** a PostgreSQL URL (a pool is created and owned) ... */
   connectionString?: string;

@@ -8,7 +8,7 @@ import { ensureFirstAdminKey } from "./api/auth.ts";
 import { registerMetricsRoute } from "./api/routes/health.ts";
 import { buildApi } from "./api/server.ts";
 import type { Config } from "./config.ts";
-import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded.ts";
+import type { EmbeddedDatabase } from "./db/embedded.ts";
 import { migrate } from "./db/migrate.ts";
 import { makePool, type Pool } from "./db/pool.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
@@ -53,6 +53,7 @@ export async function openDatabase(config: Config, logger: Logger) {
   let embedded: EmbeddedDatabase | null = null;
   let connectionString = config.databaseUrl;
   if (!connectionString) {
+    const { startEmbeddedPostgres } = await import("./db/embedded.ts");
     embedded = await startEmbeddedPostgres({
       dataDir: config.dataDir,
       port: config.embeddedPgPort,

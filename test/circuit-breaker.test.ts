@@ -1,5 +1,5 @@
 /**
- * The circuit breaker end to end, with 4 real worker processes (`node bin/hookrelay.js
+ * The circuit breaker end to end, with 4 real worker processes (`node dist/cli/main.js
  * worker`) racing on one test database: the threshold opens the circuit, an open circuit
  * sends nothing and uses no attempts, every cooldown end admits exactly ONE probe across
  * all processes, failed probes double the cooldown up to the cap, a successful probe closes
@@ -11,7 +11,7 @@
  * the endpoints set their own threshold and short retry delays.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { WORK_CHANNEL } from "../src/worker/work-listener.ts";
+import { WORK_CHANNEL } from "../src/queue/work-channel.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { expectNoInFlightCounters } from "./helpers/in-flight.ts";
 import { killAll, startWorkers } from "./helpers/processes.ts";

@@ -1,5 +1,5 @@
 /**
- * The `hookrelay` CLI as an operator runs it: child processes (`node bin/hookrelay.js ...`)
+ * The `hookrelay` CLI as an operator runs it: child processes (`node dist/cli/main.js ...`)
  * against this file's test database (DATABASE_URL), their stdout, stderr and exit codes
  * checked against the seeded state and the REST API's answers.
  *
@@ -26,7 +26,7 @@ interface Run {
   stderr: string;
 }
 
-// At most this many CLI processes at once: each spends about 3 s of CPU starting up (tsx,
+// At most this many CLI processes at once: each spends about 1 s of CPU starting up (Node,
 // the imports, and buildApi compiling every route's schema), and the machine has 2 cores.
 const MAX_PROCESSES = 3;
 // A test may wait for a free slot behind others; on a loaded machine that takes a while.
@@ -55,7 +55,7 @@ async function cli(
   const started = performance.now();
   try {
     return await new Promise<Run>((resolve, reject) => {
-      const child = spawn(process.execPath, [path.join(ROOT, "bin", "hookrelay.js"), ...args], {
+      const child = spawn(process.execPath, [path.join(ROOT, "dist", "cli", "main.js"), ...args], {
         cwd: ROOT,
         env: {
           PATH: process.env.PATH,

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Pool } from "../src/db/pool.ts";
 import { ID_PREFIX, newId } from "../src/ids.ts";
 import { makeEnqueueBatcher } from "../src/queue/enqueue-batcher.ts";
-import { WORK_CHANNEL } from "../src/worker/work-listener.ts";
+import { WORK_CHANNEL } from "../src/queue/work-channel.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { waitFor } from "./helpers/receiver.ts";
 

@@ -13,7 +13,7 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 test("npm start, README's deployment commands and the bench run Node with the same flags", () => {
   const start: string = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts
     .start;
-  expect(start).toBe(`node ${HOOKRELAY_NODE_FLAGS.join(" ")} bin/hookrelay.js start`);
+  expect(start).toBe(`node ${HOOKRELAY_NODE_FLAGS.join(" ")} dist/cli/main.js start`);
   expect(HOOKRELAY_NODE_FLAGS).toContain("--max-semi-space-size=32");
 
   const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");

@@ -1,5 +1,5 @@
 /**
- * Rate limits and back-pressure across 3 real worker processes (`node bin/hookrelay.js
+ * Rate limits and back-pressure across 3 real worker processes (`node dist/cli/main.js
  * worker`) sharing one test database: a per-second token bucket holds for all of them
  * together while an unlimited endpoint runs at full speed, max in-flight holds across
  * processes, a Retry-After pauses one endpoint and no other, and the in-flight counters end

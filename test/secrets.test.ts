@@ -400,7 +400,7 @@ describe("encryption at rest", () => {
     return w;
   }
 
-  /** `node bin/hookrelay.js secrets reencrypt --json` against the test database. */
+  /** `node dist/cli/main.js secrets reencrypt --json` against the test database. */
   function reencrypt(env: Record<string, string | undefined>) {
     return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       const clean = Object.fromEntries(
@@ -408,7 +408,7 @@ describe("encryption at rest", () => {
       );
       execFile(
         process.execPath,
-        ["bin/hookrelay.js", "secrets", "reencrypt", "--json"],
+        ["dist/cli/main.js", "secrets", "reencrypt", "--json"],
         {
           cwd: ROOT,
           env: { ...clean, DATABASE_URL: h.db.url, HOOKRELAY_LOG_LEVEL: "warn", ...env },

@@ -1,5 +1,5 @@
 /**
- * Workers as real OS processes (`node bin/hookrelay.js worker`) sharing one test database:
+ * Workers as real OS processes (`node dist/cli/main.js worker`) sharing one test database:
  * exactly-once under competition, recovery after kill -9, graceful SIGTERM, and concurrent
  * migrations. Apps, endpoints and messages are created in-process; only the delivery side
  * runs in the child processes.

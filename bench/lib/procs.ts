@@ -1,5 +1,5 @@
 /**
- * Child processes of the bench: hookrelay roles (`node bin/hookrelay.js worker|api`) and the
+ * Child processes of the bench: hookrelay roles (`node dist/cli/main.js worker|api`) and the
  * bench's own TypeScript children (receiver, pg-boss worker). Every child is tracked by PID
  * and ended by PID only: SIGTERM first, SIGKILL after a grace period.
  */
@@ -14,7 +14,7 @@ const live = new Set<ChildProcess>();
 
 /**
  * The Node flags hookrelay runs with, as `npm start` passes them
- * (`node <flags> bin/hookrelay.js start`; README asks the same of other launches): the
+ * (`node <flags> dist/cli/main.js start`; README asks the same of other launches): the
  * bench runs hookrelay as users are told to run it.
  */
 export const HOOKRELAY_NODE_FLAGS: string[] = (
@@ -91,7 +91,7 @@ export async function startHookrelay(
   env: Record<string, string> = {},
 ): Promise<HookrelayProcess> {
   const prof = profiling.dir ? ["--cpu-prof", `--cpu-prof-dir=${profiling.dir}`] : [];
-  const args = [...HOOKRELAY_NODE_FLAGS, ...prof, path.join(REPO_ROOT, "bin/hookrelay.js"), role];
+  const args = [...HOOKRELAY_NODE_FLAGS, ...prof, path.join(REPO_ROOT, "dist/cli/main.js"), role];
   const proc = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     stdio: ["ignore", "pipe", "pipe"],

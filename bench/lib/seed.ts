@@ -6,7 +6,7 @@
  */
 import { type Pool, withTransaction } from "../../src/db/pool.ts";
 import { ID_PREFIX, newId } from "../../src/ids.ts";
-import { WORK_CHANNEL } from "../../src/worker/work-listener.ts";
+import { WORK_CHANNEL } from "../../src/queue/work-channel.ts";
 
 export interface Tenant {
   appId: string;

@@ -2,7 +2,7 @@
  * hookrelay delivering a seeded backlog: scenarios 3 (throughput, 1 and 2 workers), 6 (slow
  * receiver), 7 (isolation: some endpoints hang) and 9 (peak RSS of the workers during 3).
  *
- * Worker processes (`node bin/hookrelay.js worker`) start first and idle; then the messages
+ * Worker processes (`node dist/cli/main.js worker`) start first and idle; then the messages
  * and deliveries are inserted in one transaction (with the NOTIFY enqueueMessage sends), so
  * every worker sees the whole backlog at once. The rate is taken from the receiver's first
  * to its last healthy request. Afterwards the database must hold one `delivered` row and one

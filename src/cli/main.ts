@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The `hookrelay` command. `start` runs API + worker in one process (embedded PostgreSQL
  * unless DATABASE_URL is set); `api`, `worker` and `migrate` run one role each.

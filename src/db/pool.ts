@@ -7,8 +7,17 @@ export type PoolClient = pg.PoolClient;
 /** Anything that can run a query: the pool or a client inside a transaction. */
 export type Queryable = Pick<pg.Pool, "query">;
 
-// bigint (int8) columns arrive as JS numbers: our identities and counts stay far below 2^53.
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+/**
+ * bigint (int8) columns arrive as JS numbers on hookrelay's own connections: our identities
+ * and counts stay far below 2^53. Set per pool, never on pg's global parsers, so a host
+ * application that shares the `pg` module keeps its own bigint handling.
+ */
+export const HOOKRELAY_TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === pg.types.builtins.INT8
+      ? Number
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig["getTypeParser"],
+};
 
 export interface PoolOptions {
   connectionString: string;
@@ -25,6 +34,7 @@ export function makePool(options: PoolOptions): Pool {
     max: options.max,
     application_name: options.applicationName ?? "hookrelay",
     idleTimeoutMillis: 30_000,
+    types: HOOKRELAY_TYPES,
   });
   pool.on("error", (err) => {
     // 57P01: the server is shutting down (e.g. the embedded cluster stopping at exit).

@@ -3,7 +3,7 @@
  * A dead letter is a delivery in status dead_letter; `updated_at` is when it died.
  */
 import type { Pool, Queryable } from "../db/pool.ts";
-import { WORK_CHANNEL } from "../worker/work-listener.ts";
+import { WORK_CHANNEL } from "../queue/work-channel.ts";
 import { detectPattern, type Pattern } from "./dead-letter-patterns.ts";
 
 export interface DeadLetterFilter {

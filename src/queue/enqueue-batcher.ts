@@ -19,8 +19,8 @@
  */
 import type { Pool } from "../db/pool.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
-import { WORK_CHANNEL } from "../worker/work-listener.ts";
 import { type EnqueueResult, enqueueMessage, type NewMessage } from "./enqueue-message.ts";
+import { WORK_CHANNEL } from "./work-channel.ts";
 
 export interface EnqueueBatcher {
   enqueue(message: NewMessage): Promise<EnqueueResult>;

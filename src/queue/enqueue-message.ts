@@ -11,7 +11,7 @@
  */
 import type { Queryable } from "../db/pool.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
-import { WORK_CHANNEL } from "../worker/work-listener.ts";
+import { WORK_CHANNEL } from "./work-channel.ts";
 
 export interface NewMessage {
   appId: string;

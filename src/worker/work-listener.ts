@@ -5,8 +5,7 @@
  */
 import pg from "pg";
 import type { Logger } from "../logger.ts";
-
-export const WORK_CHANNEL = "hookrelay_work";
+import { WORK_CHANNEL } from "../queue/work-channel.ts";
 
 export interface WorkListener {
   start(): Promise<void>;

@@ -1,5 +1,5 @@
 /**
- * hookrelay's own processes for tests (`node bin/hookrelay.js <command>`): spawned with a
+ * hookrelay's own processes for tests (`node dist/cli/main.js <command>`): spawned with a
  * clean environment (nothing of the test runner's, NODE_OPTIONS etc., leaks in), output
  * captured, every one tracked so that `killAll()` in afterAll ends exactly the processes
  * this file started, by PID.
@@ -10,7 +10,8 @@ import { fileURLToPath } from "node:url";
 import { waitFor } from "./receiver.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const BIN = path.join(ROOT, "bin", "hookrelay.js");
+// The compiled CLI, as users run it (`npm test` builds first).
+const BIN = path.join(ROOT, "dist", "cli", "main.js");
 
 export interface Exit {
   code: number | null;

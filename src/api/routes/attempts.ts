@@ -9,7 +9,7 @@
 import type { FastifyInstance } from "fastify";
 import { badRequest, conflict, notFound } from "../../errors.ts";
 import { ID_PREFIX } from "../../ids.ts";
-import { WORK_CHANNEL } from "../../worker/work-listener.ts";
+import { WORK_CHANNEL } from "../../queue/work-channel.ts";
 import { timeInput } from "../body-check.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { rawSlots } from "../raw-json.ts";

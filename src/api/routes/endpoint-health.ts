@@ -11,7 +11,7 @@ import { badRequest } from "../../errors.ts";
 import { endpointLatency, type LatencyStats, slowness } from "../../health/latency-stats.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import { waitingSinceSql } from "../../queue/delivery-states.ts";
-import { WORK_CHANNEL } from "../../worker/work-listener.ts";
+import { WORK_CHANNEL } from "../../queue/work-channel.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { iso } from "../schemas.ts";

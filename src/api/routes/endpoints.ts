@@ -4,8 +4,8 @@ import { type Queryable, withTransaction } from "../../db/pool.ts";
 import { generateSecret, InvalidSecretError, secretKey } from "../../delivery/sign.ts";
 import { ApiError, badRequest, conflict, notFound } from "../../errors.ts";
 import { ID_PREFIX, newId } from "../../ids.ts";
+import { WORK_CHANNEL } from "../../queue/work-channel.ts";
 import { SsrfBlockedError } from "../../security/ssrf-guard.ts";
-import { WORK_CHANNEL } from "../../worker/work-listener.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import {
