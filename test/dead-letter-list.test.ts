@@ -1,0 +1,353 @@
+/**
+ * Dead letters, read (issue 4): GET /dead-letters (every field of a row; filters by app,
+ * endpoint id or uid, status code, error kind and time range; cursor pagination with
+ * dlv_ iterators; bad input) and GET /dead-letters/analysis (each failure pattern detected
+ * from a fixture built for it, the list's filters, an outage straddling a quarter-hour).
+ *
+ * Rows are seeded straight into the database (test/helpers/seeded-deliveries.ts) with
+ * chosen statuses, timestamps, status codes and error kinds, so each figure has an exact
+ * expected value. Every test scopes by its own app or endpoint.
+ *
+ * Tests with a "BUG:" comment pin defects found while writing them (since fixed).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { PATTERNS } from "../src/ops/dead-letter-patterns.ts";
+import { type Harness, startHarness } from "./helpers/harness.ts";
+import {
+  ago,
+  DAY,
+  died,
+  dlv,
+  HOUR,
+  MIN,
+  newApp,
+  newEndpoint,
+  type Seeded,
+  type SeedRow,
+  seed,
+  unique,
+  V1,
+} from "./helpers/seeded-deliveries.ts";
+
+describe("dead letters", () => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  // ------------------------------------------------------------------------ list
+
+  describe("list", () => {
+    let P: string;
+    let Q: string;
+    let p1: Awaited<ReturnType<typeof newEndpoint>>;
+    let p2: Awaited<ReturnType<typeof newEndpoint>>;
+    let q1: Awaited<ReturnType<typeof newEndpoint>>;
+    let d: Seeded[];
+
+    beforeAll(async () => {
+      P = await newApp(h);
+      Q = await newApp(h);
+      p1 = await newEndpoint(h, P, { uid: unique("p1") });
+      p2 = await newEndpoint(h, P);
+      q1 = await newEndpoint(h, Q);
+      // index:  0: p1 500 3h  1: p1 500 2h  2: p1 timeout 1h  3: p1 401 30m  4: p2 503 10m
+      //         5: p2 connection 5m  6: q1 500 20m
+      d = await seed(h.db.pool, [
+        died(p1.id, ago(3 * HOUR), 500, 5),
+        died(p1.id, ago(2 * HOUR), 500, 4),
+        died(p1.id, ago(HOUR), "timeout", 3),
+        died(p1.id, ago(30 * MIN), 401, 1),
+        died(p2.id, ago(10 * MIN), 503, 5),
+        died(p2.id, ago(5 * MIN), "connection", 5),
+        died(q1.id, ago(20 * MIN), 500, 5),
+        // not dead letters: never listed, whatever their last answer
+        {
+          endpointId: p1.id,
+          status: "failed",
+          code: 500,
+          kind: "http",
+          nextAttemptAt: new Date(Date.now() + DAY),
+        },
+        { endpointId: p1.id, status: "delivered", code: 500, kind: "http", updatedAt: ago(MIN) },
+        { endpointId: p1.id, status: "canceled", code: 500, kind: "http" },
+      ]);
+    });
+
+    const ids = (body: { data: { deliveryId: string }[] }) => body.data.map((x) => x.deliveryId);
+    /** Expected ids, newest delivery first, of fixture rows by index. */
+    const want = (...idx: number[]) =>
+      idx.map((i) => dlv(d[i]!.deliveryId)).sort((x, y) => Number(y.slice(4)) - Number(x.slice(4)));
+
+    test("every field of a listed dead letter", async () => {
+      const res = await h.call("GET", `${V1}/dead-letters?endpoint_id=${p1.id}&status_code=401`);
+      expect(res.status).toBe(200);
+      const row = d[3]!;
+      expect(res.body).toEqual({
+        data: [
+          {
+            deliveryId: dlv(row.deliveryId),
+            messageId: row.messageId,
+            endpointId: p1.id,
+            appId: P,
+            eventType: "seeded.event",
+            url: p1.url,
+            attempts: 1,
+            statusCode: 401,
+            errorKind: "credentials",
+            error: "HTTP 401",
+            deadAt: row.updatedAt!.toISOString(),
+          },
+        ],
+        iterator: dlv(row.deliveryId),
+        prevIterator: null,
+        done: true,
+      });
+    });
+
+    test("filters: app, endpoint (id or uid), status code, error kind, time range", async () => {
+      const get = async (q: string) => {
+        const res = await h.call("GET", `${V1}/dead-letters?${q}`);
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        return ids(res.body);
+      };
+      expect(await get(`app_id=${P}`)).toEqual(want(0, 1, 2, 3, 4, 5));
+      expect(await get(`app_id=${Q}`)).toEqual(want(6));
+      expect(await get(`endpoint_id=${p1.id}`)).toEqual(want(0, 1, 2, 3));
+      const uid = (await h.call("GET", `${V1}/app/${P}/endpoint/${p1.id}`)).body.uid;
+      expect(await get(`endpoint_id=${uid}`)).toEqual(want(0, 1, 2, 3));
+      expect(await get(`app_id=${P}&status_code=500`)).toEqual(want(0, 1));
+      expect(await get(`endpoint_id=${p2.id}&status_code=503`)).toEqual(want(4));
+      expect(await get(`app_id=${P}&error_kind=timeout`)).toEqual(want(2));
+      expect(await get(`app_id=${P}&error_kind=connection`)).toEqual(want(5));
+      const t = (ms: number) => encodeURIComponent(ago(ms).toISOString());
+      expect(await get(`app_id=${P}&since=${t(90 * MIN)}`)).toEqual(want(2, 3, 4, 5));
+      expect(await get(`app_id=${P}&until=${t(90 * MIN)}`)).toEqual(want(0, 1));
+      expect(await get(`app_id=${P}&since=${t(150 * MIN)}&until=${t(15 * MIN)}`)).toEqual(
+        want(1, 2, 3),
+      );
+      // filters combine
+      expect(await get(`app_id=${P}&status_code=500&since=${t(150 * MIN)}`)).toEqual(want(1));
+      expect(await get(`app_id=${P}&error_kind=nonesuch`)).toEqual([]);
+      // an endpoint of another app than the one named: nothing
+      expect(await get(`app_id=${Q}&endpoint_id=${p1.id}`)).toEqual([]);
+    });
+
+    test("cursor pagination with iterator dlv_...", async () => {
+      const seen: string[] = [];
+      let iterator: string | null = null;
+      let pages = 0;
+      for (;;) {
+        const res = await h.call(
+          "GET",
+          `${V1}/dead-letters?app_id=${P}&limit=4${iterator ? `&iterator=${iterator}` : ""}`,
+        );
+        expect(res.status).toBe(200);
+        pages++;
+        seen.push(...ids(res.body));
+        expect(res.body.data.length).toBeLessThanOrEqual(4);
+        if (res.body.done) break;
+        expect(res.body.iterator).toMatch(/^dlv_\d+$/);
+        iterator = res.body.iterator;
+      }
+      expect(pages).toBe(2);
+      expect(seen).toEqual(want(0, 1, 2, 3, 4, 5));
+
+      const two = await h.call("GET", `${V1}/dead-letters?app_id=${P}&limit=2`);
+      expect(ids(two.body)).toEqual(want(4, 5));
+      expect(two.body.done).toBe(false);
+      expect(two.body.iterator).toBe(want(4, 5)[1]);
+    });
+
+    test("bad input: an iterator that is no delivery id, an unknown endpoint or app", async () => {
+      expect((await h.call("GET", `${V1}/dead-letters?iterator=msg_123`)).status).toBe(400);
+      expect((await h.call("GET", `${V1}/dead-letters?endpoint_id=ep_nonesuch`)).status).toBe(404);
+      expect((await h.call("GET", `${V1}/dead-letters?app_id=app_nonesuch`)).status).toBe(404);
+      expect((await h.call("GET", `${V1}/dead-letters?status_code=abc`)).status).toBe(422);
+    });
+  });
+
+  // --------------------------------------------------------------------- analysis
+
+  describe("analysis and patterns", () => {
+    let PAT: string;
+    const fixtures: Record<string, { endpoint: { id: string; url: string }; rows: Seeded[] }> = {};
+    /** A 15-minute boundary (aligned like date_bin) about two hours ago. */
+    const bin15 = Math.floor((Date.now() - 2 * HOUR) / (15 * MIN)) * 15 * MIN;
+
+    beforeAll(async () => {
+      PAT = await newApp(h);
+      const spec: Record<string, SeedRow[]> = {};
+      const ep: Record<string, { id: string; url: string }> = {};
+      for (const name of [
+        "credentials",
+        "rate_limited",
+        "outage_cluster",
+        "gradual_accumulation",
+        "mixed",
+      ]) {
+        ep[name] = await newEndpoint(h, PAT);
+      }
+      // credentials: 6 dead over 3 hours, five of them 401/403
+      spec.credentials = [
+        died(ep.credentials!.id, ago(3 * HOUR), 401, 1),
+        died(ep.credentials!.id, ago(150 * MIN), 401, 1),
+        died(ep.credentials!.id, ago(2 * HOUR), 500, 5),
+        died(ep.credentials!.id, ago(90 * MIN), 403, 1),
+        died(ep.credentials!.id, ago(HOUR), 401, 1),
+        died(ep.credentials!.id, ago(10 * MIN), 401, 2),
+      ];
+      // rate_limited: 4 dead over 2 hours, three of them 429
+      spec.rate_limited = [
+        died(ep.rate_limited!.id, ago(2 * HOUR), 429, 5),
+        died(ep.rate_limited!.id, ago(HOUR), 429, 5),
+        died(ep.rate_limited!.id, ago(40 * MIN), 500, 5),
+        died(ep.rate_limited!.id, ago(20 * MIN), 429, 4),
+      ];
+      // outage_cluster: 10 within ten minutes (inside one aligned 15-minute window), and two
+      // stragglers one and two days earlier
+      spec.outage_cluster = [
+        ...Array.from({ length: 10 }, (_, i) =>
+          died(
+            ep.outage_cluster!.id,
+            new Date(bin15 + 2 * MIN + i * MIN),
+            i < 6 ? 502 : "connection",
+            5,
+          ),
+        ),
+        died(ep.outage_cluster!.id, ago(DAY), 500, 5),
+        died(ep.outage_cluster!.id, ago(2 * DAY), 500, 5),
+      ];
+      // gradual_accumulation: three a day for four days, at 2h, 9h and 17h past the day mark
+      const codes = [400, 422, 500, 400, 422, 500, 400, 422, 500, 400, 422, 400];
+      spec.gradual_accumulation = [0, 1, 2, 3].flatMap((day) =>
+        [2, 9, 17].map((hour, j) =>
+          died(
+            ep.gradual_accumulation!.id,
+            ago(day * DAY + hour * HOUR + 7 * MIN),
+            codes[day * 3 + j]!,
+            5,
+          ),
+        ),
+      );
+      // mixed: 5 dead over 3 hours: 500, 500, 401, 429, timeout
+      spec.mixed = [
+        died(ep.mixed!.id, ago(3 * HOUR), 500, 5),
+        died(ep.mixed!.id, ago(2 * HOUR), 401, 1),
+        died(ep.mixed!.id, ago(100 * MIN), 429, 5),
+        died(ep.mixed!.id, ago(HOUR), "timeout", 5),
+        died(ep.mixed!.id, ago(15 * MIN), 500, 4),
+      ];
+      for (const [name, rows] of Object.entries(spec)) {
+        fixtures[name] = { endpoint: ep[name]!, rows: await seed(h.db.pool, rows) };
+      }
+    });
+
+    /** The expected analysis of a fixture, computed from its rows. */
+    function expected(name: string, mostCommonError: string, mostCommonStatusCode: number) {
+      const { endpoint, rows } = fixtures[name]!;
+      const times = rows.map((r) => r.updatedAt!.getTime());
+      const attempts = rows.map((r) => r.attempts!);
+      const pattern = PATTERNS.find((p) => p.pattern === name);
+      return {
+        endpointId: endpoint.id,
+        appId: PAT,
+        url: endpoint.url,
+        deadCount: rows.length,
+        mostCommonError,
+        mostCommonStatusCode,
+        firstDeadAt: new Date(Math.min(...times)).toISOString(),
+        lastDeadAt: new Date(Math.max(...times)).toISOString(),
+        averageAttempts:
+          Math.round((attempts.reduce((a, b) => a + b, 0) / attempts.length) * 100) / 100,
+        pattern: name,
+        suggestedAction: pattern
+          ? pattern.suggestedAction
+          : expect.stringMatching(/No single cause/),
+      };
+    }
+
+    test("each pattern detected from a fixture built for it, with every analysis field", async () => {
+      const res = await h.call("GET", `${V1}/dead-letters/analysis?app_id=${PAT}`);
+      expect(res.status).toBe(200);
+      // most dead first: gradual 12 and outage 12 (tie: endpoint id order), credentials 6, mixed 5, rate 4
+      const byCount = [...res.body.data].map((a: { pattern: string }) => a.pattern);
+      expect(byCount.slice(2)).toEqual(["credentials", "mixed", "rate_limited"]);
+      expect(byCount.slice(0, 2).sort()).toEqual(["gradual_accumulation", "outage_cluster"]);
+      const get = (p: string) => res.body.data.find((a: { pattern: string }) => a.pattern === p);
+      expect(get("credentials")).toEqual(expected("credentials", "HTTP 401", 401));
+      expect(get("rate_limited")).toEqual(expected("rate_limited", "HTTP 429", 429));
+      expect(get("outage_cluster")).toEqual(expected("outage_cluster", "HTTP 502", 502));
+      expect(get("gradual_accumulation")).toEqual(
+        expected("gradual_accumulation", "HTTP 400", 400),
+      );
+      expect(get("mixed")).toEqual(expected("mixed", "HTTP 500", 500));
+      // averages worked out by hand for two of them
+      expect(get("credentials").averageAttempts).toBe(1.83); // 11 / 6
+      expect(get("rate_limited").averageAttempts).toBe(4.75); // 19 / 4
+    });
+
+    test("the analysis takes the list's filters: one endpoint, a time range", async () => {
+      const outage = fixtures.outage_cluster!.endpoint.id;
+      const one = await h.call("GET", `${V1}/dead-letters/analysis?endpoint_id=${outage}`);
+      expect(one.body.data).toHaveLength(1);
+      expect(one.body.data[0]).toEqual(expected("outage_cluster", "HTTP 502", 502));
+
+      // Only the last 5 hours of the gradual endpoint: a single death, no longer "gradual"
+      const gradual = fixtures.gradual_accumulation!.endpoint.id;
+      const since = encodeURIComponent(ago(5 * HOUR).toISOString());
+      const recent = await h.call(
+        "GET",
+        `${V1}/dead-letters/analysis?endpoint_id=${gradual}&since=${since}`,
+      );
+      expect(recent.body.data).toHaveLength(1);
+      expect(recent.body.data[0]).toMatchObject({ deadCount: 1, pattern: "mixed" });
+
+      // Only 401s of the credentials endpoint
+      const cred = fixtures.credentials!.endpoint.id;
+      const only401 = await h.call(
+        "GET",
+        `${V1}/dead-letters/analysis?endpoint_id=${cred}&status_code=401`,
+      );
+      expect(only401.body.data[0]).toMatchObject({
+        deadCount: 4,
+        mostCommonStatusCode: 401,
+        pattern: "credentials",
+      });
+
+      // Nothing matches: an empty list
+      const none = await h.call(
+        "GET",
+        `${V1}/dead-letters/analysis?endpoint_id=${cred}&status_code=418`,
+      );
+      expect(none.body).toEqual({ data: [] });
+    });
+
+    // BUG: the "most dead letters inside any one 15-minute window" is computed with date_bin
+    // over fixed, clock-aligned 15-minute bins (src/ops/dead-letters.ts, `windows` CTE).
+    // An outage of 10 deaths within 10 minutes that happens to straddle a :00/:15/:30/:45
+    // boundary is split 5 + 5, maxIn15Minutes = 5 of 10 = 0.5 < 0.6, and the endpoint is
+    // reported "mixed" instead of "outage_cluster": detection depends on the wall clock.
+    // Fix: a sliding window, e.g.
+    //   windows as (select endpoint_id, max(n)::int as max_in_15 from (
+    //     select endpoint_id, count(*) over (partition by endpoint_id order by updated_at
+    //       range between current row and interval '15 minutes' following) as n
+    //     from dead) w group by endpoint_id)
+    test("an outage that straddles a quarter-hour boundary is still an outage_cluster", async () => {
+      const ep = await newEndpoint(h, PAT);
+      const boundary = bin15 - 3 * HOUR; // a quarter-hour mark five hours ago
+      await seed(
+        h.db.pool,
+        Array.from({ length: 10 }, (_, i) =>
+          died(ep.id, new Date(boundary - 5 * MIN + i * MIN + 30_000), 503, 5),
+        ),
+      );
+      const res = await h.call("GET", `${V1}/dead-letters/analysis?endpoint_id=${ep.id}`);
+      expect(res.body.data[0]).toMatchObject({ deadCount: 10, pattern: "outage_cluster" });
+    });
+  });
+});
