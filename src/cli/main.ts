@@ -3,6 +3,7 @@
  * The `hookrelay` command. `start` runs API + worker in one process (embedded PostgreSQL
  * unless DATABASE_URL is set); `api`, `worker` and `migrate` run one role each.
  */
+import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { type Config, loadConfig } from "../config.ts";
 import { migrate } from "../db/migrate.ts";
@@ -73,9 +74,15 @@ async function serve(roles: Roles, flags: ServeFlags): Promise<void> {
   process.on("SIGINT", onSignal);
 }
 
+// src/cli and dist/cli are both two levels below the package root.
+const { version } = JSON.parse(
+  readFileSync(new URL("../../package.json", import.meta.url), "utf8"),
+) as { version: string };
+
 const program = new Command()
   .name("hookrelay")
   .description("Webhook and postback delivery on PostgreSQL")
+  .version(version, "-V, --version", "print the hookrelay version")
   .showHelpAfterError()
   // commander's own usage errors exit 2, like ours
   .exitOverride((err) => process.exit(err.exitCode === 1 ? 2 : err.exitCode));

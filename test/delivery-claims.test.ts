@@ -1,0 +1,403 @@
+/**
+ * Claims, the queue's hand-out of due deliveries to workers, beside other writers: a
+ * result carrying a stale claim token changes nothing while the current one applies; a
+ * claim waits for an endpoint's health row held by a result write; racing claims never
+ * take a row twice; a claim rewrites its rows in place, leases them in one claims row and
+ * commits without a flush wait; expired leases are handed back once; and stop() cuts off a
+ * request still running at the drain deadline and releases its row unused.
+ *
+ * Each test has its own database (a harness of its own) and claims by itself, with no
+ * worker running unless it starts one.
+ */
+import { randomUUID } from "node:crypto";
+import { describe, expect, test } from "vitest";
+import { withTransaction } from "../src/db/pool.ts";
+import {
+  type ClaimedDelivery,
+  type ClaimOptions,
+  claimDeliveries,
+} from "../src/queue/claim-deliveries.ts";
+import { enqueueMessage } from "../src/queue/enqueue-message.ts";
+import { type DeliveryResult, recordResults } from "../src/queue/record-results.ts";
+import { releaseExpiredClaims } from "../src/queue/release-deliveries.ts";
+import { sleep } from "./helpers/deliveries.ts";
+import { type Harness, startHarness } from "./helpers/harness.ts";
+import { startRawServer } from "./helpers/raw-server.ts";
+import { waitFor } from "./helpers/receiver.ts";
+
+/** A successful attempt's result for a claimed row, as a worker holding `token` reports it. */
+function resultFor(
+  claim: ClaimedDelivery,
+  token: string,
+  over: Partial<DeliveryResult> = {},
+): DeliveryResult {
+  return {
+    deliveryId: claim.id,
+    claimToken: token,
+    messageId: claim.messageId,
+    endpointId: claim.endpointId,
+    appId: claim.appId,
+    trigger: claim.trigger,
+    url: claim.url,
+    attemptNumber: claim.attemptCount + 1,
+    nextStatus: "delivered",
+    retryDelayMs: 0,
+    startedAt: new Date(),
+    latencyMs: 5,
+    success: true,
+    statusCode: 200,
+    errorKind: null,
+    error: null,
+    responseBody: null,
+    isProbe: claim.isProbe,
+    pauseMs: null,
+    ...over,
+  };
+}
+
+// ---------------------------------------------------------------- stale results
+
+describe("claim tokens", () => {
+  test("a result carrying a stale claim token changes nothing; the current one applies", async () => {
+    // Its own database and no worker: only this test claims.
+    const h2 = await startHarness();
+    try {
+      const app = await h2.call("POST", "/api/v1/app", { name: "stale" });
+      const ep = await h2.call("POST", `/api/v1/app/${app.body.id}/endpoint`, {
+        url: "http://127.0.0.1:9/never",
+      });
+      expect(ep.status).toBe(201);
+      const { messageId } = await enqueueMessage(
+        h2.db.pool,
+        { appId: app.body.id, eventType: "t", payload: "{}" },
+        5,
+      );
+
+      const claimOptions = (token: string, workerId: string): ClaimOptions => ({
+        workerId,
+        claimToken: token,
+        limit: 10,
+        defaultMaxInFlight: 20,
+        defaultTimeoutMs: 1_000,
+        leaseMarginMs: 1_000,
+      });
+      const tokenA = randomUUID();
+      const tokenB = randomUUID();
+      const claimedA = await claimDeliveries(h2.db.pool, claimOptions(tokenA, "worker-a"));
+      expect(claimedA).toHaveLength(1);
+      // Under its lease the row is not claimable.
+      expect(
+        await claimDeliveries(h2.db.pool, claimOptions(randomUUID(), "worker-x")),
+      ).toHaveLength(0);
+
+      // Worker A's lease runs out: the row is handed back, and worker B takes it.
+      await h2.db.pool.query("update claims set lease_expires_at = now() - interval '1 second'");
+      expect(await releaseExpiredClaims(h2.db.pool)).toBe(1);
+      expect(await h2.db.pool.query("select * from claims")).toMatchObject({ rowCount: 0 });
+      const claimedB = await claimDeliveries(h2.db.pool, claimOptions(tokenB, "worker-b"));
+      expect(claimedB).toHaveLength(1);
+      expect(claimedB[0]!.id).toBe(claimedA[0]!.id);
+
+      const health = h2.config.health;
+      const inFlightCount = async () =>
+        (
+          await h2.db.pool.query("select in_flight from endpoint_health where endpoint_id = $1", [
+            ep.body.id,
+          ])
+        ).rows[0]?.in_flight;
+      const before = (await h2.db.pool.query("select * from deliveries")).rows[0];
+      expect(before.status).toBe("in_flight");
+      expect(before.claim_token).toBe(tokenB);
+      // Say worker B's request is its endpoint's half-open probe (and was A's too).
+      await h2.db.pool.query(
+        "update endpoint_health set circuit_state = 'half_open', probe_delivery_id = $2 where endpoint_id = $1",
+        [ep.body.id, before.id],
+      );
+      const circuit = async () =>
+        (
+          await h2.db.pool.query(
+            "select circuit_state from endpoint_health where endpoint_id = $1",
+            [ep.body.id],
+          )
+        ).rows[0].circuit_state;
+
+      // Worker A comes back late with a permanent failure: it must not land.
+      const stale = await recordResults(
+        h2.db.pool,
+        [
+          resultFor(claimedA[0]!, tokenA, {
+            nextStatus: "dead_letter",
+            success: false,
+            statusCode: 400,
+            errorKind: "http",
+            error: "HTTP 400",
+            isProbe: true,
+          }),
+        ],
+        health,
+      );
+      expect(stale).toBe(0);
+      const after = (await h2.db.pool.query("select * from deliveries")).rows[0];
+      expect(after).toEqual(before);
+      // Nor does it free worker B's in-flight slot, or reopen the circuit as a failed probe.
+      expect(await inFlightCount()).toBe(1);
+      expect(await circuit()).toBe("half_open");
+
+      const current = await recordResults(
+        h2.db.pool,
+        [resultFor(claimedB[0]!, tokenB, { isProbe: true })],
+        health,
+      );
+      expect(current).toBe(1);
+      expect(await inFlightCount()).toBe(0);
+      expect(await circuit()).toBe("closed");
+      const final = (
+        await h2.db.pool.query("select * from deliveries where message_id = $1", [messageId])
+      ).rows[0];
+      expect(final.status).toBe("delivered");
+      expect(final.attempt_count).toBe(1);
+      expect(final.claim_token).toBeNull();
+      expect(final.last_status_code).toBe(200);
+      expect(final.delivered_at).not.toBeNull();
+    } finally {
+      await h2.close();
+    }
+  });
+});
+
+// ---------------------------------------------------------------- claims beside other writers
+
+describe("claims and concurrent writers", () => {
+  const options = (over: Partial<ClaimOptions> = {}): ClaimOptions => ({
+    workerId: "w",
+    claimToken: randomUUID(),
+    limit: 100,
+    defaultMaxInFlight: 20,
+    defaultTimeoutMs: 1_000,
+    leaseMarginMs: 30_000,
+    ...over,
+  });
+
+  async function endpointWithMessages(h2: Harness, n: number): Promise<string> {
+    const app = await h2.call("POST", "/api/v1/app", { name: "claims" });
+    const ep = await h2.call("POST", `/api/v1/app/${app.body.id}/endpoint`, {
+      url: "http://127.0.0.1:9/never",
+    });
+    for (let i = 0; i < n; i++) {
+      await enqueueMessage(
+        h2.db.pool,
+        { appId: app.body.id, eventType: "t", payload: `{"i":${i}}` },
+        5,
+      );
+    }
+    return ep.body.id;
+  }
+
+  test("a claim waits for an endpoint's health row held by a result write, then takes its rows", async () => {
+    // Its own database and no worker: only this test claims.
+    const h2 = await startHarness();
+    try {
+      const endpointId = await endpointWithMessages(h2, 5);
+      let claimed: ClaimedDelivery[] | null = null;
+      await withTransaction(h2.db.pool, async (writer) => {
+        // what a result write holds between its apply statement and its commit
+        await writer.query("select 1 from endpoint_health where endpoint_id = $1 for update", [
+          endpointId,
+        ]);
+        const claim = claimDeliveries(h2.db.pool, options()).then((rows) => {
+          claimed = rows;
+        });
+        await sleep(300);
+        expect(claimed).toBeNull(); // waiting, not skipping past the endpoint
+        void claim;
+      });
+      await waitFor(() => claimed !== null, 5_000, "the claim");
+      expect(claimed!).toHaveLength(5);
+    } finally {
+      await h2.close();
+    }
+  });
+
+  test("claims racing for one endpoint never take a row twice, and its in-flight count is what they took", async () => {
+    const h2 = await startHarness();
+    try {
+      const endpointId = await endpointWithMessages(h2, 30);
+      const rounds = await Promise.all(
+        Array.from({ length: 6 }, () => claimDeliveries(h2.db.pool, options())),
+      );
+      const ids = rounds.flat().map((c) => c.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(ids).toHaveLength(20); // the default max in flight of the endpoint
+      const { rows } = await h2.db.pool.query(
+        `select (select in_flight from endpoint_health where endpoint_id = $1) as counted,
+                (select count(*)::int from deliveries where endpoint_id = $1 and status = 'in_flight') as actual`,
+        [endpointId],
+      );
+      expect(rows[0]).toEqual({ counted: 20, actual: 20 });
+    } finally {
+      await h2.close();
+    }
+  });
+
+  test("a claim rewrites its rows in place (no index entries), leases them in one claims row, commits without a flush wait, and the last result ends it", async () => {
+    const h2 = await startHarness();
+    try {
+      const endpointId = await endpointWithMessages(h2, 12);
+      const token = randomUUID();
+      // The transaction's own statistics: how many of its updates were in place (HOT).
+      const claimed = await withTransaction(h2.db.pool, async (client) => {
+        // as in production (the test cluster runs with synchronous_commit off)
+        await client.query("set local synchronous_commit = on");
+        const rows = await claimDeliveries(client, options({ claimToken: token, limit: 10 }));
+        const { rows: stats } = await client.query(
+          `select pg_stat_get_xact_tuples_updated('deliveries'::regclass)::int as updated,
+                  pg_stat_get_xact_tuples_hot_updated('deliveries'::regclass)::int as in_place`,
+        );
+        expect(stats[0]).toEqual({ updated: 10, in_place: 10 });
+        // Its commit does not wait for the WAL flush (a lost claim only makes its rows due
+        // again); the setting is the transaction's own.
+        const { rows: sync } = await client.query(
+          "select current_setting('synchronous_commit') as v",
+        );
+        expect(sync[0].v).toBe("off");
+        return rows;
+      });
+      expect(claimed).toHaveLength(10);
+      const { rows: leases } = await h2.db.pool.query(
+        "select token, delivery_ids, lease_expires_at from claims",
+      );
+      expect(leases).toHaveLength(1);
+      expect(leases[0].token).toBe(token);
+      expect(leases[0].delivery_ids.map(Number).sort((a: number, b: number) => a - b)).toEqual(
+        claimed.map((c) => c.id).sort((a, b) => a - b),
+      );
+      // lease = the endpoint's timeout (1 s by default here) + the margin (30 s)
+      const leaseMs = new Date(leases[0].lease_expires_at).getTime() - Date.now();
+      expect(leaseMs).toBeGreaterThan(25_000);
+      expect(leaseMs).toBeLessThan(32_000);
+
+      await recordResults(
+        h2.db.pool,
+        claimed.slice(0, 9).map((c) => resultFor(c, token)),
+        h2.config.health,
+      );
+      expect((await h2.db.pool.query("select 1 from claims")).rowCount).toBe(1);
+      await recordResults(
+        h2.db.pool,
+        [resultFor(claimed[9]!, token, { finishesClaim: true })],
+        h2.config.health,
+      );
+      expect((await h2.db.pool.query("select 1 from claims")).rowCount).toBe(0);
+      // Nothing is left to hand back, and the two rows never claimed are still due.
+      expect(await releaseExpiredClaims(h2.db.pool)).toBe(0);
+      const { rows } = await h2.db.pool.query(
+        "select status, count(*)::int as n from deliveries where endpoint_id = $1 group by status order by status",
+        [endpointId],
+      );
+      expect(rows).toEqual([
+        { status: "delivered", n: 10 },
+        { status: "pending", n: 2 },
+      ]);
+      // In its own transaction (as the worker runs it) the setting ends with the claim.
+      const session = await h2.db.pool.connect();
+      try {
+        await session.query("set synchronous_commit = on");
+        expect(await claimDeliveries(session, options({ limit: 1 }))).toHaveLength(1);
+        expect((await session.query("show synchronous_commit")).rows[0].synchronous_commit).toBe(
+          "on",
+        );
+        await session.query("reset synchronous_commit");
+      } finally {
+        session.release();
+      }
+    } finally {
+      await h2.close();
+    }
+  });
+
+  test("rows of a claim whose lease ran out are handed back once, with their in-flight slots", async () => {
+    const h2 = await startHarness();
+    try {
+      const endpointId = await endpointWithMessages(h2, 5);
+      const first = await claimDeliveries(h2.db.pool, options({ limit: 5 }));
+      expect(first).toHaveLength(5);
+      // Under the lease: nothing to hand back, and nothing left to claim.
+      expect(await releaseExpiredClaims(h2.db.pool)).toBe(0);
+      expect(await claimDeliveries(h2.db.pool, options())).toHaveLength(0);
+
+      await h2.db.pool.query(
+        "update claims set lease_expires_at = now() - interval '1 millisecond'",
+      );
+      // Two workers looking at once: each row comes back exactly once.
+      const released = await Promise.all([
+        releaseExpiredClaims(h2.db.pool),
+        releaseExpiredClaims(h2.db.pool),
+      ]);
+      expect(released[0] + released[1]).toBe(5);
+      const { rows } = await h2.db.pool.query(
+        `select (select in_flight from endpoint_health where endpoint_id = $1) as in_flight,
+                (select count(*)::int from deliveries where endpoint_id = $1 and status = 'pending'
+                   and claim_token is null and attempt_count = 0) as pending,
+                (select count(*)::int from claims) as claims`,
+        [endpointId],
+      );
+      expect(rows[0]).toEqual({ in_flight: 0, pending: 5, claims: 0 });
+      const again = await claimDeliveries(h2.db.pool, options());
+      expect(again.map((c) => c.id).sort()).toEqual(first.map((c) => c.id).sort());
+    } finally {
+      await h2.close();
+    }
+  });
+
+  test("stop(): a request still running at the drain deadline is cut off and its row released, unused", async () => {
+    let requestClosed = false;
+    let requests = 0;
+    const server = await startRawServer((res) => {
+      requests++;
+      res.on("close", () => {
+        requestClosed = true;
+      });
+      // never answers
+    });
+    const h2 = await startHarness({ ssrfAllowlist: ["127.0.0.0/8"] });
+    try {
+      const app = await h2.call("POST", "/api/v1/app", { name: "drain" });
+      const ep = await h2.call("POST", `/api/v1/app/${app.body.id}/endpoint`, {
+        url: `${server.url}/hang`,
+        timeoutMs: 20_000,
+      });
+      const msg = await h2.call("POST", `/api/v1/app/${app.body.id}/msg`, {
+        eventType: "t",
+        payload: { a: 1 },
+      });
+      const worker = h2.startWorker({ shutdownTimeoutMs: 300 });
+      await waitFor(() => requests === 1, 5_000, "the request to reach the server");
+
+      const stoppedAt = Date.now();
+      await worker.stop();
+      expect(Date.now() - stoppedAt).toBeLessThan(5_000); // the drain deadline, not the 20 s timeout
+      await waitFor(() => requestClosed, 3_000, "the request to be cut off");
+      const { rows } = await h2.db.pool.query(
+        `select d.status, d.attempt_count, d.claim_token,
+                (select count(*)::int from attempts a where a.delivery_id = d.id) as attempts,
+                (select in_flight from endpoint_health where endpoint_id = d.endpoint_id) as in_flight,
+                (select count(*)::int from claims) as claims
+         from deliveries d where d.message_id = $1 and d.endpoint_id = $2`,
+        [msg.body.id, ep.body.id],
+      );
+      expect(rows).toEqual([
+        {
+          status: "pending",
+          attempt_count: 0,
+          claim_token: null,
+          attempts: 0,
+          in_flight: 0,
+          claims: 0,
+        },
+      ]);
+    } finally {
+      await h2.close();
+      await server.close();
+    }
+  });
+});
