@@ -124,6 +124,34 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
+const envString = (env: Env, name: string): string | undefined => {
+  const raw = env[name]?.trim();
+  return raw ? raw : undefined;
+};
+const dataDirOf = (env: Env) => path.resolve(envString(env, "HOOKRELAY_DATA_DIR") ?? ".hookrelay");
+
+/**
+ * What the operator commands of the CLI read: where the server is, never how it behaves.
+ * Thresholds, the SSRF allowlist and every other setting are the server's (docs/cli.md).
+ */
+export interface ClientConfig {
+  /** serverUrl: HOOKRELAY_URL, the API to talk to; default: the local one in dataDir/cli.json */
+  serverUrl: string | undefined;
+  /** apiKey: HOOKRELAY_KEY, sent as the bearer key */
+  apiKey: string | undefined;
+  dataDir: string;
+  databaseUrl: string | undefined;
+}
+
+export function loadClientConfig(env: Env = process.env): ClientConfig {
+  return {
+    serverUrl: envString(env, "HOOKRELAY_URL"),
+    apiKey: envString(env, "HOOKRELAY_KEY"),
+    dataDir: dataDirOf(env),
+    databaseUrl: envString(env, "DATABASE_URL"),
+  };
+}
+
 /** Explicit settings (CLI flags, tests) that take precedence over the environment. */
 export type ConfigOverrides = Partial<
   Omit<Config, "delivery" | "health" | "alerts" | "retention" | "worker">
@@ -146,14 +174,11 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     }
     return value;
   };
-  const str = (name: string): string | undefined => {
-    const raw = env[name]?.trim();
-    return raw ? raw : undefined;
-  };
+  const str = (name: string) => envString(env, name);
 
   const config: Config = {
     databaseUrl: str("DATABASE_URL"),
-    dataDir: path.resolve(str("HOOKRELAY_DATA_DIR") ?? ".hookrelay"),
+    dataDir: dataDirOf(env),
     embeddedPgPort: int("HOOKRELAY_EMBEDDED_PG_PORT", 0),
     host: str("HOOKRELAY_HOST") ?? "127.0.0.1",
     port: int("HOOKRELAY_PORT", 8787),

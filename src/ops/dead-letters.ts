@@ -2,7 +2,7 @@
  * Dead letters: listing with filters, per-endpoint analysis, requeue and cancel.
  * A dead letter is a delivery in status dead_letter; `updated_at` is when it died.
  */
-import type { Pool, Queryable } from "../db/pool.ts";
+import type { Queryable } from "../db/pool.ts";
 import { WORK_CHANNEL } from "../queue/work-channel.ts";
 import { detectPattern, type Pattern } from "./dead-letter-patterns.ts";
 
@@ -230,15 +230,30 @@ export async function cancelDelivery(
   return rowCount === 1;
 }
 
-/** Endpoint ids with dead letters matching a requeue target (for per-endpoint progress). */
-export async function endpointsToRequeue(pool: Pool, target: RequeueTarget): Promise<string[]> {
-  const { rows } = await pool.query(
-    `select distinct endpoint_id from deliveries
-     where (status = 'dead_letter' or ($4::boolean and status = 'failed'))
-       and ($1::text is null or endpoint_id = $1::text)
-       and ($2::timestamptz is null or updated_at >= $2::timestamptz)
-       and ($3::text is null or app_id = $3::text)
-     order by endpoint_id`,
+export interface RequeuePlanRow {
+  endpointId: string;
+  /** rows a requeue of the target would take from this endpoint */
+  deliveries: number;
+  /** the pace they go out at: the endpoint's strictest rate limit per second, null = none */
+  perSecond: number | null;
+}
+
+/**
+ * What a requeue of `target` would take, per endpoint, without changing anything: the
+ * confirmation an operator sees, and the endpoints a big requeue walks one by one.
+ */
+export async function requeuePlan(db: Queryable, target: RequeueTarget): Promise<RequeuePlanRow[]> {
+  const { rows } = await db.query(
+    `select d.endpoint_id, count(*)::int as deliveries,
+            least(coalesce(e.rate_per_second, e.throttle_rate)::float8,
+                  e.rate_per_minute / 60.0, e.rate_per_hour / 3600.0) as per_second
+     from deliveries d join endpoints e on e.id = d.endpoint_id
+     where (d.status = 'dead_letter' or ($4::boolean and d.status = 'failed'))
+       and ($1::text is null or d.endpoint_id = $1::text)
+       and ($2::timestamptz is null or d.updated_at >= $2::timestamptz)
+       and ($3::text is null or d.app_id = $3::text)
+     group by d.endpoint_id, e.rate_per_second, e.throttle_rate, e.rate_per_minute, e.rate_per_hour
+     order by d.endpoint_id`,
     [
       target.endpointId ?? null,
       target.since ?? null,
@@ -246,5 +261,9 @@ export async function endpointsToRequeue(pool: Pool, target: RequeueTarget): Pro
       target.includeFailed ?? false,
     ],
   );
-  return rows.map((r) => r.endpoint_id);
+  return rows.map((r) => ({
+    endpointId: r.endpoint_id,
+    deliveries: r.deliveries,
+    perSecond: r.per_second === null ? null : Number(r.per_second),
+  }));
 }

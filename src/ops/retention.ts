@@ -61,21 +61,38 @@ const PURGES: ReadonlyArray<{
   },
 ];
 
+type PurgeTotals = Record<PurgeProgress["what"], number>;
+
 /** Runs every purge to completion, batch by batch; `onProgress` hears after each batch. */
 export async function purgeExpired(
   pool: Pool,
   retention: RetentionConfig,
   onProgress?: (p: PurgeProgress) => void,
-): Promise<Record<PurgeProgress["what"], number>> {
-  const totals = { attempts: 0, dead_letters: 0, messages: 0 };
+): Promise<PurgeTotals> {
+  return (await purgeExpiredUntil(pool, retention, Number.POSITIVE_INFINITY, onProgress)).deleted;
+}
+
+/**
+ * Purges batch by batch until everything due is gone or the clock passes `until` (epoch
+ * ms, checked after each batch): a caller that must answer soon (the purge API route)
+ * runs it in slices and calls again while `done` is false.
+ */
+export async function purgeExpiredUntil(
+  pool: Pool,
+  retention: RetentionConfig,
+  until: number,
+  onProgress?: (p: PurgeProgress) => void,
+): Promise<{ deleted: PurgeTotals; done: boolean }> {
+  const deleted = { attempts: 0, dead_letters: 0, messages: 0 };
   for (const purge of PURGES) {
     for (;;) {
       const { rowCount } = await pool.query(purge.sql, [purge.age(retention), retention.batch]);
       const n = rowCount ?? 0;
-      totals[purge.what] += n;
-      if (n > 0) onProgress?.({ what: purge.what, deleted: totals[purge.what] });
+      deleted[purge.what] += n;
+      if (n > 0) onProgress?.({ what: purge.what, deleted: deleted[purge.what] });
       if (n < retention.batch) break;
+      if (Date.now() >= until) return { deleted, done: false };
     }
   }
-  return totals;
+  return { deleted, done: true };
 }

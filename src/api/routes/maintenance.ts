@@ -1,0 +1,140 @@
+/**
+ * Jobs an operator starts by hand, run by the server with the server's own settings
+ * (retention ages, encryption keys, rate limits), so the CLI and the dashboard never need
+ * them (docs/cli.md). Long jobs run in slices of at most `budgetMs` and say whether they
+ * are `done`; the caller asks again to go on.
+ *   POST /operations/purge               { budgetMs? }          admin
+ *   POST /operations/reencrypt-secrets   { after?, budgetMs? }  admin
+ *   GET  /dead-letters/requeue-plan      ?app_id=&endpoint_id=&since=&include_failed=
+ */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { ApiError, HookRelayError } from "../../errors.ts";
+import { requeuePlan } from "../../ops/dead-letters.ts";
+import { purgeExpiredUntil } from "../../ops/retention.ts";
+import { reencryptSecrets } from "../../security/reencrypt.ts";
+import { timeInput } from "../body-check.ts";
+import { resolveAppId, resolveEndpointId } from "../resolve.ts";
+import type { ApiContext } from "../server.ts";
+
+const DEFAULT_BUDGET_MS = 10_000;
+const budgetMs = {
+  type: "integer",
+  minimum: 100,
+  maximum: 60_000,
+  default: DEFAULT_BUDGET_MS,
+  description: "how long this call may work before it answers (ms); call again while done is false",
+} as const;
+
+function adminOnly(request: FastifyRequest): void {
+  if (request.principal.role !== "admin")
+    throw new ApiError(403, "forbidden", "only admin keys can run maintenance jobs");
+}
+
+export function registerMaintenanceRoutes(
+  app: FastifyInstance,
+  { pool, config, secretBox }: ApiContext,
+): void {
+  app.post<{ Body: { budgetMs?: number } }>(
+    "/operations/purge",
+    {
+      schema: {
+        tags: ["operations"],
+        summary: "Apply the retention settings now",
+        description:
+          "Deletes attempts, dead letters and delivered messages older than the server's retention settings, in small batches.",
+        body: {
+          type: ["object", "null"],
+          additionalProperties: false,
+          properties: { budgetMs },
+        },
+      },
+    },
+    async (request) => {
+      adminOnly(request);
+      const budget = request.body?.budgetMs ?? DEFAULT_BUDGET_MS;
+      return purgeExpiredUntil(pool, config.retention, Date.now() + budget);
+    },
+  );
+
+  app.post<{ Body: { after?: number; budgetMs?: number } }>(
+    "/operations/reencrypt-secrets",
+    {
+      schema: {
+        tags: ["operations"],
+        summary: "Seal every signing secret under the current encryption key",
+        description:
+          "Run after adding or rotating HOOKRELAY_ENCRYPTION_KEY on the server. Pass the answer's `after` back to go on.",
+        body: {
+          type: ["object", "null"],
+          additionalProperties: false,
+          properties: {
+            after: { type: "integer", minimum: 0, description: "cursor from the previous answer" },
+            budgetMs,
+          },
+        },
+      },
+    },
+    async (request) => {
+      adminOnly(request);
+      const budget = request.body?.budgetMs ?? DEFAULT_BUDGET_MS;
+      const r = await reencryptSecrets(pool, secretBox, {
+        after: request.body?.after ?? 0,
+        until: Date.now() + budget,
+      }).catch((err: unknown) => {
+        // A secret sealed under a key the server was not given: a configuration problem the
+        // operator must fix on the server; the batch that met it was not written.
+        if (err instanceof HookRelayError && err.code === "HR_ERR_ENCRYPTION_KEY")
+          throw new ApiError(409, "encryption_key_missing", err.message);
+        throw err;
+      });
+      return {
+        reencrypted: r.changed,
+        after: r.after,
+        done: r.done,
+        encrypting: secretBox.encrypting,
+      };
+    },
+  );
+
+  app.get<{
+    Querystring: {
+      app_id?: string;
+      endpoint_id?: string;
+      since?: string;
+      include_failed?: boolean;
+    };
+  }>(
+    "/dead-letters/requeue-plan",
+    {
+      schema: {
+        tags: ["operations"],
+        summary: "What a requeue would take, per endpoint, and at what pace",
+        querystring: {
+          type: "object",
+          properties: {
+            app_id: { type: "string", minLength: 1, maxLength: 256 },
+            endpoint_id: { type: "string", minLength: 1, maxLength: 256 },
+            since: { type: "string", format: "date-time" },
+            include_failed: { type: "boolean" },
+          },
+        },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const own = request.principal.role === "app" ? request.principal.appId : null;
+      const appId = q.app_id ? await resolveAppId(pool, request.principal, q.app_id) : own;
+      const endpointId =
+        q.endpoint_id && appId
+          ? await resolveEndpointId(pool, appId, q.endpoint_id)
+          : q.endpoint_id;
+      const endpoints = await requeuePlan(pool, {
+        endpointId,
+        since: timeInput(q.since, "since") ?? undefined,
+        appId,
+        includeFailed: q.include_failed,
+      });
+      return { total: endpoints.reduce((n, e) => n + e.deliveries, 0), endpoints };
+    },
+  );
+}

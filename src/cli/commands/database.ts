@@ -1,0 +1,70 @@
+/**
+ * migrate, db-url: the two commands that work on the database itself rather than through
+ * the API. `migrate` loads the database layer only when it runs.
+ */
+import type { Command } from "commander";
+import { loadClientConfig, loadConfig } from "../../config.ts";
+import {
+  clusterDirOf,
+  embeddedUrl,
+  maskPassword,
+  readEmbeddedState,
+  runningPort,
+} from "../../db/embedded-state.ts";
+import { ConfigError } from "../../errors.ts";
+
+/** The connection string of the database hookrelay uses here; throws when there is none. */
+export async function databaseUrl(): Promise<string> {
+  const config = loadClientConfig();
+  if (config.databaseUrl) return config.databaseUrl;
+  const state = await readEmbeddedState(config.dataDir);
+  if (!state) {
+    throw new ConfigError(
+      `no embedded database in ${config.dataDir} yet: start hookrelay once with \`npm start\``,
+    );
+  }
+  const port = await runningPort(clusterDirOf(config.dataDir));
+  if (port === undefined) {
+    throw new ConfigError(
+      `the embedded database in ${config.dataDir} is not running (its port is chosen when it starts): start hookrelay with \`npm start\``,
+    );
+  }
+  return embeddedUrl(state, port);
+}
+
+export function registerDatabaseCommands(program: Command): void {
+  program
+    .command("migrate")
+    .description("apply database migrations and exit")
+    .action(async () => {
+      const [{ makeLogger }, { makeRedactor }, { openDatabase }, { migrate }] = await Promise.all([
+        import("../../logger.ts"),
+        import("../../security/redact.ts"),
+        import("../../runtime.ts"),
+        import("../../db/migrate.ts"),
+      ]);
+      const config = loadConfig();
+      const logger = makeLogger(config.logLevel, makeRedactor(config.sensitiveFields));
+      const { pool, embedded } = await openDatabase(config, logger);
+      try {
+        const applied = await migrate(pool);
+        process.stdout.write(
+          applied.length ? `applied: ${applied.join(", ")}\n` : "schema up to date\n",
+        );
+      } finally {
+        await pool.end();
+        await embedded?.stop();
+      }
+    });
+
+  program
+    .command("db-url")
+    .description(
+      "print the PostgreSQL connection string (of the running embedded database, or DATABASE_URL), e.g. for the outbox library",
+    )
+    .option("--masked", "with the password replaced by ****")
+    .action(async (o: { masked?: boolean }) => {
+      const url = await databaseUrl();
+      process.stdout.write(`${o.masked ? maskPassword(url) : url}\n`);
+    });
+}

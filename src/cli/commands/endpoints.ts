@@ -1,0 +1,196 @@
+/**
+ * endpoint add | list | update | disable | enable | delete | rotate-secret. The delivery
+ * policy of an endpoint (timeout, retries, in-flight cap, circuit, rate limits) is set
+ * with the same flags on `add` and `update`; on `update`, `default` clears one.
+ */
+import { type Command, InvalidArgumentError } from "commander";
+import { durationArg, enc, headerArg, intArg, list, orDefault } from "../args.ts";
+import { ExitCode, type OutputOptions, print, table } from "../output.ts";
+import { onServer, serverCommand } from "../server-command.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: API responses are rendered field by field
+type Json = any;
+
+/** flag, API field, parser, help */
+const POLICY: ReadonlyArray<readonly [string, string, (v: string) => number, string]> = [
+  ["--timeout <duration>", "timeoutMs", durationArg, "deadline of one attempt (15s, 500ms)"],
+  ["--max-attempts <n>", "maxAttempts", intArg, "attempts before a dead letter"],
+  ["--retry-base <duration>", "retryBaseMs", durationArg, "base of the retry backoff"],
+  ["--retry-cap <duration>", "retryCapMs", durationArg, "longest wait between attempts"],
+  ["--max-in-flight <n>", "maxInFlight", intArg, "requests to it at once, across workers"],
+  [
+    "--failure-threshold <n>",
+    "failureThreshold",
+    intArg,
+    "failures in a row that open the circuit",
+  ],
+  ["--cooldown <duration>", "cooldownMs", durationArg, "first wait of an open circuit"],
+  ["--rate-per-second <n>", "ratePerSecond", intArg, "most deliveries per second"],
+  ["--rate-per-minute <n>", "ratePerMinute", intArg, "most deliveries per minute"],
+  ["--rate-per-hour <n>", "ratePerHour", intArg, "most deliveries per hour"],
+];
+
+/** camelCase of a flag: --max-in-flight -> maxInFlight (commander's option key) */
+const optionKey = (flag: string) =>
+  flag
+    .split(" ")[0]!
+    .slice(2)
+    .replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+
+function withEndpointFields(c: Command, update: boolean): Command {
+  c.option("--event-types <types>", "comma-separated event types (default: all)", list)
+    .option("--uid <uid>", "your own identifier for it")
+    .option("--description <text>", "a note for people")
+    .option("--header <name=value>", "a header sent with every delivery (repeatable)", headerArg);
+  for (const [flag, , parse, help] of POLICY) {
+    c.option(
+      flag,
+      update ? `${help} ("default" resets it)` : help,
+      update ? orDefault(parse) : parse,
+    );
+  }
+  return c;
+}
+
+function endpointBody(o: Record<string, unknown>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (o.endpointUrl !== undefined) body.url = o.endpointUrl;
+  if (o.eventTypes !== undefined) body.eventTypes = o.eventTypes;
+  if (o.uid !== undefined) body.uid = o.uid;
+  if (o.description !== undefined) body.description = o.description;
+  if (o.header !== undefined) body.headers = o.header;
+  for (const [flag, field] of POLICY) {
+    const v = o[optionKey(flag)];
+    if (v !== undefined) body[field] = v;
+  }
+  return body;
+}
+
+export function registerEndpointCommands(program: Command): void {
+  const endpoint = program
+    .command("endpoint")
+    .description("endpoints of an application: add, list, update, disable, enable, delete");
+
+  withEndpointFields(
+    serverCommand(endpoint, "add <app> <url>", "add an endpoint; prints its signing secret"),
+    false,
+  ).action(
+    onServer(async (server, appId: string, url: string, o: OutputOptions) => {
+      const e: Json = await server.call("POST", `/api/v1/app/${enc(appId)}/endpoint`, {
+        ...endpointBody(o as Record<string, unknown>),
+        url,
+      });
+      const secret: Json = await server.call(
+        "GET",
+        `/api/v1/app/${enc(appId)}/endpoint/${e.id}/secret`,
+      );
+      print(
+        o,
+        { ...e, secret: secret.key },
+        () => `created ${e.id}\nsigning secret: ${secret.key}`,
+      );
+      return ExitCode.ok;
+    }),
+  );
+
+  serverCommand(endpoint, "list <app>", "the endpoints of an application").action(
+    onServer(async (server, appId: string, o: OutputOptions) => {
+      const page: Json = await server.call("GET", `/api/v1/app/${enc(appId)}/endpoint?limit=250`);
+      print(o, page.data, () =>
+        table(
+          ["id", "uid", "url", "event types", "disabled"],
+          page.data.map((e: Json) => [
+            e.id,
+            e.uid,
+            e.url,
+            e.eventTypes?.join(",") ?? "all",
+            e.disabled ? (e.disabledReason ?? "yes") : "no",
+          ]),
+        ),
+      );
+      return ExitCode.ok;
+    }),
+  );
+
+  withEndpointFields(
+    serverCommand(
+      endpoint,
+      "update <app> <endpoint>",
+      "change an endpoint's URL, filters or policy",
+    ),
+    true,
+  )
+    .option("--endpoint-url <url>", "where deliveries go (--url names the hookrelay server)")
+    .action(
+      onServer(async (server, appId: string, ep: string, o: OutputOptions) => {
+        const body = endpointBody(o as Record<string, unknown>);
+        if (Object.keys(body).length === 0)
+          throw new InvalidArgumentError("nothing to change: give at least one field flag");
+        const e: Json = await server.call(
+          "PATCH",
+          `/api/v1/app/${enc(appId)}/endpoint/${enc(ep)}`,
+          body,
+        );
+        print(o, e, () => `updated ${e.id}`);
+        return ExitCode.ok;
+      }),
+    );
+
+  for (const [verb, disabled] of [
+    ["disable", true],
+    ["enable", false],
+  ] as const) {
+    serverCommand(
+      endpoint,
+      `${verb} <app> <endpoint>`,
+      disabled ? "stop deliveries to an endpoint (they wait)" : "resume deliveries to an endpoint",
+    ).action(
+      onServer(async (server, appId: string, ep: string, o: OutputOptions) => {
+        const e: Json = await server.call(
+          "PATCH",
+          `/api/v1/app/${enc(appId)}/endpoint/${enc(ep)}`,
+          {
+            disabled,
+          },
+        );
+        print(o, e, () => `${e.id} ${disabled ? "disabled" : "enabled"}`);
+        return ExitCode.ok;
+      }),
+    );
+  }
+
+  serverCommand(endpoint, "delete <app> <endpoint>", "delete an endpoint and its delivery history")
+    .option("--yes", "confirm: this cannot be undone")
+    .action(
+      onServer(async (server, appId: string, ep: string, o: OutputOptions & { yes?: boolean }) => {
+        if (!o.yes) {
+          throw new InvalidArgumentError(
+            `deleting ${ep} removes its deliveries and attempts for good; add --yes to confirm`,
+          );
+        }
+        await server.call("DELETE", `/api/v1/app/${enc(appId)}/endpoint/${enc(ep)}`);
+        print(o, { deleted: ep }, () => `deleted ${ep}`);
+        return ExitCode.ok;
+      }),
+    );
+
+  serverCommand(
+    endpoint,
+    "rotate-secret <app> <endpoint>",
+    "a new signing secret; the old one keeps signing for the grace period",
+  )
+    .option("--grace <seconds>", "how long the old secret keeps signing", intArg)
+    .action(
+      onServer(async (server, appId: string, ep: string, o: OutputOptions & { grace?: number }) => {
+        const base = `/api/v1/app/${enc(appId)}/endpoint/${enc(ep)}/secret`;
+        await server.call(
+          "POST",
+          `${base}/rotate`,
+          o.grace === undefined ? {} : { gracePeriodSeconds: o.grace },
+        );
+        const s: Json = await server.call("GET", base);
+        print(o, s, () => `new signing secret: ${s.key}`);
+        return ExitCode.ok;
+      }),
+    );
+}

@@ -1,0 +1,73 @@
+/**
+ * secrets reencrypt, purge: jobs the server runs with its own keys and retention
+ * settings, slice by slice, while this command shows the progress.
+ */
+import type { Command } from "commander";
+import { ExitCode, type OutputOptions, print, table } from "../output.ts";
+import { onServer, serverCommand } from "../server-command.ts";
+
+type PurgeTotals = Record<"attempts" | "dead_letters" | "messages", number>;
+
+export function registerMaintenanceCommands(program: Command): void {
+  const secrets = program.command("secrets").description("signing secrets at rest");
+  serverCommand(
+    secrets,
+    "reencrypt",
+    "seal every signing secret under the server's HOOKRELAY_ENCRYPTION_KEY (after adding or rotating it)",
+  ).action(
+    onServer(async (server, o: OutputOptions) => {
+      let after = 0;
+      let total = 0;
+      let encrypting = false;
+      for (;;) {
+        const r = await server.call<{
+          reencrypted: number;
+          after: number;
+          done: boolean;
+          encrypting: boolean;
+        }>("POST", "/api/v1/operations/reencrypt-secrets", { after });
+        total += r.reencrypted;
+        after = r.after;
+        encrypting = r.encrypting;
+        if (!o.json) process.stderr.write(`\r${total} secrets rewritten   `);
+        if (r.done) break;
+      }
+      if (!o.json) process.stderr.write("\n");
+      print(o, { reencrypted: total, encrypted: encrypting }, () =>
+        encrypting
+          ? `${total} secrets sealed under the current key`
+          : `${total} secrets stored unencrypted (the server has no HOOKRELAY_ENCRYPTION_KEY)`,
+      );
+      return ExitCode.ok;
+    }),
+  );
+
+  serverCommand(
+    program,
+    "purge",
+    "apply the server's retention settings now (attempts, dead letters, delivered messages)",
+  ).action(
+    onServer(async (server, o: OutputOptions) => {
+      const totals: PurgeTotals = { attempts: 0, dead_letters: 0, messages: 0 };
+      for (;;) {
+        const r = await server.call<{ deleted: PurgeTotals; done: boolean }>(
+          "POST",
+          "/api/v1/operations/purge",
+          {},
+        );
+        for (const what of Object.keys(totals) as (keyof PurgeTotals)[])
+          totals[what] += r.deleted[what];
+        if (!o.json)
+          process.stderr.write(
+            `\r${Object.entries(totals)
+              .map(([what, n]) => `${what}: ${n}`)
+              .join(", ")} deleted   `,
+          );
+        if (r.done) break;
+      }
+      if (!o.json) process.stderr.write("\n");
+      print(o, totals, () => table(["what", "deleted"], Object.entries(totals)));
+      return ExitCode.ok;
+    }),
+  );
+}

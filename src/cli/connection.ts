@@ -1,0 +1,119 @@
+/**
+ * The operator commands talk to a running hookrelay over its HTTP API, so what they show
+ * and allow is what the server answers: its SSRF allowlist, its alert thresholds, its
+ * retention and encryption keys (docs/cli.md). The server is `--url`/HOOKRELAY_URL with
+ * `--key`/HOOKRELAY_KEY, or by default the one `npm start` runs in this folder, found
+ * through `<dataDir>/cli.json`.
+ *
+ * Only Node built-ins and tiny modules are imported here: a command starts in a blink.
+ */
+import { InvalidArgumentError } from "commander";
+import { type ClientConfig, loadClientConfig } from "../config.ts";
+import { ApiError } from "../errors.ts";
+import { localCliAccessFile, readLocalCliAccess } from "../security/local-cli-access.ts";
+
+export type HttpMethod = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
+
+export interface ServerConnection {
+  /** the API's base URL */
+  url: string;
+  /** a JSON request; throws ApiError for a 4xx/5xx answer */
+  call<T = unknown>(method: HttpMethod, path: string, body?: unknown): Promise<T>;
+}
+
+export interface ConnectionFlags {
+  url?: string;
+  key?: string;
+}
+
+/** How long one request may take; long jobs (purge, re-encryption) answer in slices. */
+const REQUEST_TIMEOUT_MS = 120_000;
+
+function baseUrl(raw: string, from: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new InvalidArgumentError(`${from} must be a URL such as http://127.0.0.1:8787`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new InvalidArgumentError(`${from} must be an http:// or https:// URL`);
+  return url.toString().replace(/\/+$/, "");
+}
+
+/** Resolves which server to talk to and with which key; no request is made yet. */
+export async function connect(
+  flags: ConnectionFlags,
+  config: ClientConfig = loadClientConfig(),
+): Promise<ServerConnection> {
+  const given = flags.url ?? config.serverUrl;
+  let url = given === undefined ? undefined : baseUrl(given, flags.url ? "--url" : "HOOKRELAY_URL");
+  let key = flags.key ?? config.apiKey;
+  let local = false;
+  if (!url || !key) {
+    const access = await readLocalCliAccess(config.dataDir);
+    if (access && (!url || url === baseUrl(access.url, "cli.json"))) {
+      url = baseUrl(access.url, "cli.json");
+      key ??= access.key;
+      local = true;
+    }
+  }
+  if (!url) {
+    throw new InvalidArgumentError(
+      `no hookrelay server given and none found in ${localCliAccessFile(config.dataDir)}: ` +
+        "start one here with `npm start`, or pass --url and --key (HOOKRELAY_URL, HOOKRELAY_KEY)",
+    );
+  }
+  if (!key)
+    throw new InvalidArgumentError(`no API key for ${url}: pass --key or set HOOKRELAY_KEY`);
+  const base = url;
+  const authorization = `Bearer ${key}`;
+
+  return {
+    url: base,
+    async call<T>(method: HttpMethod, path: string, body?: unknown): Promise<T> {
+      let res: Response;
+      try {
+        res = await fetch(`${base}${path}`, {
+          method,
+          headers: {
+            authorization,
+            accept: "application/json",
+            ...(body !== undefined && { "content-type": "application/json" }),
+          },
+          ...(body !== undefined && { body: JSON.stringify(body) }),
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
+      } catch (err) {
+        const reason = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+        throw new Error(
+          local
+            ? `the local hookrelay at ${base} does not answer (${reason}): is \`npm start\` running in this folder?`
+            : `cannot reach hookrelay at ${base} (${reason})`,
+          { cause: err },
+        );
+      }
+      const text = await res.text();
+      let parsed: unknown = null;
+      if (text) {
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = null;
+        }
+      }
+      if (!res.ok) {
+        const problem = (parsed ?? {}) as { code?: string; detail?: string };
+        const detail = problem.detail ?? (text.slice(0, 500) || res.statusText);
+        throw new ApiError(
+          res.status,
+          problem.code ?? `http_${res.status}`,
+          local && res.status === 401
+            ? `${detail}; the key in cli.json is no longer valid: restart \`npm start\` to renew it`
+            : detail,
+        );
+      }
+      return parsed as T;
+    },
+  };
+}
