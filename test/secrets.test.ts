@@ -2,14 +2,12 @@
  * Signing secrets (issue 5, "Signing secrets"; SPEC §2.3): rotation with a grace period in
  * which old and new secrets both sign, at most four old secrets, expiry; operator-supplied
  * secrets validated and used as given; encryption at rest (AES-256-GCM) and the
- * `hookrelay secrets reencrypt` command run as a real child process.
+ * `hookrelay secrets reencrypt` command run as a real child process against a server.
  *
  * Real PostgreSQL (one cloned database), real HTTP deliveries to a receiver on 127.0.0.1,
  * every signature checked with the `standardwebhooks` library.
  */
-import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -19,11 +17,11 @@ import { silentLogger } from "../src/logger.ts";
 import { makeSecretBox, type SecretBox } from "../src/security/secret-box.ts";
 import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
 import { makeWorker, type Worker } from "../src/worker/worker.ts";
+import { listenOnLoopback, runCli } from "./helpers/cli.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type Received, type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
 const V1 = "/api/v1";
-const ROOT = path.join(import.meta.dirname, "..");
 
 let h: Harness;
 let rx: Receiver;
@@ -400,26 +398,30 @@ describe("encryption at rest", () => {
     return w;
   }
 
-  /** `node dist/cli/main.js secrets reencrypt --json` against the test database. */
-  function reencrypt(env: Record<string, string | undefined>) {
-    return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      const clean = Object.fromEntries(
-        Object.entries(process.env).filter(([k]) => !k.startsWith("HOOKRELAY_")),
-      );
-      execFile(
-        process.execPath,
-        ["dist/cli/main.js", "secrets", "reencrypt", "--json"],
-        {
-          cwd: ROOT,
-          env: { ...clean, DATABASE_URL: h.db.url, HOOKRELAY_LOG_LEVEL: "warn", ...env },
-          timeout: 30_000,
-        },
-        (err, stdout, stderr) => {
-          const code = err ? (typeof err.code === "number" ? err.code : 1) : 0;
-          resolve({ code, stdout, stderr });
-        },
-      );
+  /**
+   * `hookrelay secrets reencrypt --json` against a server holding these keys. The CLI's
+   * own environment names a different key: the server's keys are the ones that count.
+   */
+  async function reencrypt(keys: { current: string; previous?: string }) {
+    const box = makeSecretBox(keys.current, keys.previous ? [keys.previous] : []);
+    const server = await buildApi({
+      pool: h.db.pool,
+      config: h.config,
+      logger: silentLogger,
+      secretBox: box,
     });
+    try {
+      const url = await listenOnLoopback(server);
+      return await runCli(["secrets", "reencrypt", "--json"], {
+        env: {
+          HOOKRELAY_URL: url,
+          HOOKRELAY_KEY: h.adminKey,
+          HOOKRELAY_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+        },
+      });
+    } finally {
+      await server.close();
+    }
   }
 
   const allRows = async () =>
@@ -528,10 +530,7 @@ describe("encryption at rest", () => {
     expect(before.some((r) => !r.secret.startsWith("enc:"))).toBe(true);
     expect(before.some((r) => r.secret.startsWith(`enc:v1:${keyId(key1)}:`))).toBe(true);
 
-    const res = await reencrypt({
-      HOOKRELAY_ENCRYPTION_KEY: key2,
-      HOOKRELAY_ENCRYPTION_KEY_PREVIOUS: key1,
-    });
+    const res = await reencrypt({ current: key2, previous: key1 });
     expect(res.code, res.stderr).toBe(0);
     expect(JSON.parse(res.stdout)).toEqual({ reencrypted: before.length, encrypted: true });
     const after = await allRows();
@@ -560,19 +559,18 @@ describe("encryption at rest", () => {
     }
 
     // a second run has nothing to do
-    const again = await reencrypt({
-      HOOKRELAY_ENCRYPTION_KEY: key2,
-      HOOKRELAY_ENCRYPTION_KEY_PREVIOUS: key1,
-    });
+    const again = await reencrypt({ current: key2, previous: key1 });
     expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout)).toEqual({ reencrypted: 0, encrypted: true });
   });
 
   test("without the key that sealed the rows, reencrypt fails and changes nothing", async () => {
     const before = await allRows();
-    const res = await reencrypt({ HOOKRELAY_ENCRYPTION_KEY: randomBytes(32).toString("base64") });
-    expect(res.code).not.toBe(0);
-    expect(res.stderr).toMatch(/HR_ERR_ENCRYPTION_KEY/);
+    const res = await reencrypt({ current: randomBytes(32).toString("base64") });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(
+      /^hookrelay: a secret is sealed under key [0-9a-f]{8}, which is neither HOOKRELAY_ENCRYPTION_KEY nor in HOOKRELAY_ENCRYPTION_KEY_PREVIOUS \(encryption_key_missing\)\n$/,
+    );
     // the error names a key id, never key material or a secret
     expect(res.stderr).not.toContain(key2);
     expect(res.stderr).not.toContain(s.slice(6));

@@ -1,0 +1,82 @@
+/**
+ * Runs the compiled CLI (`node dist/cli/main.js ...`) as an operator would: a child
+ * process with a clean environment plus what the test gives, stdout, stderr and exit code
+ * captured. At most a few run at once (2 cores), each is killed after 45 s.
+ */
+import { spawn } from "node:child_process";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import type { FastifyInstance } from "fastify";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const BIN = path.join(ROOT, "dist", "cli", "main.js");
+const MAX_PROCESSES = 4;
+
+export interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliOptions {
+  env?: Record<string, string | undefined>;
+  stdin?: string;
+  cwd?: string;
+}
+
+let running = 0;
+const waiting: (() => void)[] = [];
+async function slot(): Promise<() => void> {
+  if (running >= MAX_PROCESSES) await new Promise<void>((r) => waiting.push(r));
+  running++;
+  return () => {
+    running--;
+    waiting.shift()?.();
+  };
+}
+
+/** `hookrelay <args>`; resolves with its exit code and output. */
+export async function runCli(args: string[], options: CliOptions = {}): Promise<Run> {
+  const release = await slot();
+  try {
+    return await new Promise<Run>((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, ...args], {
+        cwd: options.cwd ?? ROOT,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          ...(process.env.TMPDIR && { TMPDIR: process.env.TMPDIR }),
+          HOOKRELAY_LOG_LEVEL: "warn",
+          ...options.env,
+        },
+        stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout!.on("data", (c: Buffer) => {
+        stdout += c.toString("utf8");
+      });
+      child.stderr!.on("data", (c: Buffer) => {
+        stderr += c.toString("utf8");
+      });
+      const timer = setTimeout(() => child.kill("SIGKILL"), 45_000);
+      child.on("error", reject);
+      child.on("close", (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+      if (options.stdin !== undefined) child.stdin!.end(options.stdin);
+    });
+  } finally {
+    release();
+  }
+}
+
+/** Explains a failed expectation on a run with its whole output. */
+export const show = (r: Run) => `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
+
+/** Makes an API built for inject() listen on a free loopback port; returns its base URL. */
+export async function listenOnLoopback(api: FastifyInstance): Promise<string> {
+  await api.listen({ host: "127.0.0.1", port: 0 });
+  return `http://127.0.0.1:${(api.server.address() as AddressInfo).port}`;
+}
