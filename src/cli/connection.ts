@@ -85,7 +85,8 @@ export async function connect(
           signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
         });
       } catch (err) {
-        const reason = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        const reason = cause?.code ?? cause?.message ?? (err as Error).message;
         throw new Error(
           local
             ? `the local hookrelay at ${base} does not answer (${reason}): is \`npm start\` running in this folder?`
