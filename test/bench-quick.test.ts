@@ -1,5 +1,5 @@
 /**
- * The bench's smoke mode (`npm run bench -- --quick`) runs in the test suite only to prove
+ * The bench's smoke mode (`npx hookrelay bench --quick`, the same as `npm run bench -- --quick`) runs in
  * the harness works end to end: it must exit 0 and print a table naming every scenario.
  * No figure is asserted (timings on a shared machine are not test material).
  */
@@ -25,7 +25,8 @@ function runQuickBench(): Promise<{ code: number | null; stdout: string; stderr:
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [path.join(ROOT, "bin/bench.js"), "--quick", "--no-write"],
+      // through the CLI, as `npx hookrelay bench` runs it (it starts bin/bench.js)
+      [path.join(ROOT, "dist/cli/main.js"), "bench", "--quick", "--no-write"],
       {
         cwd: ROOT,
         stdio: ["ignore", "pipe", "pipe"],

@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { listenOnLoopback } from "./helpers/cli.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 
 const run = promisify(execFile);
@@ -150,7 +151,34 @@ test("npx hookrelay --help and --version run from the installed package", async 
     env: env(),
   });
   expect(help.stdout).toMatch(/^Usage: hookrelay /);
-  for (const command of ["start", "worker", "migrate", "status", "endpoint"]) {
+  for (const command of [
+    "start",
+    "worker",
+    "migrate",
+    "db-url",
+    "status",
+    "endpoint",
+    "api-key",
+    "bench",
+  ]) {
     expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, "m"));
   }
+});
+
+test("the installed CLI talks to a server over HTTP; bench says where it lives", async () => {
+  const url = await listenOnLoopback(h.api);
+  const status = await run("npx", ["--no-install", "hookrelay", "status", "--json"], {
+    cwd: scratch,
+    env: { ...env(), HOOKRELAY_URL: url, HOOKRELAY_KEY: h.adminKey },
+  });
+  expect(JSON.parse(status.stdout)).toMatchObject({ pending: expect.any(Number) });
+  const bench = await run("npx", ["--no-install", "hookrelay", "bench"], {
+    cwd: scratch,
+    env: env(),
+  }).then(
+    () => null,
+    (err: { code: number; stderr: string }) => err,
+  );
+  expect(bench?.code).toBe(1);
+  expect(bench?.stderr).toMatch(/the benchmark ships with the source repository, not the package/);
 });

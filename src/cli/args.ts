@@ -26,11 +26,15 @@ export const durationArg = (v: string): number => {
   return Math.round(ms);
 };
 
-/** For `endpoint update`: `default` clears the setting (back to the server's default). */
+/**
+ * For `endpoint update`: `default` clears the setting (back to the server's default). The
+ * word itself is kept (commander turns a null into ""); the caller sends null for it.
+ */
+export const RESET = "default";
 export const orDefault =
   <T>(parse: (v: string) => T) =>
-  (v: string): T | null =>
-    v === "default" ? null : parse(v);
+  (v: string): T | typeof RESET =>
+    v === RESET ? RESET : parse(v);
 
 /** "2h", "30m", "7d" ago, or an ISO timestamp; as an ISO timestamp. */
 export const timeArg = (v: string): string => {

@@ -4,7 +4,7 @@
  * with the same flags on `add` and `update`; on `update`, `default` clears one.
  */
 import { type Command, InvalidArgumentError } from "commander";
-import { durationArg, enc, headerArg, intArg, list, orDefault } from "../args.ts";
+import { durationArg, enc, headerArg, intArg, list, orDefault, RESET } from "../args.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
 
@@ -61,7 +61,7 @@ function endpointBody(o: Record<string, unknown>): Record<string, unknown> {
   if (o.header !== undefined) body.headers = o.header;
   for (const [flag, field] of POLICY) {
     const v = o[optionKey(flag)];
-    if (v !== undefined) body[field] = v;
+    if (v !== undefined) body[field] = v === RESET ? null : v;
   }
   return body;
 }
