@@ -1,7 +1,8 @@
 /**
  * The bench's smoke mode (`npx hookrelay bench --quick`, the same as `npm run bench --
  * --quick`) runs in the test suite only to prove the harness works end to end: it must
- * exit 0 and print a table naming every scenario. No figure is asserted (timings on a shared machine are not test material).
+ * exit 0 and print a table naming every scenario. No figure is asserted (timings on a
+ * shared machine are not test material).
  */
 import { spawn } from "node:child_process";
 import path from "node:path";
