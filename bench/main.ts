@@ -110,6 +110,11 @@ async function main(): Promise<void> {
           runDelivery(ctx, { workers: 2, messages: n }),
         );
       }
+      if (only.has(10)) {
+        r.source1 = await step("10 throughput, 1 worker from the TypeScript source", () =>
+          runDelivery(ctx, { workers: 1, messages: n, runtime: "source" }),
+        );
+      }
       if (only.has(4)) r.latency = await step("4 latency", () => runLatency(ctx));
       if (only.has(5)) r.ingest = await step("5 ingest", () => runIngest(ctx));
       if (only.has(6)) {
@@ -186,7 +191,7 @@ async function main(): Promise<void> {
 /** Signature and durability checks over every hookrelay fast-receiver run. */
 function checks(runs: RunResult[]): string {
   const all = runs
-    .flatMap((r) => [r.hookrelay1, r.hookrelay2, r.slowHookrelay, r.isolation])
+    .flatMap((r) => [r.hookrelay1, r.hookrelay2, r.source1, r.slowHookrelay, r.isolation])
     .filter((d) => d !== undefined);
   const sum = (f: (d: (typeof all)[number]) => number) => all.reduce((n, d) => n + f(d), 0);
   if (all.length === 0) return "";

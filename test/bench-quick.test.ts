@@ -20,6 +20,7 @@ const SCENARIOS = [
   "7 isolation",
   "8 backlog",
   "9 memory",
+  "10 compiled vs source",
 ];
 
 function runQuickBench(): Promise<{ code: number | null; stdout: string; stderr: string }> {

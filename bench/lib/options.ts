@@ -59,7 +59,7 @@ const HELP = `npm run bench -- [options]
   --quick              tiny sizes, 1 run: proves the harness works (no meaningful figures)
   --runs <n>           runs per figure; each figure is the median (default 3)
   --no-write           do not write bench/results/<timestamp>.json
-  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all)
+  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-10)
   --messages <n>       scenario 3 messages (default 50000)
   --concurrency <n>    requests in flight per hookrelay worker and in the ceiling (default 1024)
   --clients <n>        scenario 5 concurrent clients (default 64)
@@ -106,13 +106,13 @@ export function parseOptions(argv: string[]): BenchOptions {
   };
   const quick = values.quick;
   const only = new Set(
-    (values.only ?? "1,2,3,4,5,6,7,8,9")
+    (values.only ?? "1,2,3,4,5,6,7,8,9,10")
       .split(",")
       .map((s) => Number(s.trim()))
-      .filter((n) => n >= 1 && n <= 9),
+      .filter((n) => n >= 1 && n <= 10),
   );
-  // 9 (memory) is sampled during 3; 7 is a ratio of 3.
-  if (only.has(9) || only.has(7)) only.add(3);
+  // 9 (memory) is sampled during 3; 7 and 10 are ratios of 3.
+  if (only.has(9) || only.has(7) || only.has(10)) only.add(3);
 
   // Chosen by the sweep (`--tune-pgboss`, see docs/performance.md): the best pg-boss 10.4.2
   // setting found with at most the same requests in flight as hookrelay (2 x 256 = 512 <= 1024).

@@ -84,14 +84,25 @@ export interface HookrelayProcess extends Child {
   url: string | null;
 }
 
+/**
+ * How a hookrelay process runs: the compiled build users run (`dist/`), or the TypeScript
+ * source through tsx, as before the build existed (scenario 10 compares the two).
+ */
+export type HookrelayRuntime = "dist" | "source";
+
 /** Starts `hookrelay worker` or `hookrelay api` against `databaseUrl`; resolves once it runs. */
 export async function startHookrelay(
   role: "worker" | "api",
   databaseUrl: string,
   env: Record<string, string> = {},
+  runtime: HookrelayRuntime = "dist",
 ): Promise<HookrelayProcess> {
   const prof = profiling.dir ? ["--cpu-prof", `--cpu-prof-dir=${profiling.dir}`] : [];
-  const args = [...HOOKRELAY_NODE_FLAGS, ...prof, path.join(REPO_ROOT, "dist/cli/main.js"), role];
+  const entry =
+    runtime === "dist"
+      ? [path.join(REPO_ROOT, "dist/cli/main.js")]
+      : ["--import", "tsx", path.join(REPO_ROOT, "src/cli/main.ts")];
+  const args = [...HOOKRELAY_NODE_FLAGS, ...prof, ...entry, role];
   const proc = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     stdio: ["ignore", "pipe", "pipe"],

@@ -22,6 +22,8 @@ export interface RunResult {
   slowPgboss?: PgBossRun;
   isolation?: DeliveryRun;
   backlog?: BacklogRun;
+  /** scenario 3's single worker, run from src/ through tsx */
+  source1?: DeliveryRun;
 }
 
 export interface Figure {
@@ -158,6 +160,19 @@ export function figures(runs: RunResult[]): Figure[] {
     "MB",
     (r) => (r.hookrelay2 ? Math.max(...r.hookrelay2.peakRssMiB) : undefined),
     atMost(300),
+  );
+  add("10 compiled vs source", "1 worker from src/ (tsx)", "/s", (r) => r.source1?.rate);
+  add("10 compiled vs source", "compiled / source", "x", (r) =>
+    vs(r.hookrelay1?.rate, r.source1?.rate),
+  );
+  add(
+    "10 compiled vs source",
+    "CPU ms / 1k deliveries: worker from src/",
+    "ms",
+    (r) => r.source1?.cpuPerThousand.ms.worker,
+  );
+  add("10 compiled vs source", "worker CPU compiled / source", "x", (r) =>
+    vs(r.hookrelay1?.cpuPerThousand.ms.worker, r.source1?.cpuPerThousand.ms.worker),
   );
   return out;
 }

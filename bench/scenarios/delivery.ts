@@ -1,6 +1,7 @@
 /**
  * hookrelay delivering a seeded backlog: scenarios 3 (throughput, 1 and 2 workers), 6 (slow
- * receiver), 7 (isolation: some endpoints hang) and 9 (peak RSS of the workers during 3).
+ * receiver), 7 (isolation: some endpoints hang), 9 (peak RSS of the workers during 3) and
+ * 10 (scenario 3's single worker run from the TypeScript source instead of dist/).
  *
  * Worker processes (`node dist/cli/main.js worker`) start first and idle; then the messages
  * and deliveries are inserted in one transaction (with the NOTIFY enqueueMessage sends), so
@@ -10,7 +11,13 @@
  */
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
 import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
-import { type HookrelayProcess, peakRssMiB, startHookrelay, stopChild } from "../lib/procs.ts";
+import {
+  type HookrelayProcess,
+  type HookrelayRuntime,
+  peakRssMiB,
+  startHookrelay,
+  stopChild,
+} from "../lib/procs.ts";
 import { createTenants, deliveryCounts, makeMessages, seedMessages } from "../lib/seed.ts";
 import { nowMs, ratePerSecond, waitUntil } from "../lib/stats.ts";
 
@@ -23,6 +30,8 @@ export interface DeliveryParams {
   hanging?: number[];
   /** every endpoint's timeoutMs (null = server default 15 s) */
   timeoutMs?: number | null;
+  /** compiled (default) or TypeScript source */
+  runtime?: HookrelayRuntime;
 }
 
 export interface DeliveryRun {
@@ -63,9 +72,12 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
     workers.push(
       ...(await Promise.all(
         Array.from({ length: p.workers }, () =>
-          startHookrelay("worker", db.url, {
-            HOOKRELAY_WORKER_CONCURRENCY: String(opts.concurrency),
-          }),
+          startHookrelay(
+            "worker",
+            db.url,
+            { HOOKRELAY_WORKER_CONCURRENCY: String(opts.concurrency) },
+            p.runtime,
+          ),
         ),
       )),
     );
