@@ -1,5 +1,5 @@
 /**
- * Alerts (issue 4): each kind (dead letters growing, oldest pending, endpoint slow, circuit
+ * Alerts (docs/operations.md): each kind (dead letters growing, oldest pending, endpoint slow, circuit
  * open, endpoint gone) raised from its condition with severity, subject, since and a
  * sentence, and near misses that raise nothing; syncAlerts keeping the alerts table
  * (raised once, resolved when the condition clears); raised and resolved alerts posted to

@@ -1,5 +1,5 @@
 /**
- * API keys (issue 5, "API keys and tenants"): the key format and its checksum, keys shown
+ * API keys (docs/security.md): the key format and its checksum, keys shown
  * once and stored hashed, admin and app-scoped keys, revocation at once, uniform failed-auth
  * answers that cost no database work for junk, and the per-key request rate limit.
  *

@@ -1,5 +1,5 @@
 /**
- * Dead letters, read (issue 4): GET /dead-letters (every field of a row; filters by app,
+ * Dead letters, read (docs/operations.md): GET /dead-letters (every field of a row; filters by app,
  * endpoint id or uid, status code, error kind and time range; cursor pagination with
  * dlv_ iterators; bad input) and GET /dead-letters/analysis (each failure pattern detected
  * from a fixture built for it, the list's filters, an outage straddling a quarter-hour).

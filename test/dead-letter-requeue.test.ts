@@ -1,5 +1,5 @@
 /**
- * Requeue of dead letters (issue 4, POST /dead-letters/requeue): one delivery (a fresh
+ * Requeue of dead letters (POST /dead-letters/requeue, docs/operations.md): one delivery (a fresh
  * attempt budget, the same message, recorded as requeued by whom and when), all dead
  * letters of one endpoint, everything that died since a time per app with and without
  * failed ones, 6,000 in one call, and release paced by the endpoint's strictest rate limit.

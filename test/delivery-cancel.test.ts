@@ -1,5 +1,5 @@
 /**
- * Cancel (issue 4, POST /deliveries/{id}/cancel): pending and awaiting-retry deliveries
+ * Cancel (POST /deliveries/{id}/cancel): pending and awaiting-retry deliveries
  * cancel; delivered, dead, in-flight and canceled ones answer 409; unknown ids 404 and an
  * app key of another app sees nothing. Then, with a worker running, requeued dead letters
  * are delivered once each while a canceled delivery never is.

@@ -1,5 +1,5 @@
 /**
- * The health summary (issue 4, GET /health/summary): pending, awaiting retry, in flight,
+ * The health summary (GET /health/summary, docs/operations.md): pending, awaiting retry, in flight,
  * dead, delivered and failed in the last hour, the oldest undelivered message and the
  * average delivery time, for the whole queue, per app (by id or uid), for an app with
  * nothing queued, and as an app-scoped key sees it.

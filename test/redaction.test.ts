@@ -1,5 +1,5 @@
 /**
- * Sensitive data (issue 5, "Sensitive data"): click ids, emails, transaction ids and card
+ * Sensitive data (docs/security.md): click ids, emails, transaction ids and card
  * numbers planted in payloads, in endpoint URLs (postback style ?cid=...) and echoed back by
  * receivers in 2xx/4xx/5xx bodies must not appear in any log line, in the attempts and
  * deliveries tables' error/response/url columns, or in what the API shows people (attempt

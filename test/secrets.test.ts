@@ -1,5 +1,5 @@
 /**
- * Signing secrets (issue 5, "Signing secrets"; SPEC §2.3): rotation with a grace period in
+ * Signing secrets (docs/delivery.md, Signing; docs/security.md): rotation with a grace period in
  * which old and new secrets both sign, at most four old secrets, expiry; operator-supplied
  * secrets validated and used as given; encryption at rest (AES-256-GCM) and the
  * `hookrelay secrets reencrypt` command run as a real child process against a server.

@@ -1,5 +1,5 @@
 /**
- * The official `svix` npm client against hookrelay on a real port (SPEC §7: setting
+ * The official `svix` npm client against hookrelay on a real port (setting
  * `serverUrl` is all a Svix user should have to change). Deliveries go to a real receiver
  * on 127.0.0.1 and are verified with `standardwebhooks` and the secret the client returned.
  *
@@ -372,7 +372,7 @@ describe("svix client against hookrelay", () => {
     expect((await svix.application.get(newUid)).name).toBe("Inline");
   });
 
-  test("eventType.list exists (SPEC §7 names event types)", async () => {
+  test("eventType.list exists (the event-type catalog)", async () => {
     const page = await svix.eventType.list();
     expect(Array.isArray(page.data)).toBe(true);
   });

@@ -75,7 +75,7 @@ export interface HttpSender {
 }
 
 export interface HttpSenderOptions {
-  /** Checks every address before connecting (SPEC §6); refused URLs fail as ssrf_blocked. */
+  /** Checks every address before connecting (docs/security.md, SSRF guard); refused URLs fail as ssrf_blocked. */
   ssrfGuard: SsrfGuard;
   /** connectionsPerOrigin: most sockets per origin. Default: no limit of its own. */
   connectionsPerOrigin?: number;

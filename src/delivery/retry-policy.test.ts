@@ -28,7 +28,7 @@ describe("retry policy", () => {
     expect(parseRetryAfter(undefined)).toBeNull();
   });
 
-  test("status classification follows SPEC §2.5", () => {
+  test("status classification follows docs/delivery.md, What is retried", () => {
     const verdict = (s: number) => classifyStatus(s).verdict;
     for (const s of [200, 201, 204, 299]) expect(verdict(s)).toBe("success");
     for (const s of [408, 425, 429, 500, 502, 503, 504, 599]) expect(verdict(s)).toBe("transient");

@@ -1,5 +1,5 @@
 /**
- * When to try again (SPEC §2.4–2.5). The classification table and the defaults are data;
+ * When to try again (docs/delivery.md, Retries and What is retried). The classification table and the defaults are data;
  * `retryDelayMs` is the one function that computes a delay.
  */
 

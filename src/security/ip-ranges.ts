@@ -1,5 +1,5 @@
 /**
- * Where webhooks may never go, as data (SPEC §6): the special-purpose ranges of the IANA
+ * Where webhooks may never go, as data (docs/security.md, SSRF guard): the special-purpose ranges of the IANA
  * IPv4/IPv6 registries that are not globally reachable, plus the IPv6 forms that carry an
  * IPv4 address inside them. `blockedReason` is the one function that applies the tables:
  *

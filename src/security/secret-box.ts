@@ -1,5 +1,5 @@
 /**
- * Encryption at rest for signing secrets (SPEC §6): AES-256-GCM from node:crypto.
+ * Encryption at rest for signing secrets (docs/security.md, Signing secrets at rest): AES-256-GCM from node:crypto.
  *
  *   stored = "enc:v1:" + keyId + ":" + base64(iv[12] | tag[16] | ciphertext)
  *

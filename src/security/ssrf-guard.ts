@@ -1,5 +1,5 @@
 /**
- * The SSRF guard (SPEC §6): endpoint URLs are typed in by strangers, so hookrelay refuses to
+ * The SSRF guard (docs/security.md): endpoint URLs are typed in by strangers, so hookrelay refuses to
  * deliver to loopback, private, link-local, metadata and other non-public addresses. It checks
  * twice:
  *
