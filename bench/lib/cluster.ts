@@ -5,7 +5,7 @@
  * database cloned from it per measured run.
  */
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -70,6 +70,8 @@ export async function startCluster(extra: string[]): Promise<Cluster> {
     settings[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
   const dataDir = await mkdtemp(path.join(tmpdir(), "hookrelay-bench-"));
+  // a throwaway folder of our own: as root, the postgres user must enter it (docs/embedded.md)
+  await chmod(dataDir, 0o755);
   const flags = Object.entries(settings).flatMap(([k, v]) => ["-c", `${k}=${v}`]);
   const db = await startEmbeddedPostgres({
     dataDir,

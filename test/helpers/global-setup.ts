@@ -2,7 +2,7 @@
  * Starts one throwaway embedded PostgreSQL for the whole run and migrates a template
  * database; each test file clones its own database from the template (fast, isolated).
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -22,6 +22,8 @@ declare module "vitest" {
 
 export default async function setup(project: TestProject) {
   const dataDir = await mkdtemp(path.join(tmpdir(), "hookrelay-test-"));
+  // a throwaway folder of our own: as root, the postgres user must enter it (docs/embedded.md)
+  await chmod(dataDir, 0o755);
   const db = await startEmbeddedPostgres({
     dataDir,
     port: 0,

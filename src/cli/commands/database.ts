@@ -5,7 +5,7 @@
 import type { Command } from "commander";
 import { loadClientConfig, loadConfig } from "../../config.ts";
 import {
-  clusterDirOf,
+  clusterDirFor,
   embeddedUrl,
   maskPassword,
   readEmbeddedState,
@@ -23,7 +23,7 @@ export async function databaseUrl(): Promise<string> {
       `no embedded database in ${config.dataDir} yet: start hookrelay once with \`npm start\``,
     );
   }
-  const port = await runningPort(clusterDirOf(config.dataDir));
+  const port = await runningPort(clusterDirFor(config.dataDir, state));
   if (port === undefined) {
     throw new ConfigError(
       `the embedded database in ${config.dataDir} is not running (its port is chosen when it starts): start hookrelay with \`npm start\``,
