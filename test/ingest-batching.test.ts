@@ -172,6 +172,7 @@ test("a long queue gets a second writer beside the first, never a third; every m
     },
   } as unknown as Pool;
   const batcher = makeEnqueueBatcher(counting, 5, { maxBatch: 5, secondWriterAt: 3 });
+  batcher.start();
   const results = await Promise.all(
     Array.from({ length: 300 }, (_, i) =>
       batcher.enqueue({ appId: app.body.id, eventType: "t", payload: `{"i":${i}}` }),
@@ -185,4 +186,32 @@ test("a long queue gets a second writer beside the first, never a third; every m
     [app.body.id],
   );
   expect(rows[0].n).toBe(300);
+});
+
+test("the batcher takes messages only between start() and stop(); stop() waits for those it took", async () => {
+  const app = await h.call("POST", "/api/v1/app", { name: "batch lifecycle" });
+  const batcher = makeEnqueueBatcher(h.db.pool, 5);
+  const message = (i: number) => ({ appId: app.body.id, eventType: "t", payload: `{"i":${i}}` });
+  await expect(batcher.enqueue(message(0))).rejects.toMatchObject({ code: "HR_ERR_NOT_RUNNING" });
+  batcher.start();
+  batcher.start();
+  const settled: string[] = [];
+  const taken = Array.from({ length: 40 }, (_, i) =>
+    batcher.enqueue(message(i + 1)).then((r) => {
+      settled.push(r.messageId);
+      return r;
+    }),
+  );
+  const stopped = batcher.stop();
+  // taken before stop(): still written; asked after it: refused
+  await expect(batcher.enqueue(message(99))).rejects.toMatchObject({ code: "HR_ERR_NOT_RUNNING" });
+  await Promise.all([stopped, batcher.stop()]);
+  expect(settled).toHaveLength(40);
+  expect((await Promise.all(taken)).every((r) => r.created)).toBe(true);
+  const { rows } = await h.db.pool.query(
+    "select count(*)::int as n from messages where app_id = $1",
+    [app.body.id],
+  );
+  expect(rows[0].n).toBe(40);
+  await batcher.stop();
 });

@@ -11,14 +11,13 @@ import { createHash, randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { buildApi } from "../src/api/server.ts";
 import { makeHttpSender } from "../src/delivery/http-sender.ts";
 import { silentLogger } from "../src/logger.ts";
 import { makeSecretBox, type SecretBox } from "../src/security/secret-box.ts";
 import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
 import { makeWorker, type Worker } from "../src/worker/worker.ts";
 import { listenOnLoopback, runCli } from "./helpers/cli.ts";
-import { type Harness, startHarness } from "./helpers/harness.ts";
+import { buildTestApi, type Harness, startHarness } from "./helpers/harness.ts";
 import { type Received, type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
 const V1 = "/api/v1";
@@ -404,7 +403,7 @@ describe("encryption at rest", () => {
    */
   async function reencrypt(keys: { current: string; previous?: string }) {
     const box = makeSecretBox(keys.current, keys.previous ? [keys.previous] : []);
-    const server = await buildApi({
+    const server = await buildTestApi({
       pool: h.db.pool,
       config: h.config,
       logger: silentLogger,
@@ -433,7 +432,7 @@ describe("encryption at rest", () => {
     }[];
 
   beforeAll(async () => {
-    api1 = await buildApi({
+    api1 = await buildTestApi({
       pool: h.db.pool,
       config: h.config,
       logger: silentLogger,
@@ -540,7 +539,7 @@ describe("encryption at rest", () => {
 
     // the new key alone opens everything, for the API and for the worker
     const box2 = makeSecretBox(key2);
-    const api2 = await buildApi({
+    const api2 = await buildTestApi({
       pool: h.db.pool,
       config: h.config,
       logger: silentLogger,
