@@ -326,14 +326,16 @@ describe("supplied secrets", () => {
     const ep = await endpoint();
     const before = { current: await currentSecret(ep), rows: await secretRows(ep.id) };
     for (const [what, key] of refused) {
+      // validation_error is 422 wherever it is answered (docs/errors.md)
       const res = await rotate(ep, { key, gracePeriodSeconds: 0 });
-      expect(res.status, what).toBe(400);
+      expect(res.status, what).toBe(422);
       expect(res.body.code, what).toBe("validation_error");
       const created = await call("POST", `${V1}/app/${ep.appId}/endpoint`, {
         url: `${rx.url}/never`,
         secret: key,
       });
-      expect(created.status, `create with ${what}`).toBe(400);
+      expect(created.status, `create with ${what}`).toBe(422);
+      expect(created.body.code, `create with ${what}`).toBe("validation_error");
     }
     // longer than any valid secret, or not a string: schema errors
     for (const key of [`whsec_${b64(96)}`, 12345, ["whsec_x"], { k: 1 }]) {
