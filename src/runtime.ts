@@ -1,7 +1,9 @@
 /**
- * Wires the long-lived parts of a hookrelay process and stops them in order:
- * stop intake (HTTP), drain the worker, close the listener and maintenance, end the pool,
- * stop the embedded database. `start` and `stop` are safe to call twice.
+ * Wires the long-lived parts of a hookrelay process, the one place that builds them (one
+ * redactor, secret box and SSRF guard per process, handed to whoever needs them), and
+ * stops them in order: stop intake (HTTP), write the messages it accepted (the enqueue
+ * batcher), drain the worker, close the listener and maintenance, end the pool, stop the
+ * embedded database. `start` and `stop` are safe to call twice.
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import { ensureFirstAdminKey, makeAuthenticator } from "./api/auth.ts";

@@ -8,9 +8,11 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Pool } from "../src/db/pool.ts";
 import { ID_PREFIX, newId } from "../src/ids.ts";
+import { silentLogger } from "../src/logger.ts";
 import { makeEnqueueBatcher } from "../src/queue/enqueue-batcher.ts";
 import { WORK_CHANNEL } from "../src/queue/work-channel.ts";
-import { type Harness, startHarness } from "./helpers/harness.ts";
+import { startRuntime } from "../src/runtime.ts";
+import { type Harness, startHarness, testConfig } from "./helpers/harness.ts";
 import { waitFor } from "./helpers/receiver.ts";
 
 let h: Harness;
@@ -214,4 +216,47 @@ test("the batcher takes messages only between start() and stop(); stop() waits f
   );
   expect(rows[0].n).toBe(40);
   await batcher.stop();
+});
+
+test("a runtime stopping while messages arrive answers each one it took, and writes it first", async () => {
+  const adminKey = "ingest-stop-admin-key";
+  const config = testConfig({ databaseUrl: h.db.url, host: "127.0.0.1", port: 0, adminKey });
+  const runtime = await startRuntime(config, { api: true, worker: false }, silentLogger);
+  try {
+    const app = await h.call("POST", "/api/v1/app", { name: "stop while sending" });
+    let answered = 0;
+    const send = async (i: number): Promise<{ status: number; id?: string }> => {
+      try {
+        const res = await fetch(`${runtime.apiUrl}/api/v1/app/${app.body.id}/msg`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${adminKey}`, "content-type": "application/json" },
+          body: JSON.stringify({ eventType: "t", payload: { i } }),
+        });
+        answered++;
+        return { status: res.status, id: ((await res.json()) as { id?: string }).id };
+      } catch {
+        return { status: 0 }; // the connection closed under the request
+      }
+    };
+    const first = await send(0);
+    expect(first.status).toBe(202);
+    // stop once the first of many concurrent requests is answered: the others are then on
+    // their way in, in a handler, or waiting for their batch
+    const sending = Array.from({ length: 100 }, (_, i) => send(i + 1));
+    while (answered < 2) await new Promise((r) => setTimeout(r, 1));
+    // and without waiting for the keep-alive timeout of connections busy when it began
+    const stopping = Date.now();
+    await runtime.stop();
+    expect(Date.now() - stopping).toBeLessThan(10_000);
+    const results = [first, ...(await Promise.all(sending))];
+    // accepted, refused while closing, or cut off: never a failure of the server's own making
+    for (const r of results) expect([0, 202, 503], JSON.stringify(r)).toContain(r.status);
+    const accepted = results.filter((r) => r.status === 202).map((r) => r.id);
+    const { rows } = await h.db.pool.query("select id from messages where id = any ($1)", [
+      accepted,
+    ]);
+    expect(rows).toHaveLength(accepted.length);
+  } finally {
+    await runtime.stop();
+  }
 });

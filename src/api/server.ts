@@ -138,6 +138,18 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     }
   });
 
+  // close() waits for every connection; one that is busy when it begins would then stay
+  // open, idle, until the keep-alive timeout (72 s). Its last answer says "close" instead.
+  let closing = false;
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    if (closing) reply.header("connection", "close");
+    done(null, payload);
+  });
+
   // PostgreSQL text cannot hold NUL, and no identifier or name needs one.
   app.addHook("onRequest", async (request) => {
     if (/%00/.test(request.url)) throw badRequest("NUL characters are not allowed in the URL");
