@@ -1,5 +1,5 @@
 /**
- * Endpoint health (SPEC §4):
+ * Endpoint health (docs/delivery.md, "Circuit breaker"):
  *   GET  /app/{appId}/endpoint/{endpointId}/health         one endpoint, latency computed now
  *   POST /app/{appId}/endpoint/{endpointId}/circuit/reset  force the circuit closed
  *   GET  /health/endpoints?state=&slow=&app_id=            every endpoint (stored figures)

@@ -1,5 +1,6 @@
 /**
- * Operations (SPEC §5), same auth as the management API; an app-scoped key sees its app only.
+ * Operations (docs/operations.md), same auth as the management API; an app-scoped key
+ * sees its app only.
  *   GET  /health/summary?app_id=
  *   GET  /alerts?app_id=
  *   GET  /dead-letters?app_id=&endpoint_id=&status_code=&error_kind=&since=&until=
