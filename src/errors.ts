@@ -23,7 +23,10 @@ export class DatabaseError extends HookRelayError {
   }
 }
 
-/** An error the API answers with its own status and `{ code, detail }` body. */
+/**
+ * An error the API answers with its own status and `{ code, detail }` body. The API builds
+ * them with api/errors.ts, whose registry gives each code its one status.
+ */
 export class ApiError extends HookRelayError {
   readonly status: number;
   /** extra response headers, e.g. Retry-After on a 429 */
@@ -43,7 +46,3 @@ export class ApiError extends HookRelayError {
     return { code: this.code, detail: this.message };
   }
 }
-
-export const notFound = (what: string) => new ApiError(404, "not_found", `${what} not found`);
-export const badRequest = (detail: string) => new ApiError(400, "validation_error", detail);
-export const conflict = (detail: string) => new ApiError(409, "conflict", detail);

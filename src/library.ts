@@ -5,7 +5,9 @@
  * woken when that transaction commits.
  */
 import { makePool, type Pool, type Queryable } from "./db/pool.ts";
+import { appIdsByIdOrUid } from "./db/queries/applications.ts";
 import { HookRelayError } from "./errors.ts";
+import { isName, NAME_RULE } from "./names.ts";
 import { type EnqueueResult, enqueueMessage } from "./queue/enqueue-message.ts";
 
 export type { EnqueueResult };
@@ -57,11 +59,8 @@ export class HookRelay {
     options: { client?: Queryable } = {},
   ): Promise<EnqueueResult> {
     const db = options.client ?? this.#pool;
-    if (!/^[a-zA-Z0-9\-_.]{1,256}$/.test(message.eventType)) {
-      throw new HookRelayError(
-        "HR_ERR_INVALID_EVENT_TYPE",
-        "eventType must be 1-256 of a-z A-Z 0-9 - _ .",
-      );
+    if (!isName(message.eventType)) {
+      throw new HookRelayError("HR_ERR_INVALID_EVENT_TYPE", `eventType must be ${NAME_RULE}`);
     }
     const payload =
       typeof message.payload === "string" ? message.payload : JSON.stringify(message.payload);
@@ -76,15 +75,12 @@ export class HookRelay {
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
       throw new HookRelayError("HR_ERR_INVALID_PAYLOAD", "payload must be a JSON object");
     }
-    const { rows } = await db.query(
-      "select id from applications where id = $1::text or uid = $1::text order by (id = $1::text) desc limit 1",
-      [app],
-    );
-    if (!rows[0]) throw new HookRelayError("HR_ERR_NOT_FOUND", `application ${app} not found`);
+    const appId = (await appIdsByIdOrUid(db, [app])).get(app);
+    if (!appId) throw new HookRelayError("HR_ERR_NOT_FOUND", `application ${app} not found`);
     return enqueueMessage(
       db,
       {
-        appId: rows[0].id,
+        appId,
         eventType: message.eventType,
         payload,
         eventId: message.eventId,

@@ -1,10 +1,12 @@
 /**
- * Wires the long-lived parts of a hookrelay process and stops them in order:
- * stop intake (HTTP), drain the worker, close the listener and maintenance, end the pool,
- * stop the embedded database. `start` and `stop` are safe to call twice.
+ * Wires the long-lived parts of a hookrelay process, the one place that builds them (one
+ * redactor, secret box and SSRF guard per process, handed to whoever needs them), and
+ * stops them in order: stop intake (HTTP), write the messages it accepted (the enqueue
+ * batcher), drain the worker, close the listener and maintenance, end the pool, stop the
+ * embedded database. `start` and `stop` are safe to call twice.
  */
 import Fastify, { type FastifyInstance } from "fastify";
-import { ensureFirstAdminKey } from "./api/auth.ts";
+import { ensureFirstAdminKey, makeAuthenticator } from "./api/auth.ts";
 import { localClientUrl, provideLocalCliAccess } from "./api/local-cli-key.ts";
 import { registerMetricsRoute } from "./api/routes/health.ts";
 import { buildApi } from "./api/server.ts";
@@ -26,7 +28,8 @@ import {
 } from "./ops/maintenance.ts";
 import { makeMetrics } from "./ops/metrics.ts";
 import { purgeExpired } from "./ops/retention.ts";
-import { makeRedactor } from "./security/redact.ts";
+import { type EnqueueBatcher, makeEnqueueBatcher } from "./queue/enqueue-batcher.ts";
+import { makeRedactor, type Redactor } from "./security/redact.ts";
 import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
 import { makeWorkListener, type WorkListener } from "./worker/work-listener.ts";
@@ -69,7 +72,11 @@ export async function openDatabase(config: Config, logger: Logger) {
 }
 
 /** The periodic housekeeping every deployment runs (in one process at a time). */
-export function maintenanceTasks(config: Config, secretBox: SecretBox): MaintenanceTask[] {
+export function maintenanceTasks(
+  config: Config,
+  secretBox: SecretBox,
+  redactor: Redactor,
+): MaintenanceTask[] {
   const every = config.worker.maintenanceIntervalMs;
   return [
     {
@@ -98,7 +105,6 @@ export function maintenanceTasks(config: Config, secretBox: SecretBox): Maintena
       everyMs: every,
       async run(pool) {
         const changes = await syncAlerts(pool, config);
-        const redactor = makeRedactor(config.sensitiveFields);
         for (const a of [...changes.raised, ...changes.resolved])
           a.message = redactor.text(a.message);
         if (config.alerts.webhookUrl) {
@@ -118,6 +124,7 @@ export function maintenanceTasks(config: Config, secretBox: SecretBox): Maintena
 export async function startRuntime(config: Config, roles: Roles, logger: Logger): Promise<Runtime> {
   const { pool, connectionString, embedded } = await openDatabase(config, logger);
   let api: FastifyInstance | null = null;
+  let batcher: EnqueueBatcher | null = null;
   let worker: Worker | null = null;
   let listener: WorkListener | null = null;
   let maintenance: Maintenance | null = null;
@@ -127,6 +134,8 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
 
   async function stopAll(): Promise<void> {
     await api?.close();
+    // after the API: requests still running have handed it their messages
+    await batcher?.stop();
     await metricsServer?.close();
     await worker?.stop();
     await listener?.stop();
@@ -140,6 +149,8 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
     // Built first: a malformed HOOKRELAY_SSRF_ALLOWLIST stops the process at start.
     const ssrfGuard = makeSsrfGuard({ allowlist: config.ssrfAllowlist });
     const secretBox = makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious);
+    // one per process: the API, the worker and the alerts all mask with it
+    const redactor = makeRedactor(config.sensitiveFields);
     if (!secretBox.encrypting) {
       logger.warn(
         "HOOKRELAY_ENCRYPTION_KEY is not set: endpoint signing secrets are stored unencrypted",
@@ -157,7 +168,19 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
     });
     if (roles.api) {
       if (!config.adminKey) generatedAdminKey = await ensureFirstAdminKey(pool);
-      api = await buildApi({ pool, config, logger, ssrfGuard, metrics, secretBox });
+      batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts);
+      batcher.start();
+      api = await buildApi({
+        pool,
+        config,
+        logger,
+        ssrfGuard,
+        secretBox,
+        redactor,
+        batcher,
+        metrics,
+        authenticate: makeAuthenticator(pool, config.adminKey),
+      });
       await api.listen({ host: config.host, port: config.port });
       const address = api.server.address();
       const port = typeof address === "object" && address ? address.port : config.port;
@@ -183,7 +206,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         onResults: (results) => metrics.recordResults(results),
         onClaim: (size) => metrics.recordClaim(size),
         secretBox,
-        redactor: makeRedactor(config.sensitiveFields),
+        redactor,
       });
       worker = w;
       listener = makeWorkListener({ connectionString, onWork: () => w.wake(), logger });
@@ -193,7 +216,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         pool,
         logger: logger.child({ component: "maintenance" }),
         intervalMs: Math.min(config.worker.maintenanceIntervalMs, config.health.statsIntervalMs),
-        tasks: maintenanceTasks(config, secretBox),
+        tasks: maintenanceTasks(config, secretBox, redactor),
       });
       maintenance.start();
     }

@@ -16,6 +16,7 @@ import { loadConfig } from "../src/config.ts";
 import { refreshLatencyStats } from "../src/health/latency-stats.ts";
 import { syncAlerts } from "../src/ops/alerts.ts";
 import { maintenanceTasks } from "../src/runtime.ts";
+import { makeRedactor } from "../src/security/redact.ts";
 import { makeSecretBox } from "../src/security/secret-box.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
@@ -261,7 +262,10 @@ describe("alerts", () => {
       alerts: { ...h.config.alerts, webhookUrl: `${rx.url}/operator/alerts` },
     };
     const secretBox = makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious);
-    const alertsTask = maintenanceTasks(config, secretBox).find((t) => t.name === "alerts")!;
+    const redactor = makeRedactor(config.sensitiveFields);
+    const alertsTask = maintenanceTasks(config, secretBox, redactor).find(
+      (t) => t.name === "alerts",
+    )!;
     expect(alertsTask).toBeDefined();
     const worker = h.startWorker();
     try {

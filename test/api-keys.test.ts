@@ -10,12 +10,17 @@ import { createHash, randomBytes } from "node:crypto";
 import fc from "fast-check";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { buildApi } from "../src/api/server.ts";
 import { loadConfig } from "../src/config.ts";
 import type { Pool } from "../src/db/pool.ts";
 import { silentLogger } from "../src/logger.ts";
 import { checkApiKey, generateApiKey } from "../src/security/api-key-format.ts";
-import { type CallResult, type Harness, startHarness, testConfig } from "./helpers/harness.ts";
+import {
+  buildTestApi,
+  type CallResult,
+  type Harness,
+  startHarness,
+  testConfig,
+} from "./helpers/harness.ts";
 
 const V1 = "/api/v1";
 const KEY_SHAPE = /^hr_(admin|app)_[0-9A-Za-z]{38}$/;
@@ -86,7 +91,11 @@ async function createKey(body: Record<string, unknown>) {
 
 beforeAll(async () => {
   h = await startHarness();
-  api = await buildApi({ pool: countingPool(h.db.pool), config: h.config, logger: silentLogger });
+  api = await buildTestApi({
+    pool: countingPool(h.db.pool),
+    config: h.config,
+    logger: silentLogger,
+  });
   const uid = `keys-a-${randomBytes(3).toString("hex")}`;
   const app = await req("POST", `${V1}/app`, { body: { name: "key tenant", uid } });
   appA = { id: app.body.id, uid };
@@ -390,7 +399,7 @@ describe("per-key request rate limit", () => {
   });
 
   test("beyond the limit: 429 with Retry-After for that key only; the key recovers after the wait", async () => {
-    const limited = await buildApi({
+    const limited = await buildTestApi({
       pool: h.db.pool,
       config: testConfig({ databaseUrl: h.db.url, apiRateLimitPerSecond: 5 }),
       logger: silentLogger,
@@ -439,7 +448,7 @@ describe("per-key request rate limit", () => {
   });
 
   test("0 turns the limit off", async () => {
-    const unlimited = await buildApi({
+    const unlimited = await buildTestApi({
       pool: h.db.pool,
       config: testConfig({ databaseUrl: h.db.url, apiRateLimitPerSecond: 0 }),
       logger: silentLogger,

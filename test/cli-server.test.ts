@@ -11,12 +11,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { LOCAL_CLI_KEY_NAME, provideLocalCliAccess } from "../src/api/local-cli-key.ts";
-import { buildApi } from "../src/api/server.ts";
 import { silentLogger } from "../src/logger.ts";
 import { readLocalCliAccess, writeLocalCliAccess } from "../src/security/local-cli-access.ts";
 import { listenOnLoopback, runCli, show } from "./helpers/cli.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
-import { testConfig } from "./helpers/harness.ts";
+import { buildTestApi, testConfig } from "./helpers/harness.ts";
 import { type HookrelayProcess, isRunning, killAll, spawnHookrelay } from "./helpers/processes.ts";
 import { waitFor } from "./helpers/receiver.ts";
 
@@ -133,7 +132,7 @@ describe("one configuration: the server's", () => {
   });
 
   test("and a server without the allowlist refuses the URL, whatever the CLI's shell allows", async () => {
-    const strict = await buildApi({
+    const strict = await buildTestApi({
       pool: db.pool,
       config: testConfig({ databaseUrl: db.url, ssrfAllowlist: [], adminKey }),
       logger: silentLogger,
@@ -157,7 +156,7 @@ describe("the local server, found through cli.json", () => {
   test("npm start's key is written 0600, reused while valid, replaced once revoked", async () => {
     const data = path.join(dir, "local");
     await mkdir(data);
-    const server = await buildApi({
+    const server = await buildTestApi({
       pool: db.pool,
       config: testConfig({ databaseUrl: db.url }),
       logger: silentLogger,

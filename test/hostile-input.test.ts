@@ -14,9 +14,8 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { buildApi } from "../src/api/server.ts";
 import { silentLogger } from "../src/logger.ts";
-import { type Harness, startHarness, testConfig } from "./helpers/harness.ts";
+import { buildTestApi, type Harness, startHarness, testConfig } from "./helpers/harness.ts";
 import { discoverRoutes } from "./helpers/routes.ts";
 
 const V1 = "/api/v1";
@@ -1096,7 +1095,7 @@ describe("request body limit", () => {
   });
 
   test("a configured smaller limit (HOOKRELAY_BODY_LIMIT_BYTES) is enforced the same way", async () => {
-    const small = await buildApi({
+    const small = await buildTestApi({
       pool: h.db.pool,
       config: testConfig({ databaseUrl: h.db.url, bodyLimitBytes: 2048 }),
       logger: silentLogger,

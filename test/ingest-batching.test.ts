@@ -8,9 +8,11 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Pool } from "../src/db/pool.ts";
 import { ID_PREFIX, newId } from "../src/ids.ts";
+import { silentLogger } from "../src/logger.ts";
 import { makeEnqueueBatcher } from "../src/queue/enqueue-batcher.ts";
 import { WORK_CHANNEL } from "../src/queue/work-channel.ts";
-import { type Harness, startHarness } from "./helpers/harness.ts";
+import { startRuntime } from "../src/runtime.ts";
+import { type Harness, startHarness, testConfig } from "./helpers/harness.ts";
 import { waitFor } from "./helpers/receiver.ts";
 
 let h: Harness;
@@ -172,6 +174,7 @@ test("a long queue gets a second writer beside the first, never a third; every m
     },
   } as unknown as Pool;
   const batcher = makeEnqueueBatcher(counting, 5, { maxBatch: 5, secondWriterAt: 3 });
+  batcher.start();
   const results = await Promise.all(
     Array.from({ length: 300 }, (_, i) =>
       batcher.enqueue({ appId: app.body.id, eventType: "t", payload: `{"i":${i}}` }),
@@ -185,4 +188,75 @@ test("a long queue gets a second writer beside the first, never a third; every m
     [app.body.id],
   );
   expect(rows[0].n).toBe(300);
+});
+
+test("the batcher takes messages only between start() and stop(); stop() waits for those it took", async () => {
+  const app = await h.call("POST", "/api/v1/app", { name: "batch lifecycle" });
+  const batcher = makeEnqueueBatcher(h.db.pool, 5);
+  const message = (i: number) => ({ appId: app.body.id, eventType: "t", payload: `{"i":${i}}` });
+  await expect(batcher.enqueue(message(0))).rejects.toMatchObject({ code: "HR_ERR_NOT_RUNNING" });
+  batcher.start();
+  batcher.start();
+  const settled: string[] = [];
+  const taken = Array.from({ length: 40 }, (_, i) =>
+    batcher.enqueue(message(i + 1)).then((r) => {
+      settled.push(r.messageId);
+      return r;
+    }),
+  );
+  const stopped = batcher.stop();
+  // taken before stop(): still written; asked after it: refused
+  await expect(batcher.enqueue(message(99))).rejects.toMatchObject({ code: "HR_ERR_NOT_RUNNING" });
+  await Promise.all([stopped, batcher.stop()]);
+  expect(settled).toHaveLength(40);
+  expect((await Promise.all(taken)).every((r) => r.created)).toBe(true);
+  const { rows } = await h.db.pool.query(
+    "select count(*)::int as n from messages where app_id = $1",
+    [app.body.id],
+  );
+  expect(rows[0].n).toBe(40);
+  await batcher.stop();
+});
+
+test("a runtime stopping while messages arrive answers each one it took, and writes it first", async () => {
+  const adminKey = "ingest-stop-admin-key";
+  const config = testConfig({ databaseUrl: h.db.url, host: "127.0.0.1", port: 0, adminKey });
+  const runtime = await startRuntime(config, { api: true, worker: false }, silentLogger);
+  try {
+    const app = await h.call("POST", "/api/v1/app", { name: "stop while sending" });
+    let answered = 0;
+    const send = async (i: number): Promise<{ status: number; id?: string }> => {
+      try {
+        const res = await fetch(`${runtime.apiUrl}/api/v1/app/${app.body.id}/msg`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${adminKey}`, "content-type": "application/json" },
+          body: JSON.stringify({ eventType: "t", payload: { i } }),
+        });
+        answered++;
+        return { status: res.status, id: ((await res.json()) as { id?: string }).id };
+      } catch {
+        return { status: 0 }; // the connection closed under the request
+      }
+    };
+    const first = await send(0);
+    expect(first.status).toBe(202);
+    // stop once the first of many concurrent requests is answered: the others are then on
+    // their way in, in a handler, or waiting for their batch
+    const sending = Array.from({ length: 100 }, (_, i) => send(i + 1));
+    while (answered < 2) await new Promise((r) => setTimeout(r, 1));
+    // and without waiting for the keep-alive timeout of connections busy when it began
+    const stopping = Date.now();
+    await runtime.stop();
+    expect(Date.now() - stopping).toBeLessThan(10_000);
+    const results = [first, ...(await Promise.all(sending))];
+    // accepted, refused while closing, or cut off: never a failure of the server's own making
+    for (const r of results) expect([0, 202, 503], JSON.stringify(r)).toContain(r.status);
+    const accepted = results.filter((r) => r.status === 202).map((r) => r.id);
+    const { rows } = await h.db.pool.query("select id from messages where id = any ($1)", [
+      accepted,
+    ]);
+    expect(rows).toHaveLength(accepted.length);
+  } finally {
+    await runtime.stop();
+  }
 });

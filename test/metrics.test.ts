@@ -5,13 +5,18 @@
  * maintenance) on its own test database.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { buildApi } from "../src/api/server.ts";
 import { silentLogger } from "../src/logger.ts";
 import { makeMetrics } from "../src/ops/metrics.ts";
 import type { DeliveryResult } from "../src/queue/record-results.ts";
 import { type Runtime, startRuntime } from "../src/runtime.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
-import { type CallResult, type Harness, startHarness, testConfig } from "./helpers/harness.ts";
+import {
+  buildTestApi,
+  type CallResult,
+  type Harness,
+  startHarness,
+  testConfig,
+} from "./helpers/harness.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
 const V1 = "/api/v1";
@@ -245,7 +250,7 @@ describe("queue-wide gauges from a seeded database", () => {
   });
 
   test("with a metrics token: 401 without it or with anything else, 200 with it", async () => {
-    const api = await buildApi({
+    const api = await buildTestApi({
       pool: h.db.pool,
       config: { ...h.config, metricsToken: "m3trics-t0ken" },
       logger: silentLogger,

@@ -8,6 +8,7 @@ import type { RetentionConfig } from "../src/config.ts";
 import type { Pool } from "../src/db/pool.ts";
 import { type PurgeProgress, purgeExpired } from "../src/ops/retention.ts";
 import { maintenanceTasks } from "../src/runtime.ts";
+import { makeRedactor } from "../src/security/redact.ts";
 import { makeSecretBox } from "../src/security/secret-box.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
@@ -297,6 +298,7 @@ describe("purgeExpired removes exactly what is past its age", () => {
     const task = maintenanceTasks(
       config,
       makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
+      makeRedactor(config.sensitiveFields),
     ).find((x) => x.name === "retention")!;
     await task.run(pool);
     const ids = (

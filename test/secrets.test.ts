@@ -11,14 +11,13 @@ import { createHash, randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { buildApi } from "../src/api/server.ts";
 import { makeHttpSender } from "../src/delivery/http-sender.ts";
 import { silentLogger } from "../src/logger.ts";
 import { makeSecretBox, type SecretBox } from "../src/security/secret-box.ts";
 import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
 import { makeWorker, type Worker } from "../src/worker/worker.ts";
 import { listenOnLoopback, runCli } from "./helpers/cli.ts";
-import { type Harness, startHarness } from "./helpers/harness.ts";
+import { buildTestApi, type Harness, startHarness } from "./helpers/harness.ts";
 import { type Received, type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
 const V1 = "/api/v1";
@@ -327,14 +326,16 @@ describe("supplied secrets", () => {
     const ep = await endpoint();
     const before = { current: await currentSecret(ep), rows: await secretRows(ep.id) };
     for (const [what, key] of refused) {
+      // validation_error is 422 wherever it is answered (docs/errors.md)
       const res = await rotate(ep, { key, gracePeriodSeconds: 0 });
-      expect(res.status, what).toBe(400);
+      expect(res.status, what).toBe(422);
       expect(res.body.code, what).toBe("validation_error");
       const created = await call("POST", `${V1}/app/${ep.appId}/endpoint`, {
         url: `${rx.url}/never`,
         secret: key,
       });
-      expect(created.status, `create with ${what}`).toBe(400);
+      expect(created.status, `create with ${what}`).toBe(422);
+      expect(created.body.code, `create with ${what}`).toBe("validation_error");
     }
     // longer than any valid secret, or not a string: schema errors
     for (const key of [`whsec_${b64(96)}`, 12345, ["whsec_x"], { k: 1 }]) {
@@ -404,7 +405,7 @@ describe("encryption at rest", () => {
    */
   async function reencrypt(keys: { current: string; previous?: string }) {
     const box = makeSecretBox(keys.current, keys.previous ? [keys.previous] : []);
-    const server = await buildApi({
+    const server = await buildTestApi({
       pool: h.db.pool,
       config: h.config,
       logger: silentLogger,
@@ -433,7 +434,7 @@ describe("encryption at rest", () => {
     }[];
 
   beforeAll(async () => {
-    api1 = await buildApi({
+    api1 = await buildTestApi({
       pool: h.db.pool,
       config: h.config,
       logger: silentLogger,
@@ -540,7 +541,7 @@ describe("encryption at rest", () => {
 
     // the new key alone opens everything, for the API and for the worker
     const box2 = makeSecretBox(key2);
-    const api2 = await buildApi({
+    const api2 = await buildTestApi({
       pool: h.db.pool,
       config: h.config,
       logger: silentLogger,

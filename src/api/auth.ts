@@ -11,9 +11,15 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import { makeBatchLoader } from "../db/batch-loader.ts";
 import type { Queryable } from "../db/pool.ts";
-import { ApiError, notFound } from "../errors.ts";
+import {
+  type ApiKeyRow,
+  activeKeysByHash,
+  hasActiveAdminKey,
+  insertApiKey,
+} from "../db/queries/api-keys.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
 import { checkApiKey, generateApiKey } from "../security/api-key-format.ts";
+import { apiError, notFound } from "./errors.ts";
 
 export type Principal =
   | { role: "admin"; keyId: string }
@@ -28,23 +34,16 @@ declare module "fastify" {
 export const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
 
 const unauthorized = () =>
-  new ApiError(401, "unauthorized", "missing or invalid API key (Authorization: Bearer <key>)");
+  apiError("unauthorized", "missing or invalid API key (Authorization: Bearer <key>)");
 
-/** Resolves the request's principal or throws 401. */
-export function makeAuthenticator(db: Queryable, envAdminKey: string | undefined) {
+/** Who is asking: the request's principal, or a thrown 401. */
+export type Authenticate = (request: FastifyRequest) => Promise<Principal>;
+
+/** Bearer-key authentication against the stored keys and HOOKRELAY_ADMIN_KEY. */
+export function makeAuthenticator(db: Queryable, envAdminKey: string | undefined): Authenticate {
   const envHash = envAdminKey ? Buffer.from(hashKey(envAdminKey), "hex") : null;
   // Concurrent requests' key lookups share one query (no caching: revocation is immediate).
-  const keys = makeBatchLoader<string, { id: string; role: string; app_id: string | null }>(
-    async (hashes) => {
-      const { rows } = await db.query({
-        name: "hookrelay_auth_keys",
-        text: `select key_hash, id, role, app_id from api_keys
-             where key_hash = any ($1::text[]) and revoked_at is null`,
-        values: [hashes],
-      });
-      return new Map(rows.map((r) => [r.key_hash, r]));
-    },
-  );
+  const keys = makeBatchLoader((hashes: string[]) => activeKeysByHash(db, hashes));
   return async function authenticate(request: FastifyRequest): Promise<Principal> {
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
@@ -68,27 +67,26 @@ export function assertAppAccess(principal: Principal, appId: string): void {
   if (principal.role === "app" && principal.appId !== appId) throw notFound("application");
 }
 
-/** Creates an API key; returns the key itself, which is never stored. */
+/** Creates an API key; returns its row and the key itself, which is never stored. */
 export async function createApiKey(
   db: Queryable,
   options: { role: "admin" } | { role: "app"; appId: string },
   name = "",
-): Promise<{ id: string; key: string }> {
+): Promise<ApiKeyRow & { key: string }> {
   const key = generateApiKey(options.role);
-  const id = newId(ID_PREFIX.apiKey);
-  await db.query(
-    `insert into api_keys (id, name, key_hash, role, app_id) values ($1::text, $2::text, $3::text, $4::text, $5::text)`,
-    [id, name, hashKey(key), options.role, options.role === "app" ? options.appId : null],
-  );
-  return { id, key };
+  const row = await insertApiKey(db, {
+    id: newId(ID_PREFIX.apiKey),
+    name,
+    hash: hashKey(key),
+    role: options.role,
+    appId: options.role === "app" ? options.appId : null,
+  });
+  return { ...row, key };
 }
 
 /** On first start (no admin key stored yet): creates one and returns it, to be printed once. */
 export async function ensureFirstAdminKey(db: Queryable): Promise<string | null> {
-  const { rows } = await db.query(
-    "select 1 from api_keys where role = 'admin' and revoked_at is null limit 1",
-  );
-  if (rows.length > 0) return null;
+  if (await hasActiveAdminKey(db)) return null;
   const { key } = await createApiKey(db, { role: "admin" }, "generated on first start");
   return key;
 }

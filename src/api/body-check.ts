@@ -5,7 +5,7 @@
  * MAX_DEPTH. The walk is iterative, so hostile nesting cannot overflow the stack. The
  * payload is stored as the raw JSON text and is exempt.
  */
-import { badRequest } from "../errors.ts";
+import { badRequest } from "./errors.ts";
 
 export const MAX_DEPTH = 64;
 

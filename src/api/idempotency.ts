@@ -7,7 +7,13 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Queryable } from "../db/pool.ts";
-import { ApiError, badRequest } from "../errors.ts";
+import {
+  releaseIdempotencyKey,
+  storedResponse,
+  storeResponse,
+  takeIdempotencyKey,
+} from "../db/queries/idempotency-keys.ts";
+import { apiError, badRequest } from "./errors.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -32,41 +38,22 @@ export function registerIdempotency(app: FastifyInstance, db: Queryable, ttlMs: 
       .update(`${request.method} ${request.url}\n`)
       .update(request.rawBody ?? "")
       .digest("hex");
+    const id = { principal, key };
     // Take the key, or take it over if the stored one has expired.
-    const taken = await db.query(
-      `insert into idempotency_keys (principal, key, request_hash)
-       values ($1::text, $2::text, $3::text)
-       on conflict (principal, key) do update
-         set request_hash = excluded.request_hash, status_code = null, response_body = null,
-             created_at = now()
-         where idempotency_keys.created_at < now() - $4::integer * interval '1 millisecond'
-            -- a first request that never finished (its process died) does not block forever
-            or (idempotency_keys.status_code is null
-                and idempotency_keys.created_at < now() - interval '60 seconds')
-       returning 1`,
-      [principal, key, requestHash, ttlMs],
-    );
-    if (taken.rowCount === 1) {
-      request.idempotency = { principal, key };
+    if (await takeIdempotencyKey(db, id, requestHash, ttlMs)) {
+      request.idempotency = id;
       return;
     }
-    const { rows } = await db.query(
-      `select request_hash, status_code, response_body from idempotency_keys
-       where principal = $1::text and key = $2::text`,
-      [principal, key],
-    );
-    const stored = rows[0];
-    if (!stored) throw new ApiError(409, "idempotency_conflict", "idempotency-key in use; retry");
+    const stored = await storedResponse(db, id);
+    if (!stored) throw apiError("idempotency_conflict", "idempotency-key in use; retry");
     if (stored.request_hash !== requestHash) {
-      throw new ApiError(
-        422,
+      throw apiError(
         "idempotency_key_reused",
         "this idempotency-key was used with a different request",
       );
     }
     if (stored.status_code === null) {
-      throw new ApiError(
-        409,
+      throw apiError(
         "idempotency_in_progress",
         "the first request with this idempotency-key is still running",
       );
@@ -80,18 +67,9 @@ export function registerIdempotency(app: FastifyInstance, db: Queryable, ttlMs: 
     const idem = request.idempotency;
     if (!idem) return payload;
     request.idempotency = undefined;
-    if (reply.statusCode >= 500) {
-      await db.query("delete from idempotency_keys where principal = $1::text and key = $2::text", [
-        idem.principal,
-        idem.key,
-      ]);
-    } else {
-      await db.query(
-        `update idempotency_keys set status_code = $3::integer, response_body = $4::text
-         where principal = $1::text and key = $2::text`,
-        [idem.principal, idem.key, reply.statusCode, typeof payload === "string" ? payload : ""],
-      );
-    }
+    if (reply.statusCode >= 500) await releaseIdempotencyKey(db, idem);
+    else
+      await storeResponse(db, idem, reply.statusCode, typeof payload === "string" ? payload : "");
     return payload;
   });
 }

@@ -3,7 +3,7 @@
  * API answers 429 with Retry-After. It keeps one runaway client from starving the others;
  * with N API processes behind a balancer the effective limit is N times this.
  */
-import { ApiError } from "../errors.ts";
+import { apiError } from "./errors.ts";
 
 export interface KeyRateLimiter {
   /** throws a 429 ApiError when the key has no token left */
@@ -30,14 +30,9 @@ export function makeKeyRateLimiter(
       b.at = t;
       if (b.tokens < 1) {
         const waitS = Math.max(1, Math.ceil((1 - b.tokens) / perSecond));
-        throw new ApiError(
-          429,
-          "rate_limited",
-          `too many requests for this API key; retry in ${waitS} s`,
-          {
-            headers: { "retry-after": String(waitS) },
-          },
-        );
+        throw apiError("rate_limited", `too many requests for this API key; retry in ${waitS} s`, {
+          headers: { "retry-after": String(waitS) },
+        });
       }
       b.tokens -= 1;
     },

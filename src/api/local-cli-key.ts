@@ -4,6 +4,7 @@
  * database was reset.
  */
 import type { Queryable } from "../db/pool.ts";
+import { isActiveAdminKey } from "../db/queries/api-keys.ts";
 import {
   type LocalCliAccess,
   readLocalCliAccess,
@@ -20,7 +21,10 @@ export async function provideLocalCliAccess(
   apiUrl: string,
 ): Promise<LocalCliAccess> {
   const existing = await readLocalCliAccess(dataDir);
-  let key = existing && (await isActiveAdminKey(db, existing)) ? existing : null;
+  let key =
+    existing && (await isActiveAdminKey(db, existing.keyId, hashKey(existing.key)))
+      ? existing
+      : null;
   if (!key) {
     const created = await createApiKey(db, { role: "admin" }, LOCAL_CLI_KEY_NAME);
     key = { url: apiUrl, key: created.key, keyId: created.id };
@@ -28,15 +32,6 @@ export async function provideLocalCliAccess(
   const access = { url: apiUrl, key: key.key, keyId: key.keyId };
   await writeLocalCliAccess(dataDir, access);
   return access;
-}
-
-async function isActiveAdminKey(db: Queryable, access: LocalCliAccess): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `select 1 from api_keys
-     where id = $1::text and key_hash = $2::text and role = 'admin' and revoked_at is null`,
-    [access.keyId, hashKey(access.key)],
-  );
-  return rowCount === 1;
 }
 
 /** The URL a client on this machine uses for a server listening on `host`. */

@@ -3,8 +3,9 @@
  * The iterator is the id of the last item of a page; `prevIterator` is the first item's
  * id prefixed with "-", which pages backwards. Ids sort by creation time.
  */
-import { badRequest } from "../errors.ts";
+import type { PageWindow } from "../db/queries/page-window.ts";
 import { looksLikeId } from "../ids.ts";
+import { badRequest } from "./errors.ts";
 
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 250;
@@ -23,6 +24,8 @@ export interface PagePlan {
   direction: "asc" | "desc";
   /** the rows come back in reverse and must be flipped (backwards paging) */
   reverse: boolean;
+  /** the rows to fetch: `limit + 1`, so toPage knows whether more follow */
+  window: PageWindow;
 }
 
 export interface Page<T> {
@@ -54,12 +57,16 @@ export function planPage(
     throw badRequest("iterator is not valid for this listing");
   }
   const forwardAsc = ascending !== backwards;
+  const limit = q.limit ?? DEFAULT_LIMIT;
+  const op = forwardAsc ? ">" : "<";
+  const direction = forwardAsc ? "asc" : "desc";
   return {
-    limit: q.limit ?? DEFAULT_LIMIT,
+    limit,
     cursor,
-    op: forwardAsc ? ">" : "<",
-    direction: forwardAsc ? "asc" : "desc",
+    op,
+    direction,
     reverse: backwards,
+    window: { cursor, op, direction, limit: limit + 1 },
   };
 }
 

@@ -1,8 +1,13 @@
-/** Looking up the app and endpoint named in a path, by id or uid, within the caller's reach. */
+/**
+ * Looking up the app and endpoint named in a path or query, by id or uid, within the
+ * caller's reach. An id always wins over a uid (db/queries/applications.ts, endpoints.ts).
+ */
 import { type BatchLoader, makeBatchLoader } from "../db/batch-loader.ts";
 import type { Queryable } from "../db/pool.ts";
-import { notFound } from "../errors.ts";
+import { appIdsByIdOrUid } from "../db/queries/applications.ts";
+import { endpointsByIdOrUid } from "../db/queries/endpoints.ts";
 import { assertAppAccess, type Principal } from "./auth.ts";
+import { badRequest, notFound } from "./errors.ts";
 
 // One loader per pool: concurrent requests naming apps share one query.
 const appLoaders = new WeakMap<Queryable, BatchLoader<string, string>>();
@@ -10,18 +15,7 @@ const appLoaders = new WeakMap<Queryable, BatchLoader<string, string>>();
 function appLoader(db: Queryable): BatchLoader<string, string> {
   let loader = appLoaders.get(db);
   if (!loader) {
-    loader = makeBatchLoader(async (names) => {
-      const { rows } = await db.query({
-        name: "hookrelay_resolve_apps",
-        text: `select id, uid from applications where id = any ($1::text[]) or uid = any ($1::text[])`,
-        values: [names],
-      });
-      const found = new Map<string, string>();
-      // A uid never shadows an id: ids first.
-      for (const r of rows) if (r.uid) found.set(r.uid, r.id);
-      for (const r of rows) found.set(r.id, r.id);
-      return found;
-    });
+    loader = makeBatchLoader((idsOrUids) => appIdsByIdOrUid(db, idsOrUids));
     appLoaders.set(db, loader);
   }
   return loader;
@@ -45,12 +39,25 @@ export async function resolveEndpointId(
   appId: string,
   idOrUid: string,
 ): Promise<string> {
-  const { rows } = await db.query(
-    `select id from endpoints where app_id = $1::text and (id = $2::text or uid = $2::text)
-     order by (id = $2::text) desc limit 1`,
-    [appId, idOrUid],
-  );
-  const id: string | undefined = rows[0]?.id;
-  if (!id) throw notFound("endpoint");
-  return id;
+  const [found] = await endpointsByIdOrUid(db, idOrUid, appId);
+  if (!found) throw notFound("endpoint");
+  return found.id;
+}
+
+/**
+ * The endpoint's id for an id, or a uid within the key's app; an admin key may name an
+ * endpoint of any app, by id or by a uid only one app uses. 404 if absent or out of reach.
+ */
+export async function resolveAnyEndpointId(
+  db: Queryable,
+  principal: Principal,
+  idOrUid: string,
+): Promise<string> {
+  const own = principal.role === "app" ? principal.appId : null;
+  const [first, second] = await endpointsByIdOrUid(db, idOrUid, own);
+  if (!first) throw notFound("endpoint");
+  if (second && first.id !== idOrUid)
+    throw badRequest("that uid names endpoints of several apps; use the endpoint id");
+  assertAppAccess(principal, first.app_id);
+  return first.id;
 }

@@ -1,5 +1,6 @@
 /** JSON-schema pieces shared by the routes. */
-import { badRequest } from "../errors.ts";
+import { isName, NAME_CHARACTERS, NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE } from "../names.ts";
+import { badRequest } from "./errors.ts";
 
 export const metadataSchema = {
   type: "object",
@@ -7,26 +8,27 @@ export const metadataSchema = {
   maxProperties: 64,
 } as const;
 
-const UID_PATTERN = /^[a-zA-Z0-9\-_.]{1,256}$/;
-
 /** A uid taken from a path (PUT that creates) must pass the same rule as one in a body. */
 export function checkPathUid(uid: string): string {
-  if (!UID_PATTERN.test(uid)) {
-    throw badRequest("a uid must be 1-256 characters of a-z A-Z 0-9 - _ .");
-  }
+  if (!isName(uid)) throw badRequest(`a uid must be ${NAME_RULE}`);
   return uid;
 }
 
-export const uidSchema = {
-  type: ["string", "null"],
+/** An event type name, feature flag, or the like (names.ts). */
+export const nameSchema = {
+  type: "string",
   minLength: 1,
-  maxLength: 256,
-  pattern: "^[a-zA-Z0-9\\-_.]+$",
+  maxLength: NAME_MAX_LENGTH,
+  pattern: NAME_PATTERN,
 } as const;
 
+/** An app's or endpoint's uid; null for none. */
+export const uidSchema = { ...nameSchema, type: ["string", "null"] } as const;
+
+/** Event type filters and channels: names, plus ":" and the "*" wildcard. */
 export const nameListSchema = {
   type: ["array", "null"],
-  items: { type: "string", minLength: 1, maxLength: 256, pattern: "^[a-zA-Z0-9\\-_.:*]+$" },
+  items: { ...nameSchema, pattern: `^[${NAME_CHARACTERS}:*]+$` },
   maxItems: 256,
   uniqueItems: true,
 } as const;

@@ -1,6 +1,8 @@
 /**
  * Builds the HTTP API (no side effects: nothing listens until the caller says so, and tests
  * use `app.inject()`). Svix-shaped management API under /api/v1, plus /healthz and /docs.
+ * It builds none of its parts: the caller (runtime.ts) hands them over ready-made and owns
+ * their lifecycles.
  */
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
@@ -11,19 +13,15 @@ import Fastify, {
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
-  type FastifyRequest,
 } from "fastify";
 import secureJson from "secure-json-parse";
-import type { Config } from "../config.ts";
-import type { Pool } from "../db/pool.ts";
-import { ApiError, badRequest } from "../errors.ts";
+import { ApiError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import { type Metrics, makeMetrics } from "../ops/metrics.ts";
-import { makeRedactor, type Redactor } from "../security/redact.ts";
-import { makeSecretBox, type SecretBox } from "../security/secret-box.ts";
-import { makeSsrfGuard, type SsrfGuard } from "../security/ssrf-guard.ts";
-import { makeAuthenticator, type Principal } from "./auth.ts";
+import type { Metrics } from "../ops/metrics.ts";
+import type { Authenticate } from "./auth.ts";
 import { checkBody } from "./body-check.ts";
+import type { ApiContext } from "./context.ts";
+import { API_ERRORS, type ApiErrorCode, apiError, badRequest } from "./errors.ts";
 import { registerIdempotency } from "./idempotency.ts";
 import { makeKeyRateLimiter } from "./key-rate-limit.ts";
 import { registerApiKeyRoutes } from "./routes/api-keys.ts";
@@ -37,35 +35,29 @@ import { registerMaintenanceRoutes } from "./routes/maintenance.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
 
-export interface ApiOptions {
-  pool: Pool;
-  config: Config;
+export interface ApiOptions extends ApiContext {
   logger: Logger;
-  /** checks endpoint URLs when they are saved; default: one built from config.ssrfAllowlist */
-  ssrfGuard?: SsrfGuard;
-  /** served at /metrics; default: queue-wide gauges only */
-  metrics?: Metrics;
-  /** seals signing secrets at rest; default: one built from the configuration */
-  secretBox?: SecretBox;
+  /** served at /metrics */
+  metrics: Metrics;
   /**
-   * Replaces bearer-key authentication. Only for in-process callers that already hold the
-   * database credentials (the CLI drives the API through inject() this way); never set
-   * for a listening server.
+   * Who a request comes from: makeAuthenticator's bearer keys for a listening server. Only
+   * in-process callers that already hold the database credentials (the CLI drives the API
+   * through inject()) may pass one that trusts every request.
    */
-  authenticate?: (request: FastifyRequest) => Promise<Principal>;
+  authenticate: Authenticate;
   /** serve the OpenAPI document and UI at /docs (default true; the CLI skips them) */
   docs?: boolean;
 }
 
-export interface ApiContext extends ApiOptions {
-  ssrfGuard: SsrfGuard;
-  secretBox: SecretBox;
-  /** masks sensitive values in URLs and texts of listings */
-  redactor: Redactor;
-}
+/** Fastify's own 4xx errors, by Fastify code, in our vocabulary (others are bad_request). */
+const FRAMEWORK_CODES: Record<string, ApiErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: "payload_too_large",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "unsupported_media_type",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "empty_body",
+};
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
-  const { pool, config } = options;
+  const { pool, config, metrics, authenticate } = options;
   const app = Fastify({
     // Per-request logging off (at least warn): at thousands of requests a second it is noise.
     loggerInstance: options.logger.child(
@@ -76,7 +68,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     frameworkErrors: (err, _request, reply) => {
       // The generic reply type here knows no routes; the body is our usual error shape.
       (reply as unknown as FastifyReply)
-        .code(err.statusCode ?? 400)
+        .code(API_ERRORS.bad_request)
         .send({ code: "bad_request", detail: err.message });
     },
     bodyLimit: config.bodyLimitBytes,
@@ -138,14 +130,24 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       );
     } catch (err) {
       done(
-        new ApiError(
-          400,
-          "invalid_json",
-          `request body is not valid JSON: ${(err as Error).message}`,
-        ),
+        apiError("invalid_json", `request body is not valid JSON: ${(err as Error).message}`, {
+          cause: err,
+        }),
         undefined,
       );
     }
+  });
+
+  // close() waits for every connection; one that is busy when it begins would then stay
+  // open, idle, until the keep-alive timeout (72 s). Its last answer says "close" instead.
+  let closing = false;
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    if (closing) reply.header("connection", "close");
+    done(null, payload);
   });
 
   // PostgreSQL text cannot hold NUL, and no identifier or name needs one.
@@ -168,25 +170,20 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       const detail = extra
         ? `${err.validationContext ?? "request"}${first?.instancePath ?? ""} has unknown field "${extra}"`
         : err.message;
-      return reply.code(422).send({ code: "validation_error", detail });
+      return reply.code(API_ERRORS.validation_error).send({ code: "validation_error", detail });
     }
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
-      const code =
-        err.code === "FST_ERR_CTP_BODY_TOO_LARGE"
-          ? "payload_too_large"
-          : err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE"
-            ? "unsupported_media_type"
-            : err.code === "FST_ERR_CTP_EMPTY_JSON_BODY"
-              ? "empty_body"
-              : "bad_request";
-      return reply.code(status).send({ code, detail: err.message });
+      const code = FRAMEWORK_CODES[err.code] ?? "bad_request";
+      return reply.code(API_ERRORS[code]).send({ code, detail: err.message });
     }
     request.log.error({ err }, "request failed");
-    return reply.code(500).send({ code: "internal_error", detail: "internal error" });
+    return reply
+      .code(API_ERRORS.internal_error)
+      .send({ code: "internal_error", detail: "internal error" });
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
+    reply.code(API_ERRORS.not_found).send({
       code: "not_found",
       detail: `no route ${request.method} ${request.url.split("?")[0]}`,
     }),
@@ -207,20 +204,16 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     await app.register(swaggerUi, { routePrefix: "/docs" });
   }
 
-  const authenticate = options.authenticate ?? makeAuthenticator(pool, config.adminKey);
   const ctx: ApiContext = {
-    ...options,
-    ssrfGuard: options.ssrfGuard ?? makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
-    secretBox:
-      options.secretBox ?? makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
-    redactor: makeRedactor(config.sensitiveFields),
+    pool,
+    config,
+    ssrfGuard: options.ssrfGuard,
+    secretBox: options.secretBox,
+    redactor: options.redactor,
+    batcher: options.batcher,
   };
   registerHealthRoutes(app, ctx);
-  registerMetricsRoute(
-    app,
-    options.metrics ?? makeMetrics({ pool, maxEndpointLabels: config.metricsMaxEndpoints }),
-    config.metricsToken,
-  );
+  registerMetricsRoute(app, metrics, config.metricsToken);
   await app.register(
     async (api) => {
       api.decorateRequest("principal", null as unknown as never);

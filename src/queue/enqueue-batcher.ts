@@ -16,13 +16,21 @@
  * large. With 64 clients back to back it raised ingest in each of five alternating pairs
  * of runs here (median +10%), for up to 10% more database CPU per message
  * (docs/performance.md).
+ *
+ * Lifecycle: `enqueue` is refused until `start()` and after `stop()`; `stop()` waits until
+ * every message accepted before it is written (or has failed). Both are safe to call twice.
  */
 import type { Pool } from "../db/pool.ts";
+import { HookRelayError } from "../errors.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
 import { type EnqueueResult, enqueueMessage, type NewMessage } from "./enqueue-message.ts";
 import { WORK_CHANNEL } from "./work-channel.ts";
 
 export interface EnqueueBatcher {
+  /** accepts messages from now on */
+  start(): void;
+  /** refuses new messages and resolves once every accepted one is written or failed */
+  stop(): Promise<void>;
   enqueue(message: NewMessage): Promise<EnqueueResult>;
 }
 
@@ -88,6 +96,15 @@ export function makeEnqueueBatcher(
 ): EnqueueBatcher {
   let queue: Waiting[] = [];
   let writers = 0;
+  let accepting = false;
+  // messages accepted and not yet answered, and who waits for that to reach 0 (stop)
+  let unanswered = 0;
+  const idle: Array<() => void> = [];
+
+  function answered(): void {
+    unanswered--;
+    if (unanswered === 0) for (const resolve of idle.splice(0)) resolve();
+  }
 
   async function writeBatch(batch: Waiting[]): Promise<void> {
     const ids = batch.map(() => newId(ID_PREFIX.message));
@@ -164,9 +181,33 @@ export function makeEnqueueBatcher(
   }
 
   return {
+    start() {
+      accepting = true;
+    },
+    stop() {
+      accepting = false;
+      if (unanswered === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => idle.push(resolve));
+    },
     enqueue(message) {
+      if (!accepting) {
+        return Promise.reject(
+          new HookRelayError("HR_ERR_NOT_RUNNING", "the enqueue batcher is not running"),
+        );
+      }
+      unanswered++;
       return new Promise<EnqueueResult>((resolve, reject) => {
-        queue.push({ message, resolve, reject });
+        queue.push({
+          message,
+          resolve(result) {
+            answered();
+            resolve(result);
+          },
+          reject(err) {
+            answered();
+            reject(err);
+          },
+        });
         startWriter();
       });
     },

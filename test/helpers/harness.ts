@@ -3,11 +3,15 @@
  * on a test database, with short retry delays set by configuration.
  */
 import type { FastifyInstance } from "fastify";
-import { createApiKey } from "../../src/api/auth.ts";
-import { buildApi } from "../../src/api/server.ts";
+import { createApiKey, makeAuthenticator } from "../../src/api/auth.ts";
+import { type ApiOptions, buildApi } from "../../src/api/server.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
 import { makeHttpSender } from "../../src/delivery/http-sender.ts";
 import { silentLogger } from "../../src/logger.ts";
+import { makeMetrics } from "../../src/ops/metrics.ts";
+import { makeEnqueueBatcher } from "../../src/queue/enqueue-batcher.ts";
+import { makeRedactor } from "../../src/security/redact.ts";
+import { makeSecretBox } from "../../src/security/secret-box.ts";
 import { makeSsrfGuard } from "../../src/security/ssrf-guard.ts";
 import { makeWorker, type Worker } from "../../src/worker/worker.ts";
 import { createTestDb, type TestDb } from "./db.ts";
@@ -62,10 +66,34 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
   );
 }
 
+/**
+ * An API on `pool` with the parts a process would give it, built from `config` (as
+ * runtime.ts builds them) unless given. Its enqueue batcher runs until the API is closed.
+ */
+export async function buildTestApi(
+  options: Pick<ApiOptions, "pool" | "config"> & Partial<ApiOptions>,
+): Promise<FastifyInstance> {
+  const { pool, config } = options;
+  const batcher = options.batcher ?? makeEnqueueBatcher(pool, config.delivery.maxAttempts);
+  batcher.start();
+  const api = await buildApi({
+    logger: silentLogger,
+    ssrfGuard: makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
+    secretBox: makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
+    redactor: makeRedactor(config.sensitiveFields),
+    metrics: makeMetrics({ pool, maxEndpointLabels: config.metricsMaxEndpoints }),
+    authenticate: makeAuthenticator(pool, config.adminKey),
+    ...options,
+    batcher,
+  });
+  api.addHook("onClose", () => batcher.stop());
+  return api;
+}
+
 export async function startHarness(overrides: Partial<Config> = {}): Promise<Harness> {
   const db = await createTestDb();
   const config = testConfig({ databaseUrl: db.url, ...overrides });
-  const api = await buildApi({ pool: db.pool, config, logger: silentLogger });
+  const api = await buildTestApi({ pool: db.pool, config });
   const { key: adminKey } = await createApiKey(db.pool, { role: "admin" });
   const workers: Worker[] = [];
   const senders: ReturnType<typeof makeHttpSender>[] = [];

@@ -6,25 +6,18 @@
  *   DELETE /api-keys/{keyId}
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ApiError, badRequest, notFound } from "../../errors.ts";
+import { type ApiKeyRow, listApiKeys, revokeApiKey } from "../../db/queries/api-keys.ts";
 import { createApiKey } from "../auth.ts";
+import type { ApiContext } from "../context.ts";
+import { badRequest, forbidden, notFound } from "../errors.ts";
 import { resolveAppId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
-import type { ApiContext } from "../server.ts";
 
 function adminOnly(request: FastifyRequest): void {
-  if (request.principal.role !== "admin")
-    throw new ApiError(403, "forbidden", "only admin keys can manage API keys");
+  if (request.principal.role !== "admin") throw forbidden("only admin keys can manage API keys");
 }
 
-const keyOut = (r: {
-  id: string;
-  name: string;
-  role: string;
-  app_id: string | null;
-  created_at: Date;
-  revoked_at: Date | null;
-}) => ({
+const keyOut = (r: ApiKeyRow) => ({
   id: r.id,
   name: r.name,
   role: r.role,
@@ -65,9 +58,8 @@ export function registerApiKeyRoutes(app: FastifyInstance, { pool }: ApiContext)
               name,
             )
           : await createApiKey(pool, { role }, name);
-      const { rows } = await pool.query("select * from api_keys where id = $1::text", [created.id]);
       reply.code(201);
-      return { ...keyOut(rows[0]), key: created.key };
+      return { ...keyOut(created), key: created.key };
     },
   );
 
@@ -84,12 +76,7 @@ export function registerApiKeyRoutes(app: FastifyInstance, { pool }: ApiContext)
       const appId = request.query.app_id
         ? await resolveAppId(pool, request.principal, request.query.app_id)
         : null;
-      const { rows } = await pool.query(
-        `select id, name, role, app_id, created_at, revoked_at from api_keys
-         where $1::text is null or app_id = $1::text order by id`,
-        [appId],
-      );
-      return { data: rows.map(keyOut) };
+      return { data: (await listApiKeys(pool, appId)).map(keyOut) };
     },
   );
 
@@ -107,11 +94,7 @@ export function registerApiKeyRoutes(app: FastifyInstance, { pool }: ApiContext)
     },
     async (request, reply) => {
       adminOnly(request);
-      const { rowCount } = await pool.query(
-        "update api_keys set revoked_at = coalesce(revoked_at, now()) where id = $1::text",
-        [request.params.keyId],
-      );
-      if (rowCount === 0) throw notFound("API key");
+      if (!(await revokeApiKey(pool, request.params.keyId))) throw notFound("API key");
       return reply.code(204).send();
     },
   );

@@ -1,22 +1,23 @@
 /** /api/v1/app: applications (tenants). */
 import type { FastifyInstance } from "fastify";
 import type { Queryable } from "../../db/pool.ts";
-import { ApiError, conflict, notFound } from "../../errors.ts";
+import {
+  type AppChanges,
+  type AppRow,
+  deleteApp,
+  getApp,
+  getAppByUid,
+  insertApp,
+  listApps,
+  updateApp,
+} from "../../db/queries/applications.ts";
 import { ID_PREFIX, newId } from "../../ids.ts";
+import type { ApiContext } from "../context.ts";
+import { forbidden, isNotFound, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId } from "../resolve.ts";
 import { appParams, checkPathUid, iso, metadataSchema, uidSchema } from "../schemas.ts";
-import type { ApiContext } from "../server.ts";
-
-interface AppRow {
-  id: string;
-  uid: string | null;
-  name: string;
-  rate_limit: number | null;
-  metadata: Record<string, string>;
-  created_at: Date;
-  updated_at: Date;
-}
+import { conflictOnUnique } from "../unique-violation.ts";
 
 export interface AppIn {
   name?: string;
@@ -56,74 +57,44 @@ export const appOut = (r: AppRow) => ({
   updatedAt: iso(r.updated_at),
 });
 
-const COLUMNS = "id, uid, name, rate_limit, metadata, created_at, updated_at";
+const uidTaken = conflictOnUnique("an application with this uid already exists");
 
-async function getApp(db: Queryable, id: string): Promise<AppRow> {
-  const { rows } = await db.query(`select ${COLUMNS} from applications where id = $1::text`, [id]);
-  if (!rows[0]) throw notFound("application");
-  return rows[0];
+/** Svix's throttleRate, or rateLimit (its older name); undefined when neither is given. */
+const rateOf = (body: AppIn) =>
+  body.throttleRate !== undefined ? body.throttleRate : body.rateLimit;
+
+/** Creates an app from a request body (name required by the schema); 409 if its uid is taken. */
+export function createApp(db: Queryable, body: AppIn): Promise<AppRow> {
+  return insertApp(db, {
+    id: newId(ID_PREFIX.app),
+    uid: body.uid ?? null,
+    name: body.name!,
+    rateLimit: rateOf(body) ?? null,
+    metadata: body.metadata ?? {},
+  }).catch(uidTaken);
 }
 
-function uniqueUid(err: unknown): never {
-  if ((err as { code?: string }).code === "23505")
-    throw conflict("an application with this uid already exists");
-  throw err;
-}
-
-export async function insertApp(db: Queryable, body: AppIn): Promise<AppRow> {
-  const { rows } = await db
-    .query(
-      `insert into applications (id, uid, name, rate_limit, metadata)
-       values ($1::text, $2::text, $3::text, $4::integer, $5::jsonb) returning ${COLUMNS}`,
-      [
-        newId(ID_PREFIX.app),
-        body.uid ?? null,
-        body.name,
-        body.throttleRate ?? body.rateLimit ?? null,
-        body.metadata ?? {},
-      ],
-    )
-    .catch(uniqueUid);
-  return rows[0];
-}
-
-async function updateApp(
-  db: Queryable,
-  id: string,
-  body: AppIn,
-  replace: boolean,
-): Promise<AppRow> {
-  const rate = body.throttleRate !== undefined ? body.throttleRate : body.rateLimit;
-  // With replace (PUT) every field takes the given value or its default; with PATCH only
-  // the fields present change ($6..$9 say which are present).
-  const { rows } = await db
-    .query(
-      `update applications set
-         name = case when $6::boolean then $2::text else name end,
-         uid = case when $7::boolean then $3::text else uid end,
-         rate_limit = case when $8::boolean then $4::integer else rate_limit end,
-         metadata = case when $9::boolean then $5::jsonb else metadata end,
-         updated_at = now()
-       where id = $1::text returning ${COLUMNS}`,
-      [
-        id,
-        body.name ?? null,
-        body.uid ?? null,
-        rate ?? null,
-        body.metadata ?? {},
-        body.name !== undefined,
-        // a PUT without uid keeps it: upsert-by-uid callers (the svix client) omit it
-        body.uid !== undefined,
-        replace || rate !== undefined,
-        replace || body.metadata !== undefined,
-      ],
-    )
-    .catch(uniqueUid);
-  if (!rows[0]) throw notFound("application");
-  return rows[0];
+/**
+ * The columns a PUT (`replace`) or PATCH changes. A PUT gives every field its value or
+ * default, except the uid: upsert-by-uid callers (the svix client) leave it out and keep it.
+ */
+function changesOf(body: AppIn, replace: boolean): AppChanges {
+  const rate = rateOf(body);
+  return {
+    name: body.name,
+    uid: body.uid,
+    rateLimit: replace ? (rate ?? null) : rate,
+    metadata: replace ? (body.metadata ?? {}) : body.metadata,
+  };
 }
 
 export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiContext): void {
+  const update = async (id: string, body: AppIn, replace: boolean) => {
+    const row = await updateApp(pool, id, changesOf(body, replace)).catch(uidTaken);
+    if (!row) throw notFound("application");
+    return appOut(row);
+  };
+
   app.get<{ Querystring: PageQuery }>(
     "/app",
     {
@@ -135,13 +106,8 @@ export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiCon
     async (request) => {
       const plan = planPage(request.query, "ascending", ID_PREFIX.app);
       const scoped = request.principal.role === "app" ? request.principal.appId : null;
-      const { rows } = await pool.query(
-        `select ${COLUMNS} from applications
-         where ($1::text is null or id ${plan.op} $1::text) and ($2::text is null or id = $2::text)
-         order by id ${plan.direction} limit $3::integer`,
-        [plan.cursor, scoped, plan.limit + 1],
-      );
-      return toPage(rows as AppRow[], plan, (r) => r.id, appOut);
+      const rows = await listApps(pool, plan.window, scoped);
+      return toPage(rows, plan, (r) => r.id, appOut);
     },
   );
 
@@ -156,25 +122,28 @@ export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiCon
     },
     async (request, reply) => {
       if (request.principal.role !== "admin") {
-        throw new ApiError(403, "forbidden", "only admin keys can create applications");
+        throw forbidden("only admin keys can create applications");
       }
       if (request.query.get_if_exists && request.body.uid) {
-        const { rows } = await pool.query(
-          `select ${COLUMNS} from applications where uid = $1::text`,
-          [request.body.uid],
-        );
-        if (rows[0]) return reply.code(200).send(appOut(rows[0]));
+        const existing = await getAppByUid(pool, request.body.uid);
+        if (existing) return reply.code(200).send(appOut(existing));
       }
       reply.code(201);
-      return appOut(await insertApp(pool, request.body));
+      return appOut(await createApp(pool, request.body));
     },
   );
 
   app.get<{ Params: { appId: string } }>(
     "/app/:appId",
     { schema: { tags: ["application"], params: appParams } },
-    async (request) =>
-      appOut(await getApp(pool, await resolveAppId(pool, request.principal, request.params.appId))),
+    async (request) => {
+      const row = await getApp(
+        pool,
+        await resolveAppId(pool, request.principal, request.params.appId),
+      );
+      if (!row) throw notFound("application");
+      return appOut(row);
+    },
   );
 
   app.put<{ Params: { appId: string }; Body: AppIn }>(
@@ -185,43 +154,36 @@ export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiCon
       try {
         id = await resolveAppId(pool, request.principal, request.params.appId);
       } catch (err) {
-        if (!(err instanceof ApiError) || err.status !== 404 || request.principal.role !== "admin")
-          throw err;
+        if (!isNotFound(err) || request.principal.role !== "admin") throw err;
         // Upsert: an unknown id or uid creates the app, with the path segment as its uid.
         reply.code(201);
         return appOut(
-          await insertApp(pool, {
+          await createApp(pool, {
             ...request.body,
             uid: request.body.uid ?? checkPathUid(request.params.appId),
           }),
         );
       }
-      return appOut(await updateApp(pool, id, request.body, true));
+      return update(id, request.body, true);
     },
   );
 
   app.patch<{ Params: { appId: string }; Body: AppIn }>(
     "/app/:appId",
     { schema: { tags: ["application"], params: appParams, body: appPatch } },
-    async (request) => {
-      const id = await resolveAppId(pool, request.principal, request.params.appId);
-      return appOut(await updateApp(pool, id, request.body, false));
-    },
+    async (request) =>
+      update(
+        await resolveAppId(pool, request.principal, request.params.appId),
+        request.body,
+        false,
+      ),
   );
 
   app.delete<{ Params: { appId: string } }>(
     "/app/:appId",
     { schema: { tags: ["application"], params: appParams } },
     async (request, reply) => {
-      const id = await resolveAppId(pool, request.principal, request.params.appId);
-      // attempts have no foreign key (hot-path inserts); they go with their endpoints here
-      await pool.query(
-        `with attempts_gone as (
-           delete from attempts where endpoint_id in (select id from endpoints where app_id = $1::text)
-         )
-         delete from applications where id = $1::text`,
-        [id],
-      );
+      await deleteApp(pool, await resolveAppId(pool, request.principal, request.params.appId));
       return reply.code(204).send();
     },
   );

@@ -7,34 +7,23 @@
  *   POST /app/{appId}/msg/{msgId}/endpoint/{endpointId}/resend
  */
 import type { FastifyInstance } from "fastify";
-import { badRequest, conflict, notFound } from "../../errors.ts";
+import { type AttemptRow, getAttempt, listAttempts } from "../../db/queries/attempts.ts";
+import {
+  listEndpointMessages,
+  listMessageDeliveries,
+  resendDelivery,
+} from "../../db/queries/deliveries.ts";
 import { ID_PREFIX } from "../../ids.ts";
-import { WORK_CHANNEL } from "../../queue/work-channel.ts";
 import { timeInput } from "../body-check.ts";
+import type { ApiContext } from "../context.ts";
+import { badRequest, conflict, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { rawSlots } from "../raw-json.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
-import type { ApiContext } from "../server.ts";
-import { findMessage, messageOut } from "./messages.ts";
+import { findMessageOr404, messageOut } from "./messages.ts";
 
 const ATTEMPT_PREFIX = "atmpt_";
-
-interface AttemptRow {
-  id: number;
-  message_id: string;
-  endpoint_id: string;
-  url: string;
-  attempt_number: number;
-  trigger: string;
-  started_at: Date;
-  latency_ms: number;
-  outcome: string;
-  status_code: number | null;
-  error_kind: string | null;
-  error: string | null;
-  response_body: string | null;
-}
 
 /** Svix's MessageStatus numbers. */
 const MessageStatus = { success: 0, pending: 1, fail: 2, sending: 3, canceled: 4 } as const;
@@ -64,17 +53,15 @@ const attemptOut = (r: AttemptRow) => ({
   error: r.error,
 });
 
-const ATTEMPT_COLUMNS = `id, message_id, endpoint_id, url, attempt_number, trigger, started_at,
-  latency_ms, outcome, status_code, error_kind, error, response_body`;
-
-function attemptCursor(iterator: string | null): number | null {
-  if (iterator === null) return null;
-  const n = Number(
-    iterator.startsWith(ATTEMPT_PREFIX) ? iterator.slice(ATTEMPT_PREFIX.length) : iterator,
-  );
+/** An attempt id as the API shows it (atmpt_<number>), or the bare number. */
+function parseAttemptId(raw: string): number {
+  const n = Number(raw.startsWith(ATTEMPT_PREFIX) ? raw.slice(ATTEMPT_PREFIX.length) : raw);
   if (!Number.isSafeInteger(n) || n < 0) throw badRequest("iterator is not an attempt id");
   return n;
 }
+
+const attemptCursor = (iterator: string | null) =>
+  iterator === null ? null : parseAttemptId(iterator);
 
 const str = { type: "string", minLength: 1, maxLength: 256 } as const;
 const params = (...names: string[]) => ({
@@ -97,10 +84,7 @@ export function registerAttemptRoutes(
   app: FastifyInstance,
   { pool, config, redactor }: ApiContext,
 ): void {
-  async function listAttempts(
-    filter: { messageId?: string; endpointId?: string },
-    q: AttemptQuery,
-  ) {
+  async function attemptPage(filter: { messageId?: string; endpointId?: string }, q: AttemptQuery) {
     const plan = planPage(q, "descending");
     const outcome =
       q.status === undefined
@@ -110,22 +94,12 @@ export function registerAttemptRoutes(
           : q.status === 2
             ? "failure"
             : "none";
-    const { rows } = await pool.query(
-      `select ${ATTEMPT_COLUMNS} from attempts
-       where ($1::text is null or message_id = $1::text)
-         and ($2::text is null or endpoint_id = $2::text)
-         and ($3::bigint is null or id ${plan.op} $3::bigint)
-         and ($5::text is null or outcome = $5::text)
-       order by id ${plan.direction} limit $4::integer`,
-      [
-        filter.messageId ?? null,
-        filter.endpointId ?? null,
-        attemptCursor(plan.cursor),
-        plan.limit + 1,
-        outcome,
-      ],
+    const rows = await listAttempts(
+      pool,
+      { messageId: filter.messageId ?? null, endpointId: filter.endpointId ?? null, outcome },
+      { ...plan.window, cursor: attemptCursor(plan.cursor) },
     );
-    return toPage(rows as AttemptRow[], plan, (r) => `${ATTEMPT_PREFIX}${r.id}`, attemptOut);
+    return toPage(rows, plan, (r) => `${ATTEMPT_PREFIX}${r.id}`, attemptOut);
   }
 
   app.get<{ Params: { appId: string; msgId: string }; Querystring: AttemptQuery }>(
@@ -133,11 +107,11 @@ export function registerAttemptRoutes(
     { schema: { tags: ["attempt"], params: params("appId", "msgId"), querystring: attemptQuery } },
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
-      const msg = await findMessage(pool, appId, request.params.msgId);
+      const msg = await findMessageOr404(pool, appId, request.params.msgId);
       const endpointId = request.query.endpoint_id
         ? await resolveEndpointId(pool, appId, request.query.endpoint_id)
         : undefined;
-      return listAttempts({ messageId: msg.id, endpointId }, request.query);
+      return attemptPage({ messageId: msg.id, endpointId }, request.query);
     },
   );
 
@@ -153,7 +127,7 @@ export function registerAttemptRoutes(
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
-      return listAttempts({ endpointId }, request.query);
+      return attemptPage({ endpointId }, request.query);
     },
   );
 
@@ -162,14 +136,10 @@ export function registerAttemptRoutes(
     { schema: { tags: ["attempt"], params: params("appId", "msgId", "attemptId") } },
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
-      const msg = await findMessage(pool, appId, request.params.msgId);
-      const id = attemptCursor(request.params.attemptId);
-      const { rows } = await pool.query(
-        `select ${ATTEMPT_COLUMNS} from attempts where id = $1::bigint and message_id = $2::text`,
-        [id, msg.id],
-      );
-      if (!rows[0]) throw notFound("attempt");
-      return attemptOut(rows[0]);
+      const msg = await findMessageOr404(pool, appId, request.params.msgId);
+      const attempt = await getAttempt(pool, parseAttemptId(request.params.attemptId), msg.id);
+      if (!attempt) throw notFound("attempt");
+      return attemptOut(attempt);
     },
   );
 
@@ -184,17 +154,9 @@ export function registerAttemptRoutes(
     },
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
-      const msg = await findMessage(pool, appId, request.params.msgId);
+      const msg = await findMessageOr404(pool, appId, request.params.msgId);
       const plan = planPage(request.query, "ascending", ID_PREFIX.endpoint);
-      const { rows } = await pool.query(
-        `select e.id, e.uid, e.url, e.description, e.disabled, e.event_types, e.channels,
-                e.created_at, e.updated_at, d.status, d.attempt_count, d.next_attempt_at,
-                d.last_status_code, d.last_error_kind, d.last_error, d.delivered_at
-         from deliveries d join endpoints e on e.id = d.endpoint_id
-         where d.message_id = $1::text and ($2::text is null or e.id ${plan.op} $2::text)
-         order by e.id ${plan.direction} limit $3::integer`,
-        [msg.id, plan.cursor, plan.limit + 1],
-      );
+      const rows = await listMessageDeliveries(pool, msg.id, plan.window);
       return toPage(
         rows,
         plan,
@@ -272,29 +234,18 @@ export function registerAttemptRoutes(
               .filter(([, svix]) => MessageStatus[svix] === q.status)
               .map(([delivery]) => delivery);
       const types = q.event_types?.flatMap((t) => t.split(",")).filter(Boolean);
-      const { rows } = await pool.query(
-        `select m.id, m.event_type, m.event_id, m.payload, m.channels, m.tags, m.created_at,
-                d.status, d.next_attempt_at
-         from deliveries d join messages m on m.id = d.message_id
-         where d.endpoint_id = $1::text and ($2::text is null or d.message_id ${plan.op} $2::text)
-           and ($4::text[] is null or d.status = any ($4::text[]))
-           and ($5::text[] is null or m.event_type = any ($5::text[]))
-           and ($6::text is null or $6::text = any (m.channels))
-           and ($7::text is null or $7::text = any (m.tags))
-           and ($8::timestamptz is null or m.created_at < $8::timestamptz)
-           and ($9::timestamptz is null or m.created_at > $9::timestamptz)
-         order by d.message_id ${plan.direction} limit $3::integer`,
-        [
-          endpointId,
-          plan.cursor,
-          plan.limit + 1,
+      const rows = await listEndpointMessages(
+        pool,
+        endpointId,
+        {
           statuses,
-          types?.length ? types : null,
-          q.channel ?? null,
-          q.tag ?? null,
-          timeInput(q.before, "before"),
-          timeInput(q.after, "after"),
-        ],
+          eventTypes: types?.length ? types : null,
+          channel: q.channel ?? null,
+          tag: q.tag ?? null,
+          before: timeInput(q.before, "before"),
+          after: timeInput(q.after, "after"),
+        },
+        plan.window,
       );
       const slots = rawSlots();
       const page = toPage(
@@ -322,26 +273,10 @@ export function registerAttemptRoutes(
     { schema: { tags: ["attempt"], params: params("appId", "msgId", "endpointId") } },
     async (request, reply) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
-      const msg = await findMessage(pool, appId, request.params.msgId);
+      const msg = await findMessageOr404(pool, appId, request.params.msgId);
       const endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
-      // A fresh attempt budget, same message id. A delivery that is in flight right now is
-      // left alone: resending it would race its own result.
-      const { rowCount } = await pool.query(
-        `with resent as (
-           insert into deliveries (message_id, endpoint_id, app_id, max_attempts, trigger)
-           select $1::text, e.id, e.app_id, coalesce(e.max_attempts, $3::integer), 'manual'
-           from endpoints e where e.id = $2::text
-           on conflict (message_id, endpoint_id) do update
-             set status = 'pending', attempt_count = 0, max_attempts = excluded.max_attempts,
-                 next_attempt_at = now(), trigger = 'manual', claim_token = null,
-                 lease_expires_at = null, claimed_by = null, updated_at = now()
-             where deliveries.status <> 'in_flight'
-           returning 1
-         )
-         select pg_notify('${WORK_CHANNEL}', '') from resent`,
-        [msg.id, endpointId, config.delivery.maxAttempts],
-      );
-      if (rowCount === 0)
+      const resent = await resendDelivery(pool, msg.id, endpointId, config.delivery.maxAttempts);
+      if (!resent)
         throw conflict(
           "this message is being delivered to the endpoint right now; try again shortly",
         );

@@ -1,140 +1,34 @@
 /** /api/v1/app/{appId}/endpoint: endpoints, their secrets and delivery policies. */
 import type { FastifyInstance } from "fastify";
-import { type Queryable, withTransaction } from "../../db/pool.ts";
-import { generateSecret, InvalidSecretError, secretKey } from "../../delivery/sign.ts";
-import { ApiError, badRequest, conflict, notFound } from "../../errors.ts";
+import { currentSecret, rotateSecret } from "../../db/queries/endpoint-secrets.ts";
+import {
+  deleteEndpoint,
+  type EndpointRow,
+  getEndpoint,
+  insertEndpoint,
+  listEndpoints,
+  updateEndpoint,
+} from "../../db/queries/endpoints.ts";
+import { notifyWork } from "../../db/queries/work.ts";
+import { generateSecret } from "../../delivery/sign.ts";
 import { ID_PREFIX, newId } from "../../ids.ts";
-import { WORK_CHANNEL } from "../../queue/work-channel.ts";
 import { SsrfBlockedError } from "../../security/ssrf-guard.ts";
+import type { ApiContext } from "../context.ts";
+import {
+  checkSecret,
+  checkUrl,
+  type EndpointIn,
+  endpointIn,
+  endpointPatch,
+  REPLACE_DEFAULTS,
+  toColumns,
+} from "../endpoint-input.ts";
+import { apiError, badRequest, isNotFound, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
-import {
-  appParams,
-  checkPathUid,
-  iso,
-  metadataSchema,
-  nameListSchema,
-  uidSchema,
-} from "../schemas.ts";
-import type { ApiContext } from "../server.ts";
+import { appParams, checkPathUid, iso } from "../schemas.ts";
+import { conflictOnUnique } from "../unique-violation.ts";
 
-interface EndpointRow {
-  id: string;
-  app_id: string;
-  uid: string | null;
-  url: string;
-  description: string;
-  event_types: string[] | null;
-  channels: string[] | null;
-  disabled: boolean;
-  disabled_reason: string | null;
-  metadata: Record<string, string>;
-  throttle_rate: number | null;
-  timeout_ms: number | null;
-  max_attempts: number | null;
-  retry_base_ms: number | null;
-  retry_cap_ms: number | null;
-  max_in_flight: number | null;
-  failure_threshold: number | null;
-  cooldown_ms: number | null;
-  rate_per_second: number | null;
-  rate_per_minute: number | null;
-  rate_per_hour: number | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-type EndpointIn = Partial<{
-  url: string;
-  description: string;
-  eventTypes: string[] | null;
-  filterTypes: string[] | null;
-  channels: string[] | null;
-  disabled: boolean;
-  metadata: Record<string, string>;
-  headers: Record<string, string> | null;
-  uid: string | null;
-  throttleRate: number | null;
-  rateLimit: number | null;
-  secret: string | null;
-  version: number;
-  timeoutMs: number | null;
-  maxAttempts: number | null;
-  retryBaseMs: number | null;
-  retryCapMs: number | null;
-  maxInFlight: number | null;
-  failureThreshold: number | null;
-  cooldownMs: number | null;
-  ratePerSecond: number | null;
-  ratePerMinute: number | null;
-  ratePerHour: number | null;
-}>;
-
-/** Headers the signature scheme or HTTP itself owns; endpoints may not set them. */
-const RESERVED_HEADERS = new Set([
-  "webhook-id",
-  "webhook-timestamp",
-  "webhook-signature",
-  "content-type",
-  "content-length",
-  "host",
-  "connection",
-  "transfer-encoding",
-  "keep-alive",
-  "upgrade",
-  "te",
-  "trailer",
-]);
-
-const nullableInt = (minimum: number, maximum: number) =>
-  ({ type: ["integer", "null"], minimum, maximum }) as const;
-
-const endpointProperties = {
-  url: { type: "string", minLength: 1, maxLength: 2048 },
-  description: { type: "string", maxLength: 2048 },
-  eventTypes: nameListSchema,
-  filterTypes: nameListSchema,
-  channels: nameListSchema,
-  disabled: { type: "boolean" },
-  metadata: metadataSchema,
-  headers: {
-    type: ["object", "null"],
-    // visible ASCII, tab and obs-text; CR/LF would split the request
-    additionalProperties: {
-      type: "string",
-      maxLength: 4096,
-      pattern: "^[\\t\\x20-\\x7e\\x80-\\xff]*$",
-    },
-    propertyNames: { pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$", maxLength: 256 },
-    maxProperties: 32,
-  },
-  uid: uidSchema,
-  throttleRate: nullableInt(1, 1_000_000),
-  rateLimit: nullableInt(1, 1_000_000),
-  secret: { type: ["string", "null"], maxLength: 128 },
-  version: { type: "integer", minimum: 1 },
-  timeoutMs: nullableInt(100, 300_000),
-  maxAttempts: nullableInt(1, 100),
-  retryBaseMs: nullableInt(0, 86_400_000),
-  retryCapMs: nullableInt(0, 604_800_000),
-  maxInFlight: nullableInt(1, 10_000),
-  failureThreshold: nullableInt(1, 10_000),
-  cooldownMs: nullableInt(1_000, 86_400_000),
-  ratePerSecond: nullableInt(1, 1_000_000),
-  ratePerMinute: nullableInt(1, 60_000_000),
-  ratePerHour: nullableInt(1, 1_000_000_000),
-} as const;
-const endpointIn = {
-  type: "object",
-  additionalProperties: false,
-  properties: endpointProperties,
-  required: ["url"],
-} as const;
-const endpointPatch = {
-  type: "object",
-  additionalProperties: false,
-  properties: endpointProperties,
-} as const;
 const endpointParams = {
   type: "object",
   properties: {
@@ -172,165 +66,30 @@ export const endpointOut = (r: EndpointRow) => ({
   updatedAt: iso(r.updated_at),
 });
 
-const COLUMNS = `id, app_id, uid, url, description, event_types, channels, disabled, disabled_reason,
-  metadata, throttle_rate, timeout_ms, max_attempts, retry_base_ms, retry_cap_ms, max_in_flight,
-  failure_threshold, cooldown_ms, rate_per_second, rate_per_minute, rate_per_hour,
-  created_at, updated_at`;
-
-/** Checks what JSON schema cannot; returns the body's fields as column values. */
-function toColumns(body: EndpointIn): Record<string, unknown> {
-  const cols: Record<string, unknown> = {};
-  if (body.url !== undefined) cols.url = checkUrl(body.url);
-  if (body.description !== undefined) cols.description = body.description;
-  const types = body.eventTypes !== undefined ? body.eventTypes : body.filterTypes;
-  if (types !== undefined) cols.event_types = types && types.length > 0 ? types : null;
-  if (body.channels !== undefined)
-    cols.channels = body.channels && body.channels.length > 0 ? body.channels : null;
-  if (body.disabled !== undefined) {
-    cols.disabled = body.disabled;
-    cols.disabled_reason = body.disabled ? "operator" : null;
-  }
-  if (body.metadata !== undefined) cols.metadata = body.metadata;
-  if (body.headers !== undefined) cols.headers = checkHeaders(body.headers ?? {});
-  if (body.uid !== undefined) cols.uid = body.uid;
-  const rate = body.throttleRate !== undefined ? body.throttleRate : body.rateLimit;
-  if (rate !== undefined) cols.throttle_rate = rate;
-  if (body.timeoutMs !== undefined) cols.timeout_ms = body.timeoutMs;
-  if (body.maxAttempts !== undefined) cols.max_attempts = body.maxAttempts;
-  if (body.retryBaseMs !== undefined) cols.retry_base_ms = body.retryBaseMs;
-  if (body.retryCapMs !== undefined) cols.retry_cap_ms = body.retryCapMs;
-  if (body.maxInFlight !== undefined) cols.max_in_flight = body.maxInFlight;
-  if (body.failureThreshold !== undefined) cols.failure_threshold = body.failureThreshold;
-  if (body.cooldownMs !== undefined) cols.cooldown_ms = body.cooldownMs;
-  if (body.ratePerSecond !== undefined) cols.rate_per_second = body.ratePerSecond;
-  if (body.ratePerMinute !== undefined) cols.rate_per_minute = body.ratePerMinute;
-  if (body.ratePerHour !== undefined) cols.rate_per_hour = body.ratePerHour;
-  if (
-    typeof cols.retry_base_ms === "number" &&
-    typeof cols.retry_cap_ms === "number" &&
-    cols.retry_cap_ms < cols.retry_base_ms
-  ) {
-    throw badRequest("retryCapMs must be >= retryBaseMs");
-  }
-  return cols;
-}
-
-/** Defaults a PUT gives to the fields it leaves out. */
-const REPLACE_DEFAULTS: Record<string, unknown> = {
-  description: "",
-  event_types: null,
-  channels: null,
-  disabled: false,
-  disabled_reason: null,
-  metadata: {},
-  throttle_rate: null,
-  timeout_ms: null,
-  max_attempts: null,
-  retry_base_ms: null,
-  retry_cap_ms: null,
-  max_in_flight: null,
-  failure_threshold: null,
-  cooldown_ms: null,
-  rate_per_second: null,
-  rate_per_minute: null,
-  rate_per_hour: null,
-};
-
-const JSONB_COLUMNS = new Set(["metadata", "headers"]);
-
-function checkUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw badRequest(`url is not a valid absolute URL`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw badRequest(`url must use http or https, not ${url.protocol.replace(":", "")}`);
-  }
-  if (url.username || url.password) {
-    throw badRequest("url must not contain credentials; send them in custom headers instead");
-  }
-  return raw;
-}
-
-function checkHeaders(headers: Record<string, string>): Record<string, string> {
-  for (const name of Object.keys(headers)) {
-    if (RESERVED_HEADERS.has(name.toLowerCase()))
-      throw badRequest(`header ${name} is set by hookrelay and cannot be overridden`);
-  }
-  return headers;
-}
-
-function checkSecret(secret: string): string {
-  try {
-    secretKey(secret);
-  } catch (err) {
-    if (err instanceof InvalidSecretError) throw badRequest(err.message);
-    throw err;
-  }
-  return secret.startsWith("whsec_") ? secret : `whsec_${secret}`;
-}
-
-function uniqueUid(err: unknown): never {
-  if ((err as { code?: string }).code === "23505")
-    throw conflict("an endpoint with this uid already exists in this app");
-  throw err;
-}
-
-async function insertEndpoint(
-  { pool, secretBox }: Pick<ApiContext, "pool" | "secretBox">,
-  appId: string,
-  body: EndpointIn,
-): Promise<EndpointRow> {
-  const cols: Record<string, unknown> = {
-    ...toColumns(body),
-    id: newId(ID_PREFIX.endpoint),
-    app_id: appId,
-  };
-  const secret = body.secret ? checkSecret(body.secret) : generateSecret();
-  const names = Object.keys(cols);
-  return withTransaction(pool, async (client) => {
-    const { rows } = await client
-      .query(
-        `insert into endpoints (${names.join(", ")}) values (${names.map((n, i) => `$${i + 1}${JSONB_COLUMNS.has(n) ? "::jsonb" : ""}`).join(", ")})
-         returning ${COLUMNS}`,
-        names.map((n) => (JSONB_COLUMNS.has(n) ? JSON.stringify(cols[n]) : cols[n])),
-      )
-      .catch(uniqueUid);
-    await client.query(
-      "insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)",
-      [cols.id, secretBox.seal(secret)],
-    );
-    return rows[0];
-  });
-}
-
-async function updateEndpoint(
-  db: Queryable,
-  id: string,
-  body: EndpointIn,
-  replace: boolean,
-): Promise<EndpointRow> {
-  const cols = { ...(replace ? REPLACE_DEFAULTS : {}), ...toColumns(body) };
-  const names = Object.keys(cols);
-  const sets = names.map((n, i) => `${n} = $${i + 2}${JSONB_COLUMNS.has(n) ? "::jsonb" : ""}`);
-  const { rows } = await db
-    .query(
-      `update endpoints set ${[...sets, "updated_at = now()"].join(", ")} where id = $1::text returning ${COLUMNS}`,
-      [id, ...names.map((n) => (JSONB_COLUMNS.has(n) ? JSON.stringify(cols[n]) : cols[n]))],
-    )
-    .catch(uniqueUid);
-  if (!rows[0]) throw notFound("endpoint");
-  // Re-enabled: its waiting backlog is due again.
-  if (body.disabled === false) await db.query(`select pg_notify('${WORK_CHANNEL}', '')`);
-  return rows[0];
-}
+const uidTaken = conflictOnUnique("an endpoint with this uid already exists in this app");
 
 export function registerEndpointRoutes(
   app: FastifyInstance,
   { pool, ssrfGuard, secretBox }: ApiContext,
 ): void {
+  const create = (appId: string, body: EndpointIn) =>
+    insertEndpoint(pool, {
+      id: newId(ID_PREFIX.endpoint),
+      appId,
+      fields: toColumns(body),
+      sealedSecret: secretBox.seal(body.secret ? checkSecret(body.secret) : generateSecret()),
+    }).catch(uidTaken);
+
+  /** PUT (`replace`: the fields left out take their defaults) or PATCH. */
+  const update = async (id: string, body: EndpointIn, replace: boolean) => {
+    const fields = { ...(replace ? REPLACE_DEFAULTS : {}), ...toColumns(body) };
+    const row = await updateEndpoint(pool, id, fields).catch(uidTaken);
+    if (!row) throw notFound("endpoint");
+    // Re-enabled: its waiting backlog is due again.
+    if (body.disabled === false) await notifyWork(pool);
+    return row;
+  };
+
   /** The SSRF guard at save time (it runs again at connect time, against DNS rebinding). */
   async function guardUrl(body: EndpointIn): Promise<void> {
     if (body.url === undefined) return;
@@ -339,9 +98,7 @@ export function registerEndpointRoutes(
       await ssrfGuard.checkUrl(body.url);
     } catch (err) {
       if (err instanceof SsrfBlockedError) {
-        throw new ApiError(422, "url_not_allowed", `url is not allowed: ${err.message}`, {
-          cause: err,
-        });
+        throw apiError("url_not_allowed", `url is not allowed: ${err.message}`, { cause: err });
       }
       throw err;
     }
@@ -368,13 +125,8 @@ export function registerEndpointRoutes(
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const plan = planPage(request.query, "ascending", ID_PREFIX.endpoint);
-      const { rows } = await pool.query(
-        `select ${COLUMNS} from endpoints
-         where app_id = $1::text and ($2::text is null or id ${plan.op} $2::text)
-         order by id ${plan.direction} limit $3::integer`,
-        [appId, plan.cursor, plan.limit + 1],
-      );
-      return toPage(rows as EndpointRow[], plan, (r) => r.id, endpointOut);
+      const rows = await listEndpoints(pool, appId, plan.window);
+      return toPage(rows, plan, (r) => r.id, endpointOut);
     },
   );
 
@@ -385,7 +137,7 @@ export function registerEndpointRoutes(
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       await guardUrl(request.body);
       reply.code(201);
-      return endpointOut(await insertEndpoint({ pool, secretBox }, appId, request.body));
+      return endpointOut(await create(appId, request.body));
     },
   );
 
@@ -394,11 +146,9 @@ export function registerEndpointRoutes(
     { schema: { tags: ["endpoint"], params: endpointParams } },
     async (request) => {
       const { endpointId } = await target(request);
-      const { rows } = await pool.query(`select ${COLUMNS} from endpoints where id = $1::text`, [
-        endpointId,
-      ]);
-      if (!rows[0]) throw notFound("endpoint");
-      return endpointOut(rows[0]);
+      const row = await getEndpoint(pool, endpointId);
+      if (!row) throw notFound("endpoint");
+      return endpointOut(row);
     },
   );
 
@@ -412,17 +162,17 @@ export function registerEndpointRoutes(
       try {
         endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
       } catch (err) {
-        if (!(err instanceof ApiError) || err.status !== 404) throw err;
+        if (!isNotFound(err)) throw err;
         reply.code(201);
         const body = {
           ...request.body,
           uid: request.body.uid ?? checkPathUid(request.params.endpointId),
         };
-        return endpointOut(await insertEndpoint({ pool, secretBox }, appId, body));
+        return endpointOut(await create(appId, body));
       }
       if (request.body.secret !== undefined)
         throw badRequest("secret cannot be changed by PUT; use secret/rotate");
-      return endpointOut(await updateEndpoint(pool, endpointId, request.body, true));
+      return endpointOut(await update(endpointId, request.body, true));
     },
   );
 
@@ -434,7 +184,7 @@ export function registerEndpointRoutes(
       if (request.body.secret !== undefined)
         throw badRequest("secret cannot be changed by PATCH; use secret/rotate");
       await guardUrl(request.body);
-      return endpointOut(await updateEndpoint(pool, endpointId, request.body, false));
+      return endpointOut(await update(endpointId, request.body, false));
     },
   );
 
@@ -443,12 +193,7 @@ export function registerEndpointRoutes(
     { schema: { tags: ["endpoint"], params: endpointParams } },
     async (request, reply) => {
       const { endpointId } = await target(request);
-      // attempts have no foreign key (hot-path inserts); they go with their endpoint here
-      await pool.query(
-        `with attempts_gone as (delete from attempts where endpoint_id = $1::text)
-         delete from endpoints where id = $1::text`,
-        [endpointId],
-      );
+      await deleteEndpoint(pool, endpointId);
       return reply.code(204).send();
     },
   );
@@ -458,12 +203,9 @@ export function registerEndpointRoutes(
     { schema: { tags: ["endpoint"], params: endpointParams } },
     async (request) => {
       const { endpointId } = await target(request);
-      const { rows } = await pool.query(
-        "select secret from endpoint_secrets where endpoint_id = $1::text and expires_at is null order by id desc limit 1",
-        [endpointId],
-      );
-      if (!rows[0]) throw notFound("secret");
-      return { key: secretBox.open(rows[0].secret) };
+      const sealed = await currentSecret(pool, endpointId);
+      if (sealed === null) throw notFound("secret");
+      return { key: secretBox.open(sealed) };
     },
   );
 
@@ -487,28 +229,7 @@ export function registerEndpointRoutes(
       const { endpointId } = await target(request);
       const next = request.body?.key ? checkSecret(request.body.key) : generateSecret();
       const graceSeconds = request.body?.gracePeriodSeconds ?? 86_400;
-      await withTransaction(pool, async (client) => {
-        // Serialize rotations of one endpoint.
-        await client.query("select 1 from endpoints where id = $1::text for update", [endpointId]);
-        await client.query(
-          `update endpoint_secrets set expires_at = now() + $2::integer * interval '1 second'
-           where endpoint_id = $1::text and expires_at is null`,
-          [endpointId, graceSeconds],
-        );
-        await client.query(
-          "insert into endpoint_secrets (endpoint_id, secret) values ($1::text, $2::text)",
-          [endpointId, secretBox.seal(next)],
-        );
-        // Expired secrets go; at most 4 old ones keep signing.
-        await client.query(
-          `delete from endpoint_secrets
-           where endpoint_id = $1::text and expires_at is not null
-             and (expires_at <= now() or id not in (
-               select id from endpoint_secrets where endpoint_id = $1::text and expires_at is not null
-               order by id desc limit 4))`,
-          [endpointId],
-        );
-      });
+      await rotateSecret(pool, endpointId, secretBox.seal(next), graceSeconds);
       return reply.code(204).send();
     },
   );

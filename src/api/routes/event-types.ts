@@ -4,24 +4,24 @@
  * deletes the row.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ApiError, conflict, notFound } from "../../errors.ts";
+import {
+  archiveEventType,
+  deleteEventType,
+  type EventTypeFields,
+  type EventTypeRow,
+  getEventType,
+  insertEventType,
+  listEventTypes,
+  updateEventType,
+  upsertEventType,
+} from "../../db/queries/event-types.ts";
+import type { ApiContext } from "../context.ts";
+import { forbidden, notFound } from "../errors.ts";
 import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { rawSlots } from "../raw-json.ts";
-import { iso } from "../schemas.ts";
-import type { ApiContext } from "../server.ts";
-
-interface EventTypeRow {
-  name: string;
-  description: string;
-  archived: boolean;
-  deprecated: boolean;
-  schemas: string | null;
-  group_name: string | null;
-  feature_flags: string[] | null;
-  created_at: Date;
-  updated_at: Date;
-}
+import { iso, nameSchema } from "../schemas.ts";
+import { conflictOnUnique } from "../unique-violation.ts";
 
 type EventTypeIn = Partial<{
   name: string;
@@ -33,12 +33,7 @@ type EventTypeIn = Partial<{
   featureFlags: string[] | null;
 }>;
 
-const NAME = {
-  type: "string",
-  minLength: 1,
-  maxLength: 256,
-  pattern: "^[a-zA-Z0-9\\-_.]+$",
-} as const;
+const NAME = nameSchema;
 const properties = {
   description: { type: "string", maxLength: 4096 },
   archived: { type: "boolean" },
@@ -48,9 +43,6 @@ const properties = {
   featureFlags: { type: ["array", "null"], items: NAME, maxItems: 32 },
 } as const;
 const params = { type: "object", properties: { name: NAME }, required: ["name"] } as const;
-
-const COLUMNS =
-  "name, description, archived, deprecated, schemas, group_name, feature_flags, created_at, updated_at";
 
 function out(r: EventTypeRow, slots: ReturnType<typeof rawSlots>) {
   return {
@@ -67,8 +59,7 @@ function out(r: EventTypeRow, slots: ReturnType<typeof rawSlots>) {
 }
 
 function adminOnly(request: FastifyRequest): void {
-  if (request.principal.role !== "admin")
-    throw new ApiError(403, "forbidden", "only admin keys can change event types");
+  if (request.principal.role !== "admin") throw forbidden("only admin keys can change event types");
 }
 
 /** The schemas' JSON text as sent (or null / undefined when absent). */
@@ -78,6 +69,19 @@ const schemasText = (request: FastifyRequest, body: EventTypeIn) =>
     : body.schemas === null
       ? null
       : (rawMember(request.rawBody ?? "", "schemas") ?? JSON.stringify(body.schemas));
+
+/** Every field of a create or PUT: the body's, or its default. */
+const fieldsOf = (request: FastifyRequest, name: string, b: EventTypeIn): EventTypeFields => ({
+  name,
+  description: b.description ?? "",
+  archived: b.archived ?? false,
+  deprecated: b.deprecated ?? false,
+  schemas: schemasText(request, b) ?? null,
+  group_name: b.groupName ?? null,
+  feature_flags: b.featureFlags ?? null,
+});
+
+const nameTaken = conflictOnUnique("an event type with this name exists");
 
 export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiContext): void {
   const send = (reply: FastifyReply, row: EventTypeRow) => {
@@ -102,17 +106,12 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
     },
     async (request, reply) => {
       const plan = planPage(request.query, "ascending");
-      const { rows } = await pool.query(
-        `select ${COLUMNS} from event_types
-         where ($1::text is null or name ${plan.op} $1::text) and ($3::boolean or not archived)
-         order by name ${plan.direction} limit $2::integer`,
-        [plan.cursor, plan.limit + 1, request.query.include_archived ?? false],
-      );
+      const rows = await listEventTypes(pool, request.query.include_archived ?? false, plan.window);
       const slots = rawSlots();
       return reply.type("application/json").send(
         slots.stringify(
           toPage(
-            rows as EventTypeRow[],
+            rows,
             plan,
             (r) => r.name,
             (r) => out(r, slots),
@@ -137,28 +136,12 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
     },
     async (request, reply) => {
       adminOnly(request);
-      const b = request.body;
-      const { rows } = await pool
-        .query(
-          `insert into event_types (name, description, archived, deprecated, schemas, group_name, feature_flags)
-           values ($1::text, $2::text, $3::boolean, $4::boolean, $5::text, $6::text, $7::text[]) returning ${COLUMNS}`,
-          [
-            b.name,
-            b.description,
-            b.archived ?? false,
-            b.deprecated ?? false,
-            schemasText(request, b) ?? null,
-            b.groupName ?? null,
-            b.featureFlags ?? null,
-          ],
-        )
-        .catch((err) => {
-          if ((err as { code?: string }).code === "23505")
-            throw conflict("an event type with this name exists");
-          throw err;
-        });
+      const row = await insertEventType(
+        pool,
+        fieldsOf(request, request.body.name!, request.body),
+      ).catch(nameTaken);
       reply.code(201);
-      return send(reply, rows[0]);
+      return send(reply, row);
     },
   );
 
@@ -166,12 +149,9 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
     "/event-type/:name",
     { schema: { tags: ["event-type"], params } },
     async (request, reply) => {
-      const { rows } = await pool.query(
-        `select ${COLUMNS} from event_types where name = $1::text`,
-        [request.params.name],
-      );
-      if (!rows[0]) throw notFound("event type");
-      return send(reply, rows[0]);
+      const row = await getEventType(pool, request.params.name);
+      if (!row) throw notFound("event type");
+      return send(reply, row);
     },
   );
 
@@ -181,27 +161,12 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
     reply: FastifyReply,
   ) => {
     adminOnly(request);
-    const b = request.body;
-    const { rows } = await pool.query(
-      `insert into event_types (name, description, archived, deprecated, schemas, group_name, feature_flags)
-       values ($1::text, $2::text, $3::boolean, $4::boolean, $5::text, $6::text, $7::text[])
-       on conflict (name) do update set
-         description = excluded.description, archived = excluded.archived,
-         deprecated = excluded.deprecated, schemas = excluded.schemas,
-         group_name = excluded.group_name, feature_flags = excluded.feature_flags, updated_at = now()
-       returning ${COLUMNS}, (xmax = 0) as created`,
-      [
-        request.params.name,
-        b.description,
-        b.archived ?? false,
-        b.deprecated ?? false,
-        schemasText(request, b) ?? null,
-        b.groupName ?? null,
-        b.featureFlags ?? null,
-      ],
+    const { row, created } = await upsertEventType(
+      pool,
+      fieldsOf(request, request.params.name, request.body),
     );
-    if (rows[0].created) reply.code(201);
-    return send(reply, rows[0]);
+    if (created) reply.code(201);
+    return send(reply, row);
   };
 
   const patch = async (
@@ -210,33 +175,16 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
   ) => {
     adminOnly(request);
     const b = request.body;
-    const schemas = schemasText(request, b);
-    const { rows } = await pool.query(
-      `update event_types set
-         description = coalesce($2::text, description),
-         archived = coalesce($3::boolean, archived),
-         deprecated = coalesce($4::boolean, deprecated),
-         schemas = case when $8::boolean then $5::text else schemas end,
-         group_name = case when $9::boolean then $6::text else group_name end,
-         feature_flags = case when $10::boolean then $7::text[] else feature_flags end,
-         updated_at = now()
-       where name = $1::text
-       returning ${COLUMNS}`,
-      [
-        request.params.name,
-        b.description ?? null,
-        b.archived ?? null,
-        b.deprecated ?? null,
-        schemas ?? null,
-        b.groupName ?? null,
-        b.featureFlags ?? null,
-        schemas !== undefined,
-        b.groupName !== undefined,
-        b.featureFlags !== undefined,
-      ],
-    );
-    if (!rows[0]) throw notFound("event type");
-    return send(reply, rows[0]);
+    const row = await updateEventType(pool, request.params.name, {
+      description: b.description,
+      archived: b.archived,
+      deprecated: b.deprecated,
+      schemas: schemasText(request, b),
+      group_name: b.groupName,
+      feature_flags: b.featureFlags,
+    });
+    if (!row) throw notFound("event type");
+    return send(reply, row);
   };
 
   app.put<{ Params: { name: string }; Body: EventTypeIn }>(
@@ -278,13 +226,10 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
     },
     async (request, reply) => {
       adminOnly(request);
-      const { rowCount } = request.query.expunge
-        ? await pool.query("delete from event_types where name = $1::text", [request.params.name])
-        : await pool.query(
-            "update event_types set archived = true, updated_at = now() where name = $1::text",
-            [request.params.name],
-          );
-      if (rowCount === 0) throw notFound("event type");
+      const found = request.query.expunge
+        ? await deleteEventType(pool, request.params.name)
+        : await archiveEventType(pool, request.params.name);
+      if (!found) throw notFound("event type");
       return reply.code(204).send();
     },
   );

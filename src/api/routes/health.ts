@@ -1,14 +1,15 @@
 /** GET /healthz: 200 when the database answers, 503 otherwise. GET /metrics: Prometheus. */
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-import { ApiError } from "../../errors.ts";
+import { ping } from "../../db/queries/ping.ts";
 import type { Metrics } from "../../ops/metrics.ts";
-import type { ApiContext } from "../server.ts";
+import type { ApiContext } from "../context.ts";
+import { apiError } from "../errors.ts";
 
-export function registerHealthRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerHealthRoutes(app: FastifyInstance, { pool }: ApiContext): void {
   app.get("/healthz", { schema: { hide: true } }, async (_request, reply) => {
     try {
-      await ctx.pool.query("select 1");
+      await ping(pool);
       return { status: "ok" };
     } catch (err) {
       reply.code(503);
@@ -28,8 +29,7 @@ export function registerMetricsRoute(
     if (expected) {
       const got = Buffer.from(request.headers.authorization ?? "");
       if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
-        throw new ApiError(
-          401,
+        throw apiError(
           "unauthorized",
           "metrics require the metrics token (Authorization: Bearer <token>)",
         );

@@ -8,13 +8,14 @@
  *   GET  /dead-letters/requeue-plan      ?app_id=&endpoint_id=&since=&include_failed=
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ApiError, HookRelayError } from "../../errors.ts";
+import { HookRelayError } from "../../errors.ts";
 import { requeuePlan } from "../../ops/dead-letters.ts";
 import { purgeExpiredUntil } from "../../ops/retention.ts";
 import { reencryptSecrets } from "../../security/reencrypt.ts";
 import { timeInput } from "../body-check.ts";
+import type { ApiContext } from "../context.ts";
+import { apiError, forbidden } from "../errors.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
-import type { ApiContext } from "../server.ts";
 
 const DEFAULT_BUDGET_MS = 10_000;
 const budgetMs = {
@@ -27,7 +28,7 @@ const budgetMs = {
 
 function adminOnly(request: FastifyRequest): void {
   if (request.principal.role !== "admin")
-    throw new ApiError(403, "forbidden", "only admin keys can run maintenance jobs");
+    throw forbidden("only admin keys can run maintenance jobs");
 }
 
 export function registerMaintenanceRoutes(
@@ -84,7 +85,7 @@ export function registerMaintenanceRoutes(
         // A secret sealed under a key the server was not given: a configuration problem the
         // operator must fix on the server; the batch that met it was not written.
         if (err instanceof HookRelayError && err.code === "HR_ERR_ENCRYPTION_KEY")
-          throw new ApiError(409, "encryption_key_missing", err.message);
+          throw apiError("encryption_key_missing", err.message, { cause: err });
         throw err;
       });
       return {

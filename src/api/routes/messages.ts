@@ -1,26 +1,22 @@
 /** /api/v1/app/{appId}/msg: accepting and reading messages. */
 import type { FastifyInstance } from "fastify";
-import { ApiError, badRequest, notFound } from "../../errors.ts";
+import type { Queryable } from "../../db/pool.ts";
+import {
+  findMessage,
+  getMessage,
+  listMessages,
+  type MessageRow,
+} from "../../db/queries/messages.ts";
 import { ID_PREFIX } from "../../ids.ts";
-import { makeEnqueueBatcher } from "../../queue/enqueue-batcher.ts";
 import { timeInput } from "../body-check.ts";
+import type { ApiContext } from "../context.ts";
+import { badRequest, isNotFound, notFound } from "../errors.ts";
 import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { type RawSlots, rawSlots } from "../raw-json.ts";
 import { resolveAppId } from "../resolve.ts";
-import { appParams, checkPathUid, iso, nameListSchema } from "../schemas.ts";
-import type { ApiContext } from "../server.ts";
-import { type AppIn, appIn, insertApp } from "./applications.ts";
-
-interface MessageRow {
-  id: string;
-  event_type: string;
-  event_id: string | null;
-  payload: string;
-  channels: string[] | null;
-  tags: string[] | null;
-  created_at: Date;
-}
+import { appParams, checkPathUid, iso, nameListSchema, nameSchema } from "../schemas.ts";
+import { type AppIn, appIn, createApp } from "./applications.ts";
 
 interface MessageIn {
   application?: AppIn;
@@ -39,7 +35,7 @@ const messageIn = {
   additionalProperties: false,
   required: ["eventType", "payload"],
   properties: {
-    eventType: { type: "string", minLength: 1, maxLength: 256, pattern: "^[a-zA-Z0-9\\-_.]+$" },
+    eventType: nameSchema,
     payload: { type: "object" },
     eventId: { type: ["string", "null"], minLength: 1, maxLength: 256 },
     channels: { ...nameListSchema, maxItems: 10 },
@@ -55,8 +51,6 @@ const messageIn = {
 } as const;
 
 const contentQuery = { with_content: { type: "boolean", default: true } } as const;
-
-export const COLUMNS = "id, event_type, event_id, payload, channels, tags, created_at";
 
 const HOUR_MS = 3_600_000;
 
@@ -88,8 +82,7 @@ export function messageOut(r: MessageRow, slots: RawSlots, withContent: boolean)
   };
 }
 
-export function registerMessageRoutes(app: FastifyInstance, { pool, config }: ApiContext): void {
-  const batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts);
+export function registerMessageRoutes(app: FastifyInstance, { pool, batcher }: ApiContext): void {
   app.post<{ Params: { appId: string }; Body: MessageIn; Querystring: { with_content: boolean } }>(
     "/app/:appId/msg",
     {
@@ -104,15 +97,10 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
       const body = request.body;
       const appId = await resolveAppId(pool, request.principal, request.params.appId).catch(
         async (err) => {
-          if (
-            !body.application ||
-            !(err instanceof ApiError) ||
-            err.status !== 404 ||
-            request.principal.role !== "admin"
-          ) {
+          if (!body.application || !isNotFound(err) || request.principal.role !== "admin") {
             throw err;
           }
-          const created = await insertApp(pool, {
+          const created = await createApp(pool, {
             ...body.application,
             uid: body.application.uid ?? checkPathUid(request.params.appId),
           });
@@ -146,11 +134,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
             tags: body.tags ?? null,
             created_at: result.createdAt,
           }
-        : (
-            await pool.query(`select ${COLUMNS} from messages where id = $1::text`, [
-              result.messageId,
-            ])
-          ).rows[0];
+        : await getMessageOr404(pool, result.messageId);
       const out = {
         ...messageOut(row, slots, request.query.with_content),
         deliverAt: iso(deliverAt),
@@ -197,29 +181,21 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
       const plan = planPage(q, "descending", ID_PREFIX.message);
       // event_types arrives comma-joined from the svix client.
       const types = q.event_types?.flatMap((t) => t.split(",")).filter(Boolean);
-      const { rows } = await pool.query(
-        `select ${COLUMNS} from messages
-         where app_id = $1::text and ($2::text is null or id ${plan.op} $2::text)
-           and ($4::text[] is null or event_type = any ($4::text[]))
-           and ($5::text is null or $5::text = any (channels))
-           and ($6::timestamptz is null or created_at < $6::timestamptz)
-           and ($7::timestamptz is null or created_at > $7::timestamptz)
-           and ($8::text is null or $8::text = any (tags))
-         order by id ${plan.direction} limit $3::integer`,
-        [
-          appId,
-          plan.cursor,
-          plan.limit + 1,
-          types?.length ? types : null,
-          q.channel ?? null,
-          timeInput(q.before, "before"),
-          timeInput(q.after, "after"),
-          q.tag ?? null,
-        ],
+      const rows = await listMessages(
+        pool,
+        appId,
+        {
+          eventTypes: types?.length ? types : null,
+          channel: q.channel ?? null,
+          before: timeInput(q.before, "before"),
+          after: timeInput(q.after, "after"),
+          tag: q.tag ?? null,
+        },
+        plan.window,
       );
       const slots = rawSlots();
       const page = toPage(
-        rows as MessageRow[],
+        rows,
         plan,
         (r) => r.id,
         (r) => messageOut(r, slots, q.with_content),
@@ -243,7 +219,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
     },
     async (request, reply) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
-      const row = await findMessage(pool, appId, request.params.msgId);
+      const row = await findMessageOr404(pool, appId, request.params.msgId);
       const slots = rawSlots();
       return reply
         .type("application/json")
@@ -253,16 +229,18 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, config }: Ap
 }
 
 /** A message of the app by id or by the producer's eventId; 404 if absent. */
-export async function findMessage(
-  db: ApiContext["pool"],
+export async function findMessageOr404(
+  db: Queryable,
   appId: string,
   idOrEventId: string,
 ): Promise<MessageRow> {
-  const { rows } = await db.query(
-    `select ${COLUMNS} from messages where app_id = $1::text and (id = $2::text or event_id = $2::text)
-     order by (id = $2::text) desc limit 1`,
-    [appId, idOrEventId],
-  );
-  if (!rows[0]) throw notFound("message");
-  return rows[0];
+  const row = await findMessage(db, appId, idOrEventId);
+  if (!row) throw notFound("message");
+  return row;
+}
+
+async function getMessageOr404(db: Queryable, id: string): Promise<MessageRow> {
+  const row = await getMessage(db, id);
+  if (!row) throw notFound("message");
+  return row;
 }

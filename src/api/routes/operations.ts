@@ -1,5 +1,6 @@
 /**
- * Operations (SPEC §5), same auth as the management API; an app-scoped key sees its app only.
+ * Operations (docs/operations.md), same auth as the management API; an app-scoped key
+ * sees its app only.
  *   GET  /health/summary?app_id=
  *   GET  /alerts?app_id=
  *   GET  /dead-letters?app_id=&endpoint_id=&status_code=&error_kind=&since=&until=
@@ -8,7 +9,7 @@
  *   POST /deliveries/{deliveryId}/cancel
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { badRequest, conflict, notFound } from "../../errors.ts";
+import { deliveryStatus } from "../../db/queries/deliveries.ts";
 import { currentAlerts } from "../../ops/alerts.ts";
 import {
   analyzeDeadLetters,
@@ -18,12 +19,12 @@ import {
   requeueDeliveries,
 } from "../../ops/dead-letters.ts";
 import { healthSummary } from "../../ops/health-summary.ts";
-import { assertAppAccess } from "../auth.ts";
 import { timeInput } from "../body-check.ts";
+import type { ApiContext } from "../context.ts";
+import { badRequest, conflict, notFound } from "../errors.ts";
 import { DEFAULT_LIMIT, MAX_LIMIT } from "../pagination.ts";
-import { resolveAppId } from "../resolve.ts";
+import { resolveAnyEndpointId, resolveAppId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
-import type { ApiContext } from "../server.ts";
 
 export const DELIVERY_PREFIX = "dlv_";
 
@@ -68,19 +69,7 @@ export function registerOperationRoutes(
     request: FastifyRequest,
     endpointId: string | undefined,
   ): Promise<string | null> {
-    if (!endpointId) return null;
-    const own = request.principal.role === "app" ? request.principal.appId : null;
-    const { rows } = await pool.query(
-      `select id, app_id from endpoints
-       where (id = $1::text or uid = $1::text) and ($2::text is null or app_id = $2::text)
-       order by (id = $1::text) desc limit 2`,
-      [endpointId, own],
-    );
-    if (rows.length === 0) throw notFound("endpoint");
-    if (rows.length > 1 && rows[0].id !== endpointId)
-      throw badRequest("that uid names endpoints of several apps; use the endpoint id");
-    assertAppAccess(request.principal, rows[0].app_id);
-    return rows[0].id;
+    return endpointId ? resolveAnyEndpointId(pool, request.principal, endpointId) : null;
   }
 
   async function filterOf(request: FastifyRequest, q: FilterQuery): Promise<DeadLetterFilter> {
@@ -235,15 +224,10 @@ export function registerOperationRoutes(
     async (request) => {
       const id = parseDeliveryId(request.params.deliveryId);
       const appId = request.principal.role === "app" ? request.principal.appId : null;
-      const { rows } = await pool.query(
-        "select status from deliveries where id = $1::bigint and ($2::text is null or app_id = $2::text)",
-        [id, appId],
-      );
-      if (!rows[0]) throw notFound("delivery");
+      const status = await deliveryStatus(pool, id, appId);
+      if (status === null) throw notFound("delivery");
       if (!(await cancelDelivery(pool, id, appId))) {
-        throw conflict(
-          `a ${rows[0].status} delivery cannot be canceled (only pending or awaiting retry)`,
-        );
+        throw conflict(`a ${status} delivery cannot be canceled (only pending or awaiting retry)`);
       }
       return { deliveryId: `${DELIVERY_PREFIX}${id}`, status: "canceled" };
     },

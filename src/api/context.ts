@@ -1,0 +1,24 @@
+/**
+ * What the route files are given: parts built once per process by whoever runs the API
+ * (runtime.ts), never built by the routes themselves. Its own module, so route files
+ * need not import server.ts, which imports them.
+ */
+import type { Config } from "../config.ts";
+import type { Pool } from "../db/pool.ts";
+import type { EnqueueBatcher } from "../queue/enqueue-batcher.ts";
+import type { Redactor } from "../security/redact.ts";
+import type { SecretBox } from "../security/secret-box.ts";
+import type { SsrfGuard } from "../security/ssrf-guard.ts";
+
+export interface ApiContext {
+  pool: Pool;
+  config: Config;
+  /** checks endpoint URLs when they are saved */
+  ssrfGuard: SsrfGuard;
+  /** seals signing secrets at rest and opens them for GET .../secret */
+  secretBox: SecretBox;
+  /** masks sensitive values in URLs and texts of listings */
+  redactor: Redactor;
+  /** writes accepted messages, many per transaction; started and stopped by its owner */
+  batcher: EnqueueBatcher;
+}

@@ -1,0 +1,51 @@
+/**
+ * The API's error vocabulary: every `code` a `{ code, detail }` body may carry, each with
+ * the one HTTP status it is answered with. docs/errors.md lists them for clients (a test
+ * keeps the two equal). Codes are snake_case, as in Svix's API.
+ */
+import { ApiError } from "../errors.ts";
+
+export const API_ERRORS = {
+  /** the request cannot be taken as it stands (see docs/errors.md) */
+  bad_request: 400,
+  invalid_json: 400,
+  empty_body: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  idempotency_conflict: 409,
+  idempotency_in_progress: 409,
+  encryption_key_missing: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  /** a field's value breaks its rule (the schema's, or one it cannot express) */
+  validation_error: 422,
+  url_not_allowed: 422,
+  idempotency_key_reused: 422,
+  rate_limited: 429,
+  internal_error: 500,
+} as const;
+
+export type ApiErrorCode = keyof typeof API_ERRORS;
+
+/** An ApiError with `code`'s status. */
+export function apiError(
+  code: ApiErrorCode,
+  detail: string,
+  options?: { cause?: unknown; headers?: Record<string, string> },
+): ApiError {
+  return new ApiError(API_ERRORS[code], code, detail, options);
+}
+
+export const badRequest = (detail: string) => apiError("bad_request", detail);
+export const validationError = (detail: string, options?: { cause?: unknown }) =>
+  apiError("validation_error", detail, options);
+export const notFound = (what: string) => apiError("not_found", `${what} not found`);
+export const forbidden = (detail: string) => apiError("forbidden", detail);
+export const conflict = (detail: string, options?: { cause?: unknown }) =>
+  apiError("conflict", detail, options);
+
+/** True for the 404 of notFound(): a lookup that found nothing (PUT then creates). */
+export const isNotFound = (err: unknown): boolean =>
+  err instanceof ApiError && err.code === "not_found";

@@ -1,0 +1,63 @@
+/** Delivery attempts, one row per HTTP request made: the rows behind /attempt listings. */
+import type { Queryable } from "../pool.ts";
+import type { PageWindow } from "./page-window.ts";
+
+export interface AttemptRow {
+  id: number;
+  message_id: string;
+  endpoint_id: string;
+  url: string;
+  attempt_number: number;
+  /** 'scheduled' or 'manual' (resend, requeue) */
+  trigger: string;
+  started_at: Date;
+  latency_ms: number;
+  outcome: "success" | "failure";
+  status_code: number | null;
+  error_kind: string | null;
+  error: string | null;
+  /** the first 1 KiB of the response body */
+  response_body: string | null;
+}
+
+const COLUMNS = `id, message_id, endpoint_id, url, attempt_number, trigger, started_at,
+  latency_ms, outcome, status_code, error_kind, error, response_body`;
+
+/** Narrows a listing of attempts; null means "any". */
+export interface AttemptFilter {
+  messageId: string | null;
+  endpointId: string | null;
+  /** 'success' or 'failure'; any other value matches nothing */
+  outcome: string | null;
+}
+
+/** A page of attempts in id order (newest first by default). */
+export async function listAttempts(
+  db: Queryable,
+  filter: AttemptFilter,
+  page: PageWindow<number>,
+): Promise<AttemptRow[]> {
+  const { rows } = await db.query<AttemptRow>(
+    `select ${COLUMNS} from attempts
+     where ($1::text is null or message_id = $1::text)
+       and ($2::text is null or endpoint_id = $2::text)
+       and ($3::bigint is null or id ${page.op} $3::bigint)
+       and ($5::text is null or outcome = $5::text)
+     order by id ${page.direction} limit $4::integer`,
+    [filter.messageId, filter.endpointId, page.cursor, page.limit, filter.outcome],
+  );
+  return rows;
+}
+
+/** One attempt of the message; null if absent. */
+export async function getAttempt(
+  db: Queryable,
+  id: number,
+  messageId: string,
+): Promise<AttemptRow | null> {
+  const { rows } = await db.query<AttemptRow>(
+    `select ${COLUMNS} from attempts where id = $1::bigint and message_id = $2::text`,
+    [id, messageId],
+  );
+  return rows[0] ?? null;
+}

@@ -1,0 +1,149 @@
+/**
+ * Endpoint health as the API shows it: the circuit and counters of endpoint_health (kept
+ * by the workers and the maintenance runner, src/health), the endpoint's limits and its
+ * queue, and the circuit's history.
+ */
+import { waitingSinceSql } from "../../queue/delivery-states.ts";
+import { type Pool, type Queryable, withTransaction } from "../pool.ts";
+import type { PageWindow } from "./page-window.ts";
+import { notifyWork } from "./work.ts";
+
+export interface EndpointHealthRow {
+  id: string;
+  app_id: string;
+  url: string;
+  disabled: boolean;
+  failure_threshold: number | null;
+  /** the endpoint's configured cooldown (cooldown_ms is the one the next opening uses) */
+  base_cooldown_ms: number | null;
+  max_in_flight: number | null;
+  /** rate_per_second, or Svix's throttle_rate when that is unset */
+  rate_per_second: number | null;
+  rate_per_minute: number | null;
+  rate_per_hour: number | null;
+  circuit_state: "closed" | "open" | "half_open";
+  consecutive_failures: number;
+  cooldown_ms: number | null;
+  opened_at: Date | null;
+  open_until: Date | null;
+  in_flight: number;
+  paused_until: Date | null;
+  last_success_at: Date | null;
+  last_failure_at: Date | null;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  p99_ms: number | null;
+  samples: number;
+  success_rate: number | null;
+  slow: boolean;
+  very_slow: boolean;
+  stats_at: Date | null;
+  /** pending and awaiting retry */
+  pending: number;
+  oldest_pending_at: Date | null;
+  dead_letter: number;
+}
+
+const HEALTH_SELECT = `
+  select e.id, e.app_id, e.url, e.disabled, e.failure_threshold, e.cooldown_ms as base_cooldown_ms,
+         e.max_in_flight, coalesce(e.rate_per_second, e.throttle_rate) as rate_per_second,
+         e.rate_per_minute, e.rate_per_hour,
+         h.circuit_state, h.consecutive_failures, h.cooldown_ms, h.opened_at, h.open_until,
+         h.in_flight, h.paused_until, h.last_success_at, h.last_failure_at,
+         h.p50_ms, h.p95_ms, h.p99_ms, h.samples, h.success_rate, h.slow, h.very_slow, h.stats_at,
+         q.pending, q.oldest_pending_at, dl.dead_letter
+  from endpoints e
+  join endpoint_health h on h.endpoint_id = e.id
+  -- per endpoint, over the partial indexes of queued and dead-lettered rows (0007_hot_claims.sql)
+  cross join lateral (
+    select count(*) filter (where d.status in ('pending', 'failed'))::int as pending,
+           min(${waitingSinceSql("d")}) as oldest_pending_at
+    from deliveries d
+    where d.endpoint_id = e.id and d.queued
+  ) q
+  cross join lateral (
+    select count(*)::int as dead_letter from deliveries d
+    where d.endpoint_id = e.id and d.dead_lettered
+  ) dl`;
+
+export async function getEndpointHealth(
+  db: Queryable,
+  endpointId: string,
+): Promise<EndpointHealthRow | null> {
+  const { rows } = await db.query<EndpointHealthRow>(`${HEALTH_SELECT} where e.id = $1::text`, [
+    endpointId,
+  ]);
+  return rows[0] ?? null;
+}
+
+/** Narrows the health listing; null means "any". */
+export interface EndpointHealthFilter {
+  appId: string | null;
+  circuitState: string | null;
+  slow: boolean | null;
+}
+
+/** A page of every endpoint's health, in endpoint id order. */
+export async function listEndpointHealth(
+  db: Queryable,
+  filter: EndpointHealthFilter,
+  page: PageWindow,
+): Promise<EndpointHealthRow[]> {
+  const { rows } = await db.query<EndpointHealthRow>(
+    `${HEALTH_SELECT}
+     where ($1::text is null or e.id ${page.op} $1::text)
+       and ($3::text is null or e.app_id = $3::text)
+       and ($4::text is null or h.circuit_state = $4::text)
+       and ($5::boolean is null or h.slow = $5::boolean)
+     order by e.id ${page.direction} limit $2::integer`,
+    [page.cursor, page.limit, filter.appId, filter.circuitState, filter.slow],
+  );
+  return rows;
+}
+
+export interface CircuitEventRow {
+  at: Date;
+  from_state: string;
+  to_state: string;
+  reason: string;
+}
+
+/** The endpoint's latest circuit transitions, newest first. */
+export async function circuitHistory(
+  db: Queryable,
+  endpointId: string,
+  limit = 50,
+): Promise<CircuitEventRow[]> {
+  const { rows } = await db.query<CircuitEventRow>(
+    `select at, from_state, to_state, reason from circuit_events
+     where endpoint_id = $1::text order by id desc limit $2::integer`,
+    [endpointId, limit],
+  );
+  return rows;
+}
+
+/**
+ * Forces the circuit closed (an operator's reset): failures, cooldown, probe and pause
+ * cleared, the transition recorded, and the workers woken when it commits.
+ */
+export async function resetCircuit(pool: Pool, endpointId: string): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ circuit_state: string }>(
+      "select circuit_state from endpoint_health where endpoint_id = $1::text for update",
+      [endpointId],
+    );
+    await client.query(
+      `update endpoint_health
+       set circuit_state = 'closed', consecutive_failures = 0, cooldown_ms = null, opened_at = null,
+           open_until = null, probe_delivery_id = null, probe_until = null, paused_until = null
+       where endpoint_id = $1::text`,
+      [endpointId],
+    );
+    await client.query(
+      `insert into circuit_events (endpoint_id, from_state, to_state, reason)
+       values ($1::text, $2::text, 'closed', 'reset by operator')`,
+      [endpointId, rows[0]?.circuit_state ?? "closed"],
+    );
+    await notifyWork(client);
+  });
+}

@@ -1,0 +1,166 @@
+/** Endpoints of an app: the rows behind /api/v1/app/{app}/endpoint. */
+import { assignments, type ColumnMap, columnList } from "../column-map.ts";
+import { type Pool, type Queryable, withTransaction } from "../pool.ts";
+import { insertSecret } from "./endpoint-secrets.ts";
+import type { PageWindow } from "./page-window.ts";
+
+/** The columns an endpoint's create, replace or patch may write. */
+export interface EndpointFields {
+  uid: string | null;
+  url: string;
+  description: string;
+  event_types: string[] | null;
+  channels: string[] | null;
+  disabled: boolean;
+  disabled_reason: string | null;
+  metadata: Record<string, string>;
+  headers: Record<string, string>;
+  throttle_rate: number | null;
+  timeout_ms: number | null;
+  max_attempts: number | null;
+  retry_base_ms: number | null;
+  retry_cap_ms: number | null;
+  max_in_flight: number | null;
+  failure_threshold: number | null;
+  cooldown_ms: number | null;
+  rate_per_second: number | null;
+  rate_per_minute: number | null;
+  rate_per_hour: number | null;
+}
+
+const FIELD_TYPES: ColumnMap<EndpointFields> = {
+  uid: "text",
+  url: "text",
+  description: "text",
+  event_types: "text[]",
+  channels: "text[]",
+  disabled: "boolean",
+  disabled_reason: "text",
+  metadata: "jsonb",
+  headers: "jsonb",
+  throttle_rate: "integer",
+  timeout_ms: "integer",
+  max_attempts: "integer",
+  retry_base_ms: "integer",
+  retry_cap_ms: "integer",
+  max_in_flight: "integer",
+  failure_threshold: "integer",
+  cooldown_ms: "integer",
+  rate_per_second: "integer",
+  rate_per_minute: "integer",
+  rate_per_hour: "integer",
+};
+
+const INSERT_TYPES: ColumnMap<EndpointFields & { id: string; app_id: string }> = {
+  id: "text",
+  app_id: "text",
+  ...FIELD_TYPES,
+};
+
+/** An endpoint as the API shows it (headers stay inside: they may carry credentials). */
+export interface EndpointRow extends Omit<EndpointFields, "headers"> {
+  id: string;
+  app_id: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = `id, app_id, uid, url, description, event_types, channels, disabled, disabled_reason,
+  metadata, throttle_rate, timeout_ms, max_attempts, retry_base_ms, retry_cap_ms, max_in_flight,
+  failure_threshold, cooldown_ms, rate_per_second, rate_per_minute, rate_per_hour,
+  created_at, updated_at`;
+
+/**
+ * Endpoints named by `idOrUid` (an id, or a uid), within one app or, with `appId` null,
+ * across apps; the one whose id it is comes first. At most two: enough to tell that a uid
+ * is ambiguous across apps (uids are unique per app only).
+ */
+export async function endpointsByIdOrUid(
+  db: Queryable,
+  idOrUid: string,
+  appId: string | null,
+): Promise<Array<{ id: string; app_id: string }>> {
+  const { rows } = await db.query<{ id: string; app_id: string }>(
+    `select id, app_id from endpoints
+     where (id = $1::text or uid = $1::text) and ($2::text is null or app_id = $2::text)
+     order by (id = $1::text) desc limit 2`,
+    [idOrUid, appId],
+  );
+  return rows;
+}
+
+export async function getEndpoint(db: Queryable, id: string): Promise<EndpointRow | null> {
+  const { rows } = await db.query<EndpointRow>(
+    `select ${COLUMNS} from endpoints where id = $1::text`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/** A page of the app's endpoints in id order. */
+export async function listEndpoints(
+  db: Queryable,
+  appId: string,
+  page: PageWindow,
+): Promise<EndpointRow[]> {
+  const { rows } = await db.query<EndpointRow>(
+    `select ${COLUMNS} from endpoints
+     where app_id = $1::text and ($2::text is null or id ${page.op} $2::text)
+     order by id ${page.direction} limit $3::integer`,
+    [appId, page.cursor, page.limit],
+  );
+  return rows;
+}
+
+/**
+ * Inserts an endpoint and its first signing secret (already sealed) in one transaction.
+ * A uid taken in the app fails with PostgreSQL's unique violation (23505).
+ */
+export async function insertEndpoint(
+  pool: Pool,
+  endpoint: { id: string; appId: string; fields: Partial<EndpointFields>; sealedSecret: string },
+): Promise<EndpointRow> {
+  const list = columnList(INSERT_TYPES, {
+    ...endpoint.fields,
+    id: endpoint.id,
+    app_id: endpoint.appId,
+  });
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<EndpointRow>(
+      `insert into endpoints (${list.names.join(", ")}) values (${list.placeholders.join(", ")})
+       returning ${COLUMNS}`,
+      list.params,
+    );
+    await insertSecret(client, endpoint.id, endpoint.sealedSecret);
+    return rows[0]!;
+  });
+}
+
+/**
+ * Sets the fields given (the others keep their values); null when there is no such
+ * endpoint. A uid taken in the app fails with 23505.
+ */
+export async function updateEndpoint(
+  db: Queryable,
+  id: string,
+  fields: Partial<EndpointFields>,
+): Promise<EndpointRow | null> {
+  const { sets, params } = assignments(FIELD_TYPES, fields, 2);
+  const { rows } = await db.query<EndpointRow>(
+    `update endpoints set ${[...sets, "updated_at = now()"].join(", ")}
+     where id = $1::text returning ${COLUMNS}`,
+    [id, ...params],
+  );
+  return rows[0] ?? null;
+}
+
+/** Deletes an endpoint and everything of it. */
+export async function deleteEndpoint(db: Queryable, id: string): Promise<void> {
+  // attempts carry no foreign key (they are inserted on the hot path), so the cascade from
+  // endpoints does not reach them
+  await db.query(
+    `with attempts_gone as (delete from attempts where endpoint_id = $1::text)
+     delete from endpoints where id = $1::text`,
+    [id],
+  );
+}

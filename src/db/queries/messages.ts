@@ -1,0 +1,78 @@
+/** Messages of an app: the rows behind /api/v1/app/{app}/msg. */
+import type { Queryable } from "../pool.ts";
+import type { PageWindow } from "./page-window.ts";
+
+export interface MessageRow {
+  id: string;
+  event_type: string;
+  event_id: string | null;
+  /** the payload's JSON text exactly as the producer sent it */
+  payload: string;
+  channels: string[] | null;
+  tags: string[] | null;
+  created_at: Date;
+}
+
+const COLUMNS = "id, event_type, event_id, payload, channels, tags, created_at";
+
+/** Narrows a listing of messages; null means "any". */
+export interface MessageFilter {
+  eventTypes: string[] | null;
+  channel: string | null;
+  tag: string | null;
+  before: Date | null;
+  after: Date | null;
+}
+
+export async function getMessage(db: Queryable, id: string): Promise<MessageRow | null> {
+  const { rows } = await db.query<MessageRow>(
+    `select ${COLUMNS} from messages where id = $1::text`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/** A message of the app by id or by the producer's eventId (the id wins); null if absent. */
+export async function findMessage(
+  db: Queryable,
+  appId: string,
+  idOrEventId: string,
+): Promise<MessageRow | null> {
+  const { rows } = await db.query<MessageRow>(
+    `select ${COLUMNS} from messages
+     where app_id = $1::text and (id = $2::text or event_id = $2::text)
+     order by (id = $2::text) desc limit 1`,
+    [appId, idOrEventId],
+  );
+  return rows[0] ?? null;
+}
+
+/** A page of the app's messages in id (creation) order. */
+export async function listMessages(
+  db: Queryable,
+  appId: string,
+  filter: MessageFilter,
+  page: PageWindow,
+): Promise<MessageRow[]> {
+  const { rows } = await db.query<MessageRow>(
+    `select ${COLUMNS} from messages
+     where app_id = $1::text and ($2::text is null or id ${page.op} $2::text)
+       and ($4::text[] is null or event_type = any ($4::text[]))
+       and ($5::text is null or $5::text = any (channels))
+       and ($6::timestamptz is null or created_at < $6::timestamptz)
+       and ($7::timestamptz is null or created_at > $7::timestamptz)
+       and ($8::text is null or $8::text = any (tags))
+     order by id ${page.direction} limit $3::integer`,
+    [
+      appId,
+      page.cursor,
+      page.limit,
+      filter.eventTypes,
+      filter.channel,
+      filter.before,
+      filter.after,
+      filter.tag,
+    ],
+  );
+  return rows;
+}
