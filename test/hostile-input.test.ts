@@ -688,6 +688,13 @@ const BODY_FIELDS: Record<string, Record<string, FieldSpec>> = {
     appId: opt(field(fc.constantFrom("@@APP@@", "no-such-app"))),
     includeFailed: opt(field(fc.boolean())),
   },
+  [`POST ${V1}/operations/purge`]: {
+    budgetMs: opt(field(int(100, 60_000))),
+  },
+  [`POST ${V1}/operations/reencrypt-secrets`]: {
+    after: opt(field(int(0, 1_000_000))),
+    budgetMs: opt(field(int(100, 60_000))),
+  },
   [`POST ${V1}/api-keys`]: {
     role: req(field(fc.constantFrom("app", "admin"))),
     appId: opt(field(fc.constantFrom("@@APP@@", "no-such-app"))),

@@ -123,6 +123,10 @@ const TABLE: [methods: string, path: string, rule: Rule][] = [
     { kind: "requeue", body: () => ({ since: "2000-01-01T00:00:00Z" }) },
   ],
   ["POST", `${V1}/deliveries/:deliveryId/cancel`, { kind: "delivery" }],
+  ["GET HEAD", `${V1}/dead-letters/requeue-plan`, { kind: "list" }],
+  // maintenance jobs
+  ["POST", `${V1}/operations/purge`, { kind: "admin", body: () => ({ budgetMs: 100 }) }],
+  ["POST", `${V1}/operations/reencrypt-secrets`, { kind: "admin", body: () => ({}) }],
   // API keys
   ["GET HEAD", `${V1}/api-keys`, { kind: "admin" }],
   ["POST", `${V1}/api-keys`, { kind: "admin", body: (f) => ({ role: "app", appId: f.appB }) }],
@@ -632,6 +636,22 @@ describe("listings with app A's key show app A only", () => {
     expect(allAnalysis.body.data.map((d: { endpointId: string }) => d.endpointId)).toEqual(
       expect.arrayContaining([B.failId]),
     );
+    // the requeue plan counts A's only; B's app and B's endpoint are not there for A
+    const plan = await as(A.key, "GET", `${V1}/dead-letters/requeue-plan`);
+    expect(plan.status).toBe(200);
+    expect(plan.body.endpoints.map((e: { endpointId: string }) => e.endpointId)).toEqual([
+      A.failId,
+    ]);
+    expect(
+      (await as(A.key, "GET", `${V1}/dead-letters/requeue-plan?app_id=${B.appId}`)).status,
+    ).toBe(404);
+    const viaB = await as(A.key, "GET", `${V1}/dead-letters/requeue-plan?endpoint_id=${B.failId}`);
+    expect([404, 200]).toContain(viaB.status);
+    if (viaB.status === 200) expect(viaB.body.total).toBe(0);
+    const allPlan = await h.call("GET", `${V1}/dead-letters/requeue-plan`);
+    expect(allPlan.body.endpoints.map((e: { endpointId: string }) => e.endpointId)).toEqual(
+      expect.arrayContaining([A.failId, B.failId]),
+    );
   });
 
   test("GET /alerts", async () => {
@@ -674,6 +694,7 @@ describe("listings with app A's key show app A only", () => {
       `${V1}/app`,
       `${V1}/dead-letters`,
       `${V1}/dead-letters/analysis`,
+      `${V1}/dead-letters/requeue-plan`,
       `${V1}/health/endpoints`,
       `${V1}/health/summary`,
     ]);
