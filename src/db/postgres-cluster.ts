@@ -187,7 +187,10 @@ export async function startCluster(options: {
       stopping ??= (async () => {
         if (child.exitCode !== null || child.signalCode !== null) return;
         child.kill("SIGINT"); // fast shutdown: active sessions end, the data is consistent
-        const gone = await Promise.race([exited.then(() => true), sleep(30_000, false)]);
+        const gone = await Promise.race([
+          exited.then(() => true),
+          sleep(30_000, false, { ref: false }),
+        ]);
         if (!gone) {
           child.kill("SIGQUIT");
           await exited;
