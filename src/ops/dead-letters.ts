@@ -2,7 +2,9 @@
  * Dead letters: listing with filters, per-endpoint analysis, requeue and cancel.
  * A dead letter is a delivery in status dead_letter; `updated_at` is when it died.
  */
+import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { CANCELABLE, cancelSet, requeueSet } from "../queue/delivery-states.ts";
 import { WORK_CHANNEL } from "../queue/work-channel.ts";
 import { detectPattern, type Pattern } from "./dead-letter-patterns.ts";
 
@@ -158,6 +160,48 @@ export interface RequeueTarget {
   includeFailed?: boolean;
 }
 
+const REQUEUE_SQL = namedSql<{
+  deliveryId: number | null;
+  endpointId: string | null;
+  since: Date | null;
+  appId: string | null;
+  includeFailed: boolean;
+  by: string;
+  defaultMaxAttempts: number;
+}>(`
+with target as (
+  -- (the lock is taken inside: FOR UPDATE cannot sit beside a window function)
+  select l.id, l.endpoint_id, row_number() over (partition by l.endpoint_id order by l.id) as rn
+  from (
+    select d.id, d.endpoint_id
+    from deliveries d
+    where (d.status = 'dead_letter' or ($includeFailed::boolean and d.status = 'failed'))
+      and ($deliveryId::bigint is null or d.id = $deliveryId::bigint)
+      and ($endpointId::text is null or d.endpoint_id = $endpointId::text)
+      and ($since::timestamptz is null or d.updated_at >= $since::timestamptz)
+      and ($appId::text is null or d.app_id = $appId::text)
+    for update of d
+  ) l
+),
+paced as (
+  select t.id, coalesce(e.max_attempts, $defaultMaxAttempts::integer) as max_attempts,
+         -- least() skips nulls: the strictest configured limit, per second
+         now() + coalesce((t.rn - 1) / least(coalesce(e.rate_per_second, e.throttle_rate)::float8,
+                                             e.rate_per_minute / 60.0,
+                                             e.rate_per_hour / 3600.0), 0) * interval '1 second' as due
+  from target t join endpoints e on e.id = t.endpoint_id
+),
+requeued as (
+  update deliveries d
+  set ${requeueSet({ maxAttempts: "p.max_attempts", dueAt: "p.due" })},
+      requeued_at = now(), requeued_by = $by::text
+  from paced p
+  where d.id = p.id
+  returning 1
+)
+select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
+from requeued`);
+
 /**
  * Requeues in one set-based statement: a fresh attempt budget, the same message id,
  * recorded as requeued by whom and when. Each endpoint's rows are spaced out at the pace
@@ -170,48 +214,15 @@ export async function requeueDeliveries(
   defaultMaxAttempts: number,
 ): Promise<number> {
   const { rows } = await db.query(
-    `with target as (
-       -- (the lock is taken inside: FOR UPDATE cannot sit beside a window function)
-       select l.id, l.endpoint_id, row_number() over (partition by l.endpoint_id order by l.id) as rn
-       from (
-         select d.id, d.endpoint_id
-         from deliveries d
-         where (d.status = 'dead_letter' or ($5::boolean and d.status = 'failed'))
-           and ($1::bigint is null or d.id = $1::bigint)
-           and ($2::text is null or d.endpoint_id = $2::text)
-           and ($3::timestamptz is null or d.updated_at >= $3::timestamptz)
-           and ($4::text is null or d.app_id = $4::text)
-         for update of d
-       ) l
-     ),
-     paced as (
-       select t.id, coalesce(e.max_attempts, $7::integer) as max_attempts,
-              -- least() skips nulls: the strictest configured limit, per second
-              now() + coalesce((t.rn - 1) / least(coalesce(e.rate_per_second, e.throttle_rate)::float8,
-                                                  e.rate_per_minute / 60.0,
-                                                  e.rate_per_hour / 3600.0), 0) * interval '1 second' as due
-       from target t join endpoints e on e.id = t.endpoint_id
-     ),
-     requeued as (
-       update deliveries d
-       set status = 'pending', attempt_count = 0, max_attempts = p.max_attempts,
-           next_attempt_at = p.due, trigger = 'manual', requeued_at = now(), requeued_by = $6::text,
-           claim_token = null, lease_expires_at = null, claimed_by = null, updated_at = now()
-       from paced p
-       where d.id = p.id
-       returning 1
-     )
-     select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
-     from requeued`,
-    [
-      target.deliveryId ?? null,
-      target.endpointId ?? null,
-      target.since ?? null,
-      target.appId ?? null,
-      target.includeFailed ?? false,
+    REQUEUE_SQL.query({
+      deliveryId: target.deliveryId ?? null,
+      endpointId: target.endpointId ?? null,
+      since: target.since ?? null,
+      appId: target.appId ?? null,
+      includeFailed: target.includeFailed ?? false,
       by,
       defaultMaxAttempts,
-    ],
+    }),
   );
   return rows[0].n;
 }
@@ -223,8 +234,8 @@ export async function cancelDelivery(
   appId: string | null,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `update deliveries set status = 'canceled', updated_at = now()
-     where id = $1::bigint and status in ('pending', 'failed') and ($2::text is null or app_id = $2::text)`,
+    `update deliveries set ${cancelSet}
+     where id = $1::bigint and status in ${CANCELABLE} and ($2::text is null or app_id = $2::text)`,
     [deliveryId, appId],
   );
   return rowCount === 1;

@@ -8,6 +8,8 @@ import { buildApi } from "../../src/api/server.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
 import { makeHttpSender } from "../../src/delivery/http-sender.ts";
 import { silentLogger } from "../../src/logger.ts";
+import { makeRedactor } from "../../src/security/redact.ts";
+import { makeSecretBox } from "../../src/security/secret-box.ts";
 import { makeSsrfGuard } from "../../src/security/ssrf-guard.ts";
 import { makeWorker, type Worker } from "../../src/worker/worker.ts";
 import { createTestDb, type TestDb } from "./db.ts";
@@ -106,6 +108,9 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
           worker: { ...config.worker, ...workerOverrides },
         },
         logger: silentLogger,
+        // what the API builds from the same configuration
+        secretBox: makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
+        redactor: makeRedactor(config.sensitiveFields),
       });
       worker.start();
       workers.push(worker);
