@@ -17,23 +17,26 @@ export interface DeadLetterFilter {
   until?: Date | null;
 }
 
+/** The dead letters a filter selects, over `deliveries d`; reads the FilterParams. */
 const FILTER_SQL = `
   d.dead_lettered
-  and ($1::text is null or d.app_id = $1::text)
-  and ($2::text is null or d.endpoint_id = $2::text)
-  and ($3::integer is null or d.last_status_code = $3::integer)
-  and ($4::text is null or d.last_error_kind = $4::text)
-  and ($5::timestamptz is null or d.updated_at >= $5::timestamptz)
-  and ($6::timestamptz is null or d.updated_at < $6::timestamptz)`;
+  and ($appId::text is null or d.app_id = $appId::text)
+  and ($endpointId::text is null or d.endpoint_id = $endpointId::text)
+  and ($statusCode::integer is null or d.last_status_code = $statusCode::integer)
+  and ($errorKind::text is null or d.last_error_kind = $errorKind::text)
+  and ($since::timestamptz is null or d.updated_at >= $since::timestamptz)
+  and ($until::timestamptz is null or d.updated_at < $until::timestamptz)`;
 
-const filterValues = (f: DeadLetterFilter) => [
-  f.appId ?? null,
-  f.endpointId ?? null,
-  f.statusCode ?? null,
-  f.errorKind ?? null,
-  f.since ?? null,
-  f.until ?? null,
-];
+type FilterParams = { [K in keyof DeadLetterFilter]-?: DeadLetterFilter[K] | null };
+
+const filterParams = (f: DeadLetterFilter): FilterParams => ({
+  appId: f.appId ?? null,
+  endpointId: f.endpointId ?? null,
+  statusCode: f.statusCode ?? null,
+  errorKind: f.errorKind ?? null,
+  since: f.since ?? null,
+  until: f.until ?? null,
+});
 
 export interface DeadLetter {
   deliveryId: number;
@@ -49,6 +52,16 @@ export interface DeadLetter {
   deadAt: Date;
 }
 
+const LIST_SQL = namedSql<FilterParams & { before: number | null; limit: number }>(
+  `select d.id, d.message_id, d.endpoint_id, d.app_id, m.event_type, e.url, d.attempt_count,
+            d.last_status_code, d.last_error_kind, d.last_error, d.updated_at
+     from deliveries d
+     join messages m on m.id = d.message_id
+     join endpoints e on e.id = d.endpoint_id
+     where ${FILTER_SQL} and ($before::bigint is null or d.id < $before::bigint)
+     order by d.id desc limit $limit::integer`,
+);
+
 /** Dead letters newest first, `limit` at a time; `before` is the last page's last delivery id. */
 export async function listDeadLetters(
   db: Queryable,
@@ -56,14 +69,7 @@ export async function listDeadLetters(
   page: { limit: number; before?: number | null },
 ): Promise<DeadLetter[]> {
   const { rows } = await db.query(
-    `select d.id, d.message_id, d.endpoint_id, d.app_id, m.event_type, e.url, d.attempt_count,
-            d.last_status_code, d.last_error_kind, d.last_error, d.updated_at
-     from deliveries d
-     join messages m on m.id = d.message_id
-     join endpoints e on e.id = d.endpoint_id
-     where ${FILTER_SQL} and ($7::bigint is null or d.id < $7::bigint)
-     order by d.id desc limit $8::integer`,
-    [...filterValues(filter), page.before ?? null, page.limit],
+    LIST_SQL.query({ ...filterParams(filter), before: page.before ?? null, limit: page.limit }),
   );
   return rows.map((r) => ({
     deliveryId: r.id,
@@ -92,13 +98,8 @@ export interface EndpointDeadLetterAnalysis extends Pattern {
   averageAttempts: number;
 }
 
-/** One analysis per endpoint with dead letters matching the filter, most dead first. */
-export async function analyzeDeadLetters(
-  db: Queryable,
-  filter: DeadLetterFilter,
-): Promise<EndpointDeadLetterAnalysis[]> {
-  const { rows } = await db.query(
-    `with dead as (
+const ANALYZE_SQL = namedSql<FilterParams>(
+  `with dead as (
        select d.endpoint_id, d.app_id, d.last_error, d.last_status_code, d.attempt_count, d.updated_at
        from deliveries d where ${FILTER_SQL}
      ),
@@ -125,8 +126,14 @@ export async function analyzeDeadLetters(
      join windows w on w.endpoint_id = d.endpoint_id
      group by d.endpoint_id, e.url, w.max_in_15
      order by dead_count desc, d.endpoint_id`,
-    filterValues(filter),
-  );
+);
+
+/** One analysis per endpoint with dead letters matching the filter, most dead first. */
+export async function analyzeDeadLetters(
+  db: Queryable,
+  filter: DeadLetterFilter,
+): Promise<EndpointDeadLetterAnalysis[]> {
+  const { rows } = await db.query(ANALYZE_SQL.query(filterParams(filter)));
   return rows.map((r) => ({
     endpointId: r.endpoint_id,
     appId: r.app_id,
