@@ -1,15 +1,22 @@
 /**
  * The process logger (pino). Payloads and secrets never reach it (`redact` drops them by
- * path), and every string that does is passed through the sensitive-field redactor.
+ * path), and every string that does is passed through the masker it is given: the
+ * process's sensitive-field redactor (src/security/redact.ts, docs/security.md, Sensitive
+ * values), made once where the process is wired.
  */
 import pino from "pino";
-import { makeRedactor, type Redactor } from "./security/redact.ts";
 
 export type Logger = pino.Logger;
 
+/** What the logger needs of a redactor: free text and whole log objects masked. */
+export interface LogMasker {
+  text(value: string): string;
+  object<T>(value: T): T;
+}
+
 export function makeLogger(
   level: string,
-  redactor: Redactor = makeRedactor(),
+  redactor: LogMasker,
   destination?: pino.DestinationStream,
 ): Logger {
   return pino(
@@ -49,7 +56,7 @@ export function makeLogger(
 }
 
 /** Masks the serialized bindings (`,"key":value,...`) a child logger writes on every line. */
-function maskBindings(child: Logger, redactor: Redactor): void {
+function maskBindings(child: Logger, redactor: LogMasker): void {
   const holder = child as unknown as Record<symbol, unknown>;
   const serialized = holder[pino.symbols.chindingsSym];
   if (typeof serialized !== "string" || serialized.length === 0) return;

@@ -11,6 +11,7 @@
  * the endpoints set their own threshold and short retry delays.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { resetCircuit } from "../src/health/circuit-transitions.ts";
 import { WORK_CHANNEL } from "../src/queue/work-channel.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { expectNoInFlightCounters } from "./helpers/in-flight.ts";
@@ -299,4 +300,39 @@ test("an operator reset closes an open circuit and the backlog drains", async ()
     "open→closed:reset by operator",
   ]);
   await expectNoInFlightCounters(h.db.pool);
+});
+
+test("resetCircuit closes a circuit from any state in one statement and says where it came from", async () => {
+  const ep = await makeEndpoint("reset-direct", { failureThreshold: 2 });
+  // a half-open circuit with its probe out, a doubled cooldown and a Retry-After pause
+  await h.db.pool.query(
+    `update endpoint_health
+     set circuit_state = 'half_open', consecutive_failures = 7, cooldown_ms = 600000,
+         opened_at = now(), open_until = now(), probe_delivery_id = 1,
+         probe_until = now() + interval '1 minute', paused_until = now() + interval '1 minute'
+     where endpoint_id = $1`,
+    [ep.endpointId],
+  );
+  expect(await resetCircuit(h.db.pool, ep.endpointId)).toBe("half_open");
+  const { rows } = await h.db.pool.query(
+    `select circuit_state, consecutive_failures, cooldown_ms, opened_at, open_until,
+            probe_delivery_id, probe_until, paused_until
+     from endpoint_health where endpoint_id = $1`,
+    [ep.endpointId],
+  );
+  expect(rows[0]).toEqual({
+    circuit_state: "closed",
+    consecutive_failures: 0,
+    cooldown_ms: null,
+    opened_at: null,
+    open_until: null,
+    probe_delivery_id: null,
+    probe_until: null,
+    paused_until: null,
+  });
+  // a closed circuit reset again is still recorded: an operator acted
+  expect(await resetCircuit(h.db.pool, ep.endpointId)).toBe("closed");
+  expect(
+    (await events(ep.endpointId)).map((e) => `${e.from_state}→${e.to_state}:${e.reason}`),
+  ).toEqual(["half_open→closed:reset by operator", "closed→closed:reset by operator"]);
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { loadMigrations } from "../src/db/migrate.ts";
+import { loadMigrations, migrate, SchemaTooNewError } from "../src/db/migrate.ts";
 import { schemaSnapshot } from "../src/db/schema-snapshot.ts";
 import { releaseExpiredClaims } from "../src/queue/release-deliveries.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
@@ -66,5 +66,57 @@ test("migration 0007 keeps the leases of rows in flight under the old rules, and
     expect(after[0]).toEqual({ status: "pending", claims: 0 });
   } finally {
     await old.drop();
+  }
+});
+
+test("migrate on an up-to-date database is a no-op; one a newer hookrelay migrated is refused, unchanged", async () => {
+  const latest = (await loadMigrations()).at(-1)!;
+  const before = await schemaSnapshot(db.pool);
+  expect(await migrate(db.pool)).toEqual([]);
+  expect(await schemaSnapshot(db.pool)).toBe(before);
+
+  const future = [`${String(latest.id + 1).padStart(4, "0")}_from_the_future.sql`];
+  future.push(`${String(latest.id + 2).padStart(4, "0")}_further_still.sql`);
+  await db.pool.query("insert into hookrelay_migrations (id, name) values ($1, $2), ($3, $4)", [
+    latest.id + 1,
+    future[0],
+    latest.id + 2,
+    future[1],
+  ]);
+  try {
+    const refused = await migrate(db.pool).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(SchemaTooNewError);
+    expect(refused).toMatchObject({ code: "HR_ERR_SCHEMA_TOO_NEW", unknown: future });
+    const message = (refused as Error).message;
+    for (const name of [...future, latest.name]) expect(message).toContain(name);
+    expect(message).toMatch(/upgrade hookrelay/i);
+    expect(message).toContain("nothing was changed");
+    expect(await schemaSnapshot(db.pool)).toBe(before);
+  } finally {
+    await db.pool.query("delete from hookrelay_migrations where id > $1", [latest.id]);
+  }
+  expect(await migrate(db.pool)).toEqual([]);
+});
+
+test("a refused database gets none of the migrations it lacks", async () => {
+  // An empty database that only records a migration from the future (a contrived state:
+  // it shows that the refusal comes before the first migration is applied).
+  const empty = await createTestDb({ template: false });
+  try {
+    await empty.pool.query(`
+      create table hookrelay_migrations (
+        id integer primary key, name text not null, applied_at timestamptz not null default now());
+      insert into hookrelay_migrations (id, name) values (1000, '1000_unknown.sql');`);
+    await expect(migrate(empty.pool)).rejects.toThrow(/1000_unknown\.sql/);
+    const { rows } = await empty.pool.query(
+      `select (select count(*)::int from hookrelay_migrations) as recorded,
+              to_regclass('public.applications') is null as untouched`,
+    );
+    expect(rows[0]).toEqual({ recorded: 1, untouched: true });
+  } finally {
+    await empty.drop();
   }
 });

@@ -13,6 +13,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { makeHttpSender } from "../src/delivery/http-sender.ts";
 import { silentLogger } from "../src/logger.ts";
+import { makeRedactor } from "../src/security/redact.ts";
 import { makeSecretBox, type SecretBox } from "../src/security/secret-box.ts";
 import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
 import { makeWorker, type Worker } from "../src/worker/worker.ts";
@@ -394,6 +395,7 @@ describe("encryption at rest", () => {
       config: { delivery: h.config.delivery, health: h.config.health, worker: h.config.worker },
       logger: silentLogger,
       secretBox: box,
+      redactor: makeRedactor(),
     });
     w.start();
     return w;

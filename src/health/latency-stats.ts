@@ -6,6 +6,7 @@
  * single endpoint's figures on demand.
  */
 import type { HealthConfig } from "../config.ts";
+import { namedSql } from "../db/named-sql.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
 
 export interface LatencyStats {
@@ -22,7 +23,12 @@ const STATS_SELECT = `
          count(*)::int as samples,
          avg(case when ok then 1.0 else 0.0 end)::float8 as success_rate
   from latency_samples
-  where at > now() - $1::bigint * interval '1 millisecond'`;
+  where at > now() - $windowMs::bigint * interval '1 millisecond'`;
+
+const ONE_ENDPOINT_SQL = namedSql<{ windowMs: number; endpointId: string }>(
+  `${STATS_SELECT} and endpoint_id = $endpointId::text group by endpoint_id`,
+);
+const EVERY_ENDPOINT_SQL = namedSql<{ windowMs: number }>(`${STATS_SELECT} group by endpoint_id`);
 
 function toStats(
   row: { p: number[] | null; samples: number; success_rate: number | null } | undefined,
@@ -42,10 +48,7 @@ export async function endpointLatency(
   endpointId: string,
   windowMs: number,
 ): Promise<LatencyStats> {
-  const { rows } = await db.query(
-    `${STATS_SELECT} and endpoint_id = $2::text group by endpoint_id`,
-    [windowMs, endpointId],
-  );
+  const { rows } = await db.query(ONE_ENDPOINT_SQL.query({ windowMs, endpointId }));
   return toStats(rows[0]);
 }
 
@@ -65,7 +68,7 @@ export function slowness(
 export async function refreshLatencyStats(pool: Pool, health: HealthConfig): Promise<number> {
   // The aggregation runs first, without locks; the update then locks rows in id order,
   // like every other writer of endpoint_health, so it cannot deadlock with the workers.
-  const { rows } = await pool.query(`${STATS_SELECT} group by endpoint_id`, [health.windowMs]);
+  const { rows } = await pool.query(EVERY_ENDPOINT_SQL.query({ windowMs: health.windowMs }));
   const ids: string[] = [];
   const values: LatencyStats[] = [];
   for (const row of rows) {

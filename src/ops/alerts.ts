@@ -1,7 +1,8 @@
 /**
- * Alerts (SPEC §5): conditions an operator must hear about. Computed from the live state on
- * demand; the maintenance runner also keeps them in the alerts table (open until the
- * condition clears) so that "since" survives and new/resolved alerts can be posted.
+ * Alerts (docs/operations.md, Alerts): conditions an operator must hear about. Computed
+ * from the live state on demand; the maintenance runner also keeps them in the alerts table
+ * (open until the condition clears) so that "since" survives and new/resolved alerts can be
+ * posted.
  *
  * | kind                  | severity | subject  | raised when                                          |
  * | dead_letters_growing  | warning  | endpoint | more dead letters in the last window than the one before, and at least the minimum |

@@ -2,7 +2,9 @@
  * Dead letters: listing with filters, per-endpoint analysis, requeue and cancel.
  * A dead letter is a delivery in status dead_letter; `updated_at` is when it died.
  */
+import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { CANCELABLE, cancelSet, requeueSet } from "../queue/delivery-states.ts";
 import { WORK_CHANNEL } from "../queue/work-channel.ts";
 import { detectPattern, type Pattern } from "./dead-letter-patterns.ts";
 
@@ -15,23 +17,26 @@ export interface DeadLetterFilter {
   until?: Date | null;
 }
 
+/** The dead letters a filter selects, over `deliveries d`; reads the FilterParams. */
 const FILTER_SQL = `
   d.dead_lettered
-  and ($1::text is null or d.app_id = $1::text)
-  and ($2::text is null or d.endpoint_id = $2::text)
-  and ($3::integer is null or d.last_status_code = $3::integer)
-  and ($4::text is null or d.last_error_kind = $4::text)
-  and ($5::timestamptz is null or d.updated_at >= $5::timestamptz)
-  and ($6::timestamptz is null or d.updated_at < $6::timestamptz)`;
+  and ($appId::text is null or d.app_id = $appId::text)
+  and ($endpointId::text is null or d.endpoint_id = $endpointId::text)
+  and ($statusCode::integer is null or d.last_status_code = $statusCode::integer)
+  and ($errorKind::text is null or d.last_error_kind = $errorKind::text)
+  and ($since::timestamptz is null or d.updated_at >= $since::timestamptz)
+  and ($until::timestamptz is null or d.updated_at < $until::timestamptz)`;
 
-const filterValues = (f: DeadLetterFilter) => [
-  f.appId ?? null,
-  f.endpointId ?? null,
-  f.statusCode ?? null,
-  f.errorKind ?? null,
-  f.since ?? null,
-  f.until ?? null,
-];
+type FilterParams = { [K in keyof DeadLetterFilter]-?: DeadLetterFilter[K] | null };
+
+const filterParams = (f: DeadLetterFilter): FilterParams => ({
+  appId: f.appId ?? null,
+  endpointId: f.endpointId ?? null,
+  statusCode: f.statusCode ?? null,
+  errorKind: f.errorKind ?? null,
+  since: f.since ?? null,
+  until: f.until ?? null,
+});
 
 export interface DeadLetter {
   deliveryId: number;
@@ -47,6 +52,16 @@ export interface DeadLetter {
   deadAt: Date;
 }
 
+const LIST_SQL = namedSql<FilterParams & { before: number | null; limit: number }>(
+  `select d.id, d.message_id, d.endpoint_id, d.app_id, m.event_type, e.url, d.attempt_count,
+            d.last_status_code, d.last_error_kind, d.last_error, d.updated_at
+     from deliveries d
+     join messages m on m.id = d.message_id
+     join endpoints e on e.id = d.endpoint_id
+     where ${FILTER_SQL} and ($before::bigint is null or d.id < $before::bigint)
+     order by d.id desc limit $limit::integer`,
+);
+
 /** Dead letters newest first, `limit` at a time; `before` is the last page's last delivery id. */
 export async function listDeadLetters(
   db: Queryable,
@@ -54,14 +69,7 @@ export async function listDeadLetters(
   page: { limit: number; before?: number | null },
 ): Promise<DeadLetter[]> {
   const { rows } = await db.query(
-    `select d.id, d.message_id, d.endpoint_id, d.app_id, m.event_type, e.url, d.attempt_count,
-            d.last_status_code, d.last_error_kind, d.last_error, d.updated_at
-     from deliveries d
-     join messages m on m.id = d.message_id
-     join endpoints e on e.id = d.endpoint_id
-     where ${FILTER_SQL} and ($7::bigint is null or d.id < $7::bigint)
-     order by d.id desc limit $8::integer`,
-    [...filterValues(filter), page.before ?? null, page.limit],
+    LIST_SQL.query({ ...filterParams(filter), before: page.before ?? null, limit: page.limit }),
   );
   return rows.map((r) => ({
     deliveryId: r.id,
@@ -90,13 +98,8 @@ export interface EndpointDeadLetterAnalysis extends Pattern {
   averageAttempts: number;
 }
 
-/** One analysis per endpoint with dead letters matching the filter, most dead first. */
-export async function analyzeDeadLetters(
-  db: Queryable,
-  filter: DeadLetterFilter,
-): Promise<EndpointDeadLetterAnalysis[]> {
-  const { rows } = await db.query(
-    `with dead as (
+const ANALYZE_SQL = namedSql<FilterParams>(
+  `with dead as (
        select d.endpoint_id, d.app_id, d.last_error, d.last_status_code, d.attempt_count, d.updated_at
        from deliveries d where ${FILTER_SQL}
      ),
@@ -123,8 +126,14 @@ export async function analyzeDeadLetters(
      join windows w on w.endpoint_id = d.endpoint_id
      group by d.endpoint_id, e.url, w.max_in_15
      order by dead_count desc, d.endpoint_id`,
-    filterValues(filter),
-  );
+);
+
+/** One analysis per endpoint with dead letters matching the filter, most dead first. */
+export async function analyzeDeadLetters(
+  db: Queryable,
+  filter: DeadLetterFilter,
+): Promise<EndpointDeadLetterAnalysis[]> {
+  const { rows } = await db.query(ANALYZE_SQL.query(filterParams(filter)));
   return rows.map((r) => ({
     endpointId: r.endpoint_id,
     appId: r.app_id,
@@ -158,6 +167,48 @@ export interface RequeueTarget {
   includeFailed?: boolean;
 }
 
+const REQUEUE_SQL = namedSql<{
+  deliveryId: number | null;
+  endpointId: string | null;
+  since: Date | null;
+  appId: string | null;
+  includeFailed: boolean;
+  by: string;
+  defaultMaxAttempts: number;
+}>(`
+with target as (
+  -- (the lock is taken inside: FOR UPDATE cannot sit beside a window function)
+  select l.id, l.endpoint_id, row_number() over (partition by l.endpoint_id order by l.id) as rn
+  from (
+    select d.id, d.endpoint_id
+    from deliveries d
+    where (d.status = 'dead_letter' or ($includeFailed::boolean and d.status = 'failed'))
+      and ($deliveryId::bigint is null or d.id = $deliveryId::bigint)
+      and ($endpointId::text is null or d.endpoint_id = $endpointId::text)
+      and ($since::timestamptz is null or d.updated_at >= $since::timestamptz)
+      and ($appId::text is null or d.app_id = $appId::text)
+    for update of d
+  ) l
+),
+paced as (
+  select t.id, coalesce(e.max_attempts, $defaultMaxAttempts::integer) as max_attempts,
+         -- least() skips nulls: the strictest configured limit, per second
+         now() + coalesce((t.rn - 1) / least(coalesce(e.rate_per_second, e.throttle_rate)::float8,
+                                             e.rate_per_minute / 60.0,
+                                             e.rate_per_hour / 3600.0), 0) * interval '1 second' as due
+  from target t join endpoints e on e.id = t.endpoint_id
+),
+requeued as (
+  update deliveries d
+  set ${requeueSet({ maxAttempts: "p.max_attempts", dueAt: "p.due" })},
+      requeued_at = now(), requeued_by = $by::text
+  from paced p
+  where d.id = p.id
+  returning 1
+)
+select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
+from requeued`);
+
 /**
  * Requeues in one set-based statement: a fresh attempt budget, the same message id,
  * recorded as requeued by whom and when. Each endpoint's rows are spaced out at the pace
@@ -170,48 +221,15 @@ export async function requeueDeliveries(
   defaultMaxAttempts: number,
 ): Promise<number> {
   const { rows } = await db.query(
-    `with target as (
-       -- (the lock is taken inside: FOR UPDATE cannot sit beside a window function)
-       select l.id, l.endpoint_id, row_number() over (partition by l.endpoint_id order by l.id) as rn
-       from (
-         select d.id, d.endpoint_id
-         from deliveries d
-         where (d.status = 'dead_letter' or ($5::boolean and d.status = 'failed'))
-           and ($1::bigint is null or d.id = $1::bigint)
-           and ($2::text is null or d.endpoint_id = $2::text)
-           and ($3::timestamptz is null or d.updated_at >= $3::timestamptz)
-           and ($4::text is null or d.app_id = $4::text)
-         for update of d
-       ) l
-     ),
-     paced as (
-       select t.id, coalesce(e.max_attempts, $7::integer) as max_attempts,
-              -- least() skips nulls: the strictest configured limit, per second
-              now() + coalesce((t.rn - 1) / least(coalesce(e.rate_per_second, e.throttle_rate)::float8,
-                                                  e.rate_per_minute / 60.0,
-                                                  e.rate_per_hour / 3600.0), 0) * interval '1 second' as due
-       from target t join endpoints e on e.id = t.endpoint_id
-     ),
-     requeued as (
-       update deliveries d
-       set status = 'pending', attempt_count = 0, max_attempts = p.max_attempts,
-           next_attempt_at = p.due, trigger = 'manual', requeued_at = now(), requeued_by = $6::text,
-           claim_token = null, lease_expires_at = null, claimed_by = null, updated_at = now()
-       from paced p
-       where d.id = p.id
-       returning 1
-     )
-     select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
-     from requeued`,
-    [
-      target.deliveryId ?? null,
-      target.endpointId ?? null,
-      target.since ?? null,
-      target.appId ?? null,
-      target.includeFailed ?? false,
+    REQUEUE_SQL.query({
+      deliveryId: target.deliveryId ?? null,
+      endpointId: target.endpointId ?? null,
+      since: target.since ?? null,
+      appId: target.appId ?? null,
+      includeFailed: target.includeFailed ?? false,
       by,
       defaultMaxAttempts,
-    ],
+    }),
   );
   return rows[0].n;
 }
@@ -223,8 +241,8 @@ export async function cancelDelivery(
   appId: string | null,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `update deliveries set status = 'canceled', updated_at = now()
-     where id = $1::bigint and status in ('pending', 'failed') and ($2::text is null or app_id = $2::text)`,
+    `update deliveries set ${cancelSet}
+     where id = $1::bigint and status in ${CANCELABLE} and ($2::text is null or app_id = $2::text)`,
     [deliveryId, appId],
   );
   return rowCount === 1;

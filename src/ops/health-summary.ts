@@ -1,7 +1,7 @@
 /**
- * The health summary (SPEC §5): one object that says whether delivery is keeping up.
- * `oldestPending` is the most important number: how long the longest-waiting delivery has
- * been waiting.
+ * The health summary (docs/operations.md, Health summary): one object that says whether
+ * delivery is keeping up. `oldestPending` is the most important number: how long the
+ * longest-waiting delivery has been waiting.
  */
 import type { Queryable } from "../db/pool.ts";
 import { waitingSinceSql } from "../queue/delivery-states.ts";

@@ -4,8 +4,8 @@
  * list so later areas (percentiles, retention, alerts) plug in without touching the loop.
  */
 import type { Pool } from "../db/pool.ts";
+import { makeWakeableSleep } from "../lib/wakeable-sleep.ts";
 import type { Logger } from "../logger.ts";
-import { makeWakeableSleep } from "../worker/wakeable-sleep.ts";
 
 const MAINTENANCE_LOCK = 0x686f6f6c;
 

@@ -3,7 +3,15 @@
  * that marks the rows in_flight under a lease and returns everything needed to send them.
  * No transaction stays open while requests run.
  */
+import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import {
+  admitsClaimSql,
+  claimRoomSql,
+  probeStartedEventsSql,
+  probeStartSet,
+} from "../health/circuit-transitions.ts";
+import { claimSet } from "./delivery-states.ts";
 
 export interface ClaimOptions {
   workerId: string;
@@ -63,6 +71,9 @@ export interface ClaimedDelivery {
 //          health rows take the new in-flight count, the spent tokens and, for a probe,
 //          the half_open state (recorded in circuit_events).
 //
+// The circuit's parts (which endpoints a claim admits, the probe) are its transitions in
+// src/health/circuit-transitions.ts; the rows' own is claimSet (delivery-states.ts).
+//
 // The claim commits without waiting for its WAL to reach the disk (synchronous_commit off
 // for this transaction only). A claim lost in a database crash only puts its rows back as
 // they were, due, to be sent again: at least once holds, as when a worker dies. Any later
@@ -70,13 +81,18 @@ export interface ClaimedDelivery {
 // every claim by one flush, and with it the time the claim holds its health rows. So the
 // claim must run as its own transaction (the worker sends it on the pool): inside a
 // caller's transaction the setting would cover that transaction's commit too.
-const CLAIM_SQL = `
+/** A lease runs for the endpoint's timeout plus the margin. */
+const leaseFor = (timeoutMs: string) =>
+  `now() + (${timeoutMs} + $leaseMarginMs::int) * interval '1 millisecond'`;
+
+const CLAIM_SQL = namedSql<ClaimOptions>(
+  `
 with no_flush_wait as (
   select set_config('synchronous_commit', 'off', true)
 ),
 ready as (
   select h.endpoint_id, h.circuit_state, h.in_flight, h.tokens_second, h.tokens_minute,
-         h.tokens_hour, h.tokens_at, e.timeout_ms, coalesce(e.max_in_flight, $4::int) as max_in_flight,
+         h.tokens_hour, h.tokens_at, e.timeout_ms, coalesce(e.max_in_flight, $defaultMaxInFlight::int) as max_in_flight,
          -- Svix's throttleRate is a per-second limit
          coalesce(e.rate_per_second, e.throttle_rate) as rate_per_second,
          e.rate_per_minute, e.rate_per_hour
@@ -84,10 +100,8 @@ ready as (
   join endpoints e on e.id = h.endpoint_id
   where not e.disabled
     and (h.paused_until is null or h.paused_until <= now())
-    and h.in_flight < coalesce(e.max_in_flight, $4::int)
-    and (h.circuit_state = 'closed'
-         or (h.circuit_state = 'open' and h.open_until <= now())
-         or (h.circuit_state = 'half_open' and h.probe_until <= now()))
+    and h.in_flight < coalesce(e.max_in_flight, $defaultMaxInFlight::int)
+    and ${admitsClaimSql("h")}
     and exists (
       select 1 from deliveries d
       where d.endpoint_id = h.endpoint_id
@@ -113,13 +127,13 @@ budget as (
 ),
 room as (
   select b.*,
-         least(case when b.circuit_state = 'closed' then b.max_in_flight - b.in_flight else 1 end,
+         least(${claimRoomSql("b", "b.max_in_flight - b.in_flight")},
                floor(least(coalesce(b.ts, 1e9), coalesce(b.tm, 1e9), coalesce(b.th, 1e9))))::int as room
   from budget b
   order by random()
 ),
 picked as (
-  select d.id, d.endpoint_id, coalesce(r.timeout_ms, $5::int) as timeout_ms
+  select d.id, d.endpoint_id, coalesce(r.timeout_ms, $defaultTimeoutMs::int) as timeout_ms
   from room r
   cross join lateral (
     select d.id, d.endpoint_id
@@ -133,22 +147,23 @@ picked as (
     for update skip locked
   ) d
   where r.room > 0
-  limit $3::int
+  limit $limit::int
 ),
 claimed as (
   update deliveries d
-  set status = 'in_flight',
-      claim_token = $2::uuid,
-      claimed_by = $1::text,
-      lease_expires_at = now() + (p.timeout_ms + $6::int) * interval '1 millisecond'
+  set ${claimSet({
+    token: "$claimToken::uuid",
+    workerId: "$workerId::text",
+    leaseExpiresAt: leaseFor("p.timeout_ms"),
+  })}
   from picked p
   where d.id = p.id
   returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger
 ),
 lease as (
   insert into claims (token, worker_id, delivery_ids, lease_expires_at)
-  select $2::uuid, $1::text, array_agg(p.id order by p.id),
-         now() + (max(p.timeout_ms) + $6::int) * interval '1 millisecond'
+  select $claimToken::uuid, $workerId::text, array_agg(p.id order by p.id),
+         ${leaseFor("max(p.timeout_ms)")}
   from picked p
   cross join no_flush_wait
   having count(*) > 0
@@ -166,19 +181,19 @@ health as (
       tokens_minute = r.tm - t.n,
       tokens_hour = r.th - t.n,
       tokens_at = now(),
-      circuit_state = case when r.circuit_state = 'closed' then 'closed' else 'half_open' end,
-      probe_delivery_id = case when r.circuit_state = 'closed' then h.probe_delivery_id else t.first_id end,
-      probe_until = case when r.circuit_state = 'closed' then h.probe_until
-                         else now() + (t.timeout_ms + $6::int) * interval '1 millisecond' end
+      ${probeStartSet({
+        h: "h",
+        before: "r.circuit_state",
+        probeId: "t.first_id",
+        probeUntil: leaseFor("t.timeout_ms"),
+      })}
   from taken t
   join room r on r.endpoint_id = t.endpoint_id
   where h.endpoint_id = t.endpoint_id
   returning h.endpoint_id, r.circuit_state as before
 ),
 probe_events as (
-  insert into circuit_events (endpoint_id, from_state, to_state, reason)
-  select endpoint_id, 'open', 'half_open', 'cooldown over; one probe sent'
-  from health where before = 'open'
+  ${probeStartedEventsSql("health", "endpoint_id", "before")}
 ),
 signing as (
   -- the secrets that sign right now: the current one and any still in a rotation's grace
@@ -192,7 +207,7 @@ signing as (
 -- may hash-join the whole messages table to find a few hundred rows.
 select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
        m.event_type, m.payload,
-       e.url, e.headers, coalesce(e.timeout_ms, $5::int) as timeout_ms,
+       e.url, e.headers, coalesce(e.timeout_ms, $defaultTimeoutMs::int) as timeout_ms,
        e.retry_base_ms, e.retry_cap_ms,
        -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
        to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
@@ -206,21 +221,21 @@ cross join lateral (
 ) e
 left join signing s on s.endpoint_id = c.endpoint_id
 left join health h on h.endpoint_id = c.endpoint_id
-`;
+`,
+  "hookrelay_claim_deliveries",
+);
 
 export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<ClaimedDelivery[]> {
-  const { rows } = await db.query({
-    name: "hookrelay_claim_deliveries",
-    text: CLAIM_SQL,
-    values: [
-      o.workerId,
-      o.claimToken,
-      o.limit,
-      o.defaultMaxInFlight,
-      o.defaultTimeoutMs,
-      o.leaseMarginMs,
-    ],
-  });
+  const { rows } = await db.query(
+    CLAIM_SQL.query({
+      workerId: o.workerId,
+      claimToken: o.claimToken,
+      limit: o.limit,
+      defaultMaxInFlight: o.defaultMaxInFlight,
+      defaultTimeoutMs: o.defaultTimeoutMs,
+      leaseMarginMs: o.leaseMarginMs,
+    }),
+  );
   return rows.map((r) => ({
     id: r.id,
     messageId: r.message_id,

@@ -4,8 +4,8 @@
  * paying one each (with fsync at several ms, one commit per message caps ingest at a few
  * hundred per second). While a batch is being written the next one fills up; a request
  * waits at most for the batch in front of it. Each message is still committed, with all
- * its deliveries, before its request is answered (SPEC §2.1), and the workers are woken
- * by the commit itself.
+ * its deliveries, before its request is answered (docs/delivery.md, Durable acceptance),
+ * and the workers are woken by the commit itself. The statement is enqueue-message.ts's.
  *
  * If a batch fails, its messages are retried one by one, so one bad message (say, its app
  * was just deleted) fails alone.
@@ -22,9 +22,12 @@
  */
 import type { Pool } from "../db/pool.ts";
 import { HookRelayError } from "../errors.ts";
-import { ID_PREFIX, newId } from "../ids.ts";
-import { type EnqueueResult, enqueueMessage, type NewMessage } from "./enqueue-message.ts";
-import { WORK_CHANNEL } from "./work-channel.ts";
+import {
+  type EnqueueResult,
+  enqueueMessage,
+  type NewMessage,
+  writeMessages,
+} from "./enqueue-message.ts";
 
 export interface EnqueueBatcher {
   /** accepts messages from now on */
@@ -39,55 +42,6 @@ interface Waiting {
   resolve(result: EnqueueResult): void;
   reject(err: unknown): void;
 }
-
-const BATCH_SQL = `
-with input as (
-  select *
-  from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-              $8::timestamptz[], $10::bigint[])
-    with ordinality as i(id, app_id, event_type, event_id, payload, channels, tags, deliver_at, retention_ms, n)
-),
-msg as (
-  insert into messages (id, app_id, event_type, event_id, payload, channels, tags, expires_at)
-  select i.id, i.app_id, i.event_type, i.event_id, i.payload,
-         -- channels and tags arrive as JSON arrays (arrays of arrays cannot be unnested)
-         case when i.channels is null then null
-              else array(select jsonb_array_elements_text(i.channels::jsonb)) end,
-         case when i.tags is null then null
-              else array(select jsonb_array_elements_text(i.tags::jsonb)) end,
-         now() + i.retention_ms * interval '1 millisecond'
-  from input i
-  order by i.n
-  on conflict (app_id, event_id) do nothing
-  returning id, app_id, event_type, channels, created_at
-),
-fanout as (
-  insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at)
-  select m.id, e.id, m.app_id, coalesce(e.max_attempts, $9::integer), coalesce(i.deliver_at, now())
-  from msg m
-  join input i on i.id = m.id
-  join endpoints e on e.app_id = m.app_id
-  where not e.disabled
-    and (e.event_types is null or m.event_type = any (e.event_types))
-    and (e.channels is null or e.channels && coalesce(m.channels, '{}'::text[]))
-  returning message_id, next_attempt_at
-),
-fanned as (
-  select message_id, count(*)::int as n from fanout group by message_id
-),
--- Wakes the workers when the batch commits (one notification per batch, and only if a
--- delivery is due now). A transaction that notifies holds a global lock through its
--- commit, so the commits of two batches written at once follow each other (their
--- statements still run side by side); that saves the workers a round trip after the commit.
-woken as (
-  select pg_notify('${WORK_CHANNEL}', '') from fanout where next_attempt_at <= now() limit 1
-)
-select i.n, m.id, m.created_at, coalesce(f.n, 0) as deliveries, (select count(*) from woken) as woken
-from input i
-left join msg m on m.id = i.id
-left join fanned f on f.message_id = i.id
-order by i.n
-`;
 
 export function makeEnqueueBatcher(
   pool: Pool,
@@ -107,49 +61,15 @@ export function makeEnqueueBatcher(
   }
 
   async function writeBatch(batch: Waiting[]): Promise<void> {
-    const ids = batch.map(() => newId(ID_PREFIX.message));
-    const json = (v: string[] | null | undefined) => (v ? JSON.stringify(v) : null);
-    const { rows } = await pool.query({
-      name: "hookrelay_enqueue_batch",
-      text: BATCH_SQL,
-      values: [
-        ids,
-        batch.map((w) => w.message.appId),
-        batch.map((w) => w.message.eventType),
-        batch.map((w) => w.message.eventId ?? null),
-        batch.map((w) => w.message.payload),
-        batch.map((w) => json(w.message.channels)),
-        batch.map((w) => json(w.message.tags)),
-        batch.map((w) => w.message.deliverAt ?? null),
-        defaultMaxAttempts,
-        batch.map((w) => w.message.retentionMs ?? null),
-      ],
-    });
+    const results = await writeMessages(
+      pool,
+      batch.map((w) => w.message),
+      defaultMaxAttempts,
+    );
     for (const [i, w] of batch.entries()) {
-      const row = rows[i];
-      if (row?.id) {
-        w.resolve({
-          messageId: row.id,
-          createdAt: row.created_at,
-          created: true,
-          deliveries: row.deliveries,
-        });
-      } else {
-        // A repeated eventId (possibly repeated within this very batch): the original.
-        const existing = await pool.query(
-          "select id, created_at from messages where app_id = $1::text and event_id = $2::text",
-          [w.message.appId, w.message.eventId],
-        );
-        const found = existing.rows[0];
-        if (found)
-          w.resolve({
-            messageId: found.id,
-            createdAt: found.created_at,
-            created: false,
-            deliveries: 0,
-          });
-        else w.reject(new Error("message neither inserted nor found"));
-      }
+      const result = results[i] ?? new Error("no answer for the message");
+      if (result instanceof Error) w.reject(result);
+      else w.resolve(result);
     }
   }
 

@@ -1,14 +1,18 @@
 /**
- * Accepting a message: the message row and one delivery per matching endpoint are written
- * in one statement, so they commit together (SPEC §2.1). An endpoint matches when it is
- * enabled, its event-type filter is empty or names the event type, and it listens to all
- * channels or shares one with the message. A repeated producer `eventId` inserts nothing
- * and returns the original message.
+ * Accepting messages (docs/delivery.md, Durable acceptance): each message row and one
+ * delivery per matching endpoint are written in one statement, so they commit together.
+ * One statement serves both callers: `enqueueMessage` writes one message (the library's
+ * `send()`, inside the caller's transaction), and the API's group commit writes many at
+ * once (enqueue-batcher.ts). An endpoint matches when it is enabled, its event-type filter
+ * is empty or names the event type, and it listens to all channels or shares one with the
+ * message. A repeated producer `eventId` inserts nothing and answers with the original
+ * message.
  *
  * Waking the workers: the statement NOTIFYs itself, so the wake-up arrives exactly when the
- * caller's transaction commits (the library's transactional outbox). The API writes many
- * messages per transaction instead (enqueue-batcher.ts), with one notification per batch.
+ * caller's transaction commits (the library's transactional outbox), once per statement and
+ * only if a delivery is due now.
  */
+import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
 import { WORK_CHANNEL } from "./work-channel.ts";
@@ -38,73 +42,154 @@ export interface EnqueueResult {
   deliveries: number;
 }
 
-const ENQUEUE_SQL = `
-with msg as (
+/** One array element per message, in order. */
+interface EnqueueParams {
+  ids: string[];
+  appIds: string[];
+  eventTypes: string[];
+  eventIds: (string | null)[];
+  payloads: string[];
+  /** JSON arrays as text: arrays of arrays cannot be unnested */
+  channels: (string | null)[];
+  tags: (string | null)[];
+  deliverAts: (Date | null)[];
+  retentionsMs: (number | null)[];
+  defaultMaxAttempts: number;
+}
+
+const ENQUEUE_SQL = namedSql<EnqueueParams>(
+  `
+with input as (
+  select *
+  from unnest($ids::text[], $appIds::text[], $eventTypes::text[], $eventIds::text[],
+              $payloads::text[], $channels::text[], $tags::text[], $deliverAts::timestamptz[],
+              $retentionsMs::bigint[])
+    with ordinality as i(id, app_id, event_type, event_id, payload, channels, tags, deliver_at, retention_ms, n)
+),
+msg as (
   insert into messages (id, app_id, event_type, event_id, payload, channels, tags, expires_at)
-  values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text[], $7::text[],
-          now() + $10::bigint * interval '1 millisecond')
+  select i.id, i.app_id, i.event_type, i.event_id, i.payload,
+         case when i.channels is null then null
+              else array(select jsonb_array_elements_text(i.channels::jsonb)) end,
+         case when i.tags is null then null
+              else array(select jsonb_array_elements_text(i.tags::jsonb)) end,
+         now() + i.retention_ms * interval '1 millisecond'
+  from input i
+  order by i.n
   on conflict (app_id, event_id) do nothing
   returning id, app_id, event_type, channels, created_at
 ),
+-- The fan-out: one delivery per matching endpoint of each message written.
 fanout as (
   insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at)
-  select m.id, e.id, m.app_id, coalesce(e.max_attempts, $8::integer),
-         coalesce($9::timestamptz, now())
+  select m.id, e.id, m.app_id, coalesce(e.max_attempts, $defaultMaxAttempts::integer),
+         coalesce(i.deliver_at, now())
   from msg m
+  join input i on i.id = m.id
   join endpoints e on e.app_id = m.app_id
   where not e.disabled
     and (e.event_types is null or m.event_type = any (e.event_types))
     and (e.channels is null or e.channels && coalesce(m.channels, '{}'::text[]))
-  returning 1
+  returning message_id, next_attempt_at
 ),
-counted as (
-  select (select id from msg) as id, (select created_at from msg) as created_at,
-         (select count(*) from fanout)::int as deliveries
+fanned as (
+  select message_id, count(*)::int as n from fanout group by message_id
+),
+-- Wakes the workers when the statement's transaction commits (one notification, and only
+-- if a delivery is due now). A transaction that notifies holds a global lock through its
+-- commit, so the commits of two batches written at once follow each other (their
+-- statements still run side by side); that saves the workers a round trip after the commit.
+woken as (
+  select pg_notify('${WORK_CHANNEL}', '') from fanout where next_attempt_at <= now() limit 1
 )
-select c.id, c.created_at, c.deliveries,
-       -- wake idle workers when this statement's transaction commits
-       case when c.deliveries > 0 and $9::timestamptz is null
-            then pg_notify('${WORK_CHANNEL}', '') end as notified
-from counted c
-`;
+select i.n, m.id, m.created_at, coalesce(f.n, 0) as deliveries, (select count(*) from woken) as woken
+from input i
+left join msg m on m.id = i.id
+left join fanned f on f.message_id = i.id
+order by i.n
+`,
+  // (the name predates the single-message callers: one prepared statement for both)
+  "hookrelay_enqueue_batch",
+);
 
+// The original of a message whose eventId was taken: a new statement, so it sees a
+// message another transaction committed meanwhile, and one written earlier in the same
+// batch.
+const ORIGINALS_SQL = namedSql<{ appIds: string[]; eventIds: string[] }>(`
+select k.n, m.id, m.created_at
+from unnest($appIds::text[], $eventIds::text[]) with ordinality as k(app_id, event_id, n)
+join messages m on m.app_id = k.app_id and m.event_id = k.event_id`);
+
+const json = (v: string[] | null | undefined) => (v ? JSON.stringify(v) : null);
+
+/**
+ * Writes messages and their deliveries in one statement; one answer per message, in
+ * order: what was written, or the original for a repeated eventId. An answer is an Error
+ * when the original cannot be read (gone again, or the lookup failed): only the statement
+ * itself throws, so a caller that retries on a throw never writes a message twice.
+ */
+export async function writeMessages(
+  db: Queryable,
+  messages: readonly NewMessage[],
+  defaultMaxAttempts: number,
+): Promise<(EnqueueResult | Error)[]> {
+  const { rows } = await db.query(
+    ENQUEUE_SQL.query({
+      ids: messages.map(() => newId(ID_PREFIX.message)),
+      appIds: messages.map((m) => m.appId),
+      eventTypes: messages.map((m) => m.eventType),
+      eventIds: messages.map((m) => m.eventId ?? null),
+      payloads: messages.map((m) => m.payload),
+      channels: messages.map((m) => json(m.channels)),
+      tags: messages.map((m) => json(m.tags)),
+      deliverAts: messages.map((m) => m.deliverAt ?? null),
+      retentionsMs: messages.map((m) => m.retentionMs ?? null),
+      defaultMaxAttempts,
+    }),
+  );
+  const notFound = new Error("message neither inserted nor found");
+  const results: (EnqueueResult | Error)[] = messages.map((_, i) => {
+    const row = rows[i];
+    return row?.id
+      ? { messageId: row.id, createdAt: row.created_at, created: true, deliveries: row.deliveries }
+      : notFound;
+  });
+  const repeated = messages.flatMap((m, i) =>
+    results[i] === notFound && m.eventId != null ? [{ i, appId: m.appId, eventId: m.eventId }] : [],
+  );
+  if (repeated.length === 0) return results;
+  try {
+    const originals = await db.query(
+      ORIGINALS_SQL.query({
+        appIds: repeated.map((r) => r.appId),
+        eventIds: repeated.map((r) => r.eventId),
+      }),
+    );
+    for (const o of originals.rows) {
+      const r = repeated[Number(o.n) - 1];
+      if (r)
+        results[r.i] = { messageId: o.id, createdAt: o.created_at, created: false, deliveries: 0 };
+    }
+  } catch (err) {
+    const failed = new Error("the original of a repeated eventId could not be read", {
+      cause: err,
+    });
+    for (const r of repeated) results[r.i] = failed;
+  }
+  return results;
+}
+
+/** Accepts one message (with its deliveries); inside the caller's transaction if `db` is one. */
 export async function enqueueMessage(
   db: Queryable,
   message: NewMessage,
   defaultMaxAttempts: number,
 ): Promise<EnqueueResult> {
-  const { rows } = await db.query({
-    name: "hookrelay_enqueue_message",
-    text: ENQUEUE_SQL,
-    values: [
-      newId(ID_PREFIX.message),
-      message.appId,
-      message.eventType,
-      message.eventId ?? null,
-      message.payload,
-      message.channels ?? null,
-      message.tags ?? null,
-      defaultMaxAttempts,
-      message.deliverAt ?? null,
-      message.retentionMs ?? null,
-    ],
-  });
-  const row = rows[0];
-  if (row.id)
-    return {
-      messageId: row.id,
-      createdAt: row.created_at,
-      created: true,
-      deliveries: row.deliveries,
-    };
-  const existing = await db.query(
-    "select id, created_at from messages where app_id = $1::text and event_id = $2::text",
-    [message.appId, message.eventId],
+  const [result = new Error("no answer for the message")] = await writeMessages(
+    db,
+    [message],
+    defaultMaxAttempts,
   );
-  return {
-    messageId: existing.rows[0].id,
-    createdAt: existing.rows[0].created_at,
-    created: false,
-    deliveries: 0,
-  };
+  if (result instanceof Error) throw result;
+  return result;
 }

@@ -19,10 +19,16 @@
  */
 import type { HealthConfig } from "../config.ts";
 import { plainArray, textArray, timestampArray } from "../db/array-literal.ts";
+import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
-import { applyOutcomesSql, healthSettings, summarizeOutcomes } from "../health/circuit-breaker.ts";
-import type { DeliveryStatus } from "./delivery-states.ts";
+import { summarizeOutcomes } from "../health/circuit-breaker.ts";
+import {
+  type CircuitSettings,
+  circuitSettings,
+  outcomeTransitionsSql,
+} from "../health/circuit-transitions.ts";
+import { attemptSet, type DeliveryStatus, heldBy } from "./delivery-states.ts";
 
 export interface DeliveryResult {
   deliveryId: number;
@@ -53,36 +59,59 @@ export interface DeliveryResult {
   finishesClaim?: boolean;
 }
 
-const RECORD_SQL = `
+/** Every array is a PostgreSQL array literal (src/db/array-literal.ts), one element per row. */
+interface RecordParams extends CircuitSettings {
+  // one element per result
+  ids: string;
+  tokens: string;
+  statuses: string;
+  delaysMs: string;
+  attemptNumbers: string;
+  startedAts: string;
+  latenciesMs: string;
+  statusCodes: string;
+  errorKinds: string;
+  errors: string;
+  responseBodies: string;
+  outcomes: string;
+  messageIds: string;
+  endpointIds: string;
+  appIds: string;
+  triggers: string;
+  urls: string;
+  isProbes: string;
+  /** the claims whose last result is in this batch */
+  finishedClaims: string;
+  // one element per endpoint (summarizeOutcomes, in endpoint id order)
+  outcomeEndpointIds: string;
+  anyOks: string;
+  trailingFailures: string;
+  lastOkAts: string;
+  lastFailAts: string;
+  pausesMs: string;
+  /** endpoints that answered 410 Gone */
+  goneEndpointIds: string;
+}
+
+const RECORD_SQL = namedSql<RecordParams>(
+  `
 with r as (
   select *
   from unnest(
-    $1::bigint[], $2::uuid[], $3::text[], $4::integer[], $5::integer[], $6::timestamptz[],
-    $7::integer[], $8::integer[], $9::text[], $10::text[], $11::text[], $12::text[],
-    $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::boolean[]
+    $ids::bigint[], $tokens::uuid[], $statuses::text[], $delaysMs::integer[],
+    $attemptNumbers::integer[], $startedAts::timestamptz[], $latenciesMs::integer[],
+    $statusCodes::integer[], $errorKinds::text[], $errors::text[], $responseBodies::text[],
+    $outcomes::text[], $messageIds::text[], $endpointIds::text[], $appIds::text[],
+    $triggers::text[], $urls::text[], $isProbes::boolean[]
   ) with ordinality as r(id, token, status, delay_ms, attempt_number, started_at,
          latency_ms, status_code, error_kind, error, response_body, outcome,
          message_id, endpoint_id, app_id, trigger, url, is_probe, n)
 ),
 updated as (
   update deliveries d
-  set status = r.status,
-      attempt_count = d.attempt_count + 1,
-      next_attempt_at = case when r.status = 'failed'
-                             then now() + r.delay_ms * interval '1 millisecond'
-                             else d.next_attempt_at end,
-      delivered_at = case when r.status = 'delivered' then now() else d.delivered_at end,
-      lease_expires_at = null,
-      claim_token = null,
-      claimed_by = null,
-      last_attempt_at = r.started_at,
-      last_error_kind = r.error_kind,
-      last_error = r.error,
-      last_status_code = r.status_code,
-      last_response_ms = r.latency_ms,
-      updated_at = now()
+  set ${attemptSet("d", "r")}
   from r
-  where d.id = r.id and d.claim_token = r.token and d.status = 'in_flight'
+  where d.id = r.id and ${heldBy("d", "r.token")}
   returning d.id, d.endpoint_id
 ),
 samples as (
@@ -99,7 +128,7 @@ inserted as (
   from r
 ),
 finished as (
-  delete from claims where token = any ($19::uuid[])
+  delete from claims where token = any ($finishedClaims::uuid[])
 ),
 -- Per endpoint: the slots its applied results release, and its probe's result if that
 -- applied (a stale result is neither: its row was handed back and claimed again).
@@ -115,13 +144,13 @@ probe as (
 i as (
   select o.endpoint_id, coalesce(rl.n, 0) as applied, o.any_ok, o.trailing_failures,
          o.last_ok_at, o.last_fail_at, p.id as probe_id, p.ok as probe_ok, o.pause_ms
-  from unnest($20::text[], $21::boolean[], $22::integer[], $23::timestamptz[],
-              $24::timestamptz[], $25::integer[])
+  from unnest($outcomeEndpointIds::text[], $anyOks::boolean[], $trailingFailures::integer[],
+              $lastOkAts::timestamptz[], $lastFailAts::timestamptz[], $pausesMs::integer[])
     as o(endpoint_id, any_ok, trailing_failures, last_ok_at, last_fail_at, pause_ms)
   left join released rl on rl.endpoint_id = o.endpoint_id
   left join probe p on p.endpoint_id = o.endpoint_id
 ),
-${applyOutcomesSql(26)},
+${outcomeTransitionsSql},
 -- 410 Gone disables the endpoint, in the same transaction as the dead letter it caused
 -- (rows locked in id order: two writers disabling overlapping sets cannot deadlock).
 gone as (
@@ -129,13 +158,15 @@ gone as (
   set disabled = true, disabled_reason = 'gone', updated_at = now()
   where e.id in (
     select id from endpoints
-    where id = any ($30::text[]) and not disabled
+    where id = any ($goneEndpointIds::text[]) and not disabled
     order by id
     for no key update
   )
 )
 select count(*)::int as changed from updated
-`;
+`,
+  "hookrelay_record_results",
+);
 
 /** Records the results; returns how many deliveries changed state (stale ones did not). */
 export async function recordResults(
@@ -147,40 +178,38 @@ export async function recordResults(
   const col = <T>(f: (r: DeliveryResult) => T) => results.map(f);
   const outcomes = summarizeOutcomes(results);
   const per = <T>(f: (o: (typeof outcomes)[number]) => T) => outcomes.map(f);
-  const { rows } = await db.query({
-    name: "hookrelay_record_results",
-    text: RECORD_SQL,
-    values: [
-      plainArray(col((r) => r.deliveryId)),
-      textArray(col((r) => r.claimToken)),
-      textArray(col((r) => r.nextStatus)),
-      plainArray(col((r) => Math.round(r.retryDelayMs))),
-      plainArray(col((r) => r.attemptNumber)),
-      timestampArray(col((r) => r.startedAt)),
-      plainArray(col((r) => r.latencyMs)),
-      plainArray(col((r) => r.statusCode)),
-      textArray(col((r) => r.errorKind)),
-      textArray(col((r) => r.error)),
-      textArray(col((r) => r.responseBody)),
-      textArray(col((r) => (r.success ? "success" : "failure"))),
-      textArray(col((r) => r.messageId)),
-      textArray(col((r) => r.endpointId)),
-      textArray(col((r) => r.appId)),
-      textArray(col((r) => r.trigger)),
-      textArray(col((r) => r.url)),
-      plainArray(col((r) => r.isProbe)),
-      textArray(results.filter((r) => r.finishesClaim).map((r) => r.claimToken)),
-      textArray(per((o) => o.endpointId)),
-      plainArray(per((o) => o.anyOk)),
-      plainArray(per((o) => o.trailingFailures)),
-      timestampArray(per((o) => o.lastOkAt)),
-      timestampArray(per((o) => o.lastFailAt)),
-      plainArray(per((o) => (o.pauseMs === null ? null : Math.round(o.pauseMs)))),
-      ...healthSettings(health),
-      textArray([
+  const { rows } = await db.query(
+    RECORD_SQL.query({
+      ids: plainArray(col((r) => r.deliveryId)),
+      tokens: textArray(col((r) => r.claimToken)),
+      statuses: textArray(col((r) => r.nextStatus)),
+      delaysMs: plainArray(col((r) => Math.round(r.retryDelayMs))),
+      attemptNumbers: plainArray(col((r) => r.attemptNumber)),
+      startedAts: timestampArray(col((r) => r.startedAt)),
+      latenciesMs: plainArray(col((r) => r.latencyMs)),
+      statusCodes: plainArray(col((r) => r.statusCode)),
+      errorKinds: textArray(col((r) => r.errorKind)),
+      errors: textArray(col((r) => r.error)),
+      responseBodies: textArray(col((r) => r.responseBody)),
+      outcomes: textArray(col((r) => (r.success ? "success" : "failure"))),
+      messageIds: textArray(col((r) => r.messageId)),
+      endpointIds: textArray(col((r) => r.endpointId)),
+      appIds: textArray(col((r) => r.appId)),
+      triggers: textArray(col((r) => r.trigger)),
+      urls: textArray(col((r) => r.url)),
+      isProbes: plainArray(col((r) => r.isProbe)),
+      finishedClaims: textArray(results.filter((r) => r.finishesClaim).map((r) => r.claimToken)),
+      outcomeEndpointIds: textArray(per((o) => o.endpointId)),
+      anyOks: plainArray(per((o) => o.anyOk)),
+      trailingFailures: plainArray(per((o) => o.trailingFailures)),
+      lastOkAts: timestampArray(per((o) => o.lastOkAt)),
+      lastFailAts: timestampArray(per((o) => o.lastFailAt)),
+      pausesMs: plainArray(per((o) => (o.pauseMs === null ? null : Math.round(o.pauseMs)))),
+      ...circuitSettings(health),
+      goneEndpointIds: textArray([
         ...new Set(results.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId)),
       ]),
-    ],
-  });
+    }),
+  );
   return rows[0].changed;
 }

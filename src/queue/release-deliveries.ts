@@ -10,7 +10,10 @@
  * A row is only handed back while it still carries the claim's token and is in flight, so
  * a row whose result was written meanwhile, or that another claim took, is left alone.
  */
+import { namedSql } from "../db/named-sql.ts";
 import { type Pool, type PoolClient, withTransaction } from "../db/pool.ts";
+import { probeReleasedSet } from "../health/circuit-transitions.ts";
+import { handBackSet, heldBy } from "./delivery-states.ts";
 
 export interface Claim {
   deliveryId: number | string;
@@ -49,35 +52,40 @@ export async function releaseExpiredClaims(pool: Pool, limit = 100): Promise<num
   });
 }
 
+const HAND_BACK_SQL = namedSql<{ ids: (number | string)[]; tokens: string[] }>(`
+update deliveries d
+set ${handBackSet("d")}
+from unnest($ids::bigint[], $tokens::uuid[]) as r(id, token)
+where d.id = r.id and ${heldBy("d", "r.token")}
+returning d.id, d.endpoint_id`);
+
+// Frees the in-flight slots; rows locked in id order like every other health writer.
+const FREE_SLOTS_SQL = namedSql<{ endpointIds: string[]; counts: number[]; rowIds: number[] }>(`
+update endpoint_health h
+set in_flight = greatest(h.in_flight - r.n, 0),
+    ${probeReleasedSet("h", "$rowIds::bigint[]")}
+from (select * from unnest($endpointIds::text[], $counts::integer[]) as r(endpoint_id, n)) r
+where h.endpoint_id = r.endpoint_id
+  and h.endpoint_id in (select endpoint_id from endpoint_health where endpoint_id = any ($endpointIds::text[])
+                        order by endpoint_id for update)`);
+
 async function handBack(client: PoolClient, claims: Claim[]): Promise<number> {
   const { rows } = await client.query(
-    `update deliveries d
-     set status = case when d.attempt_count = 0 then 'pending' else 'failed' end,
-         next_attempt_at = now(),
-         lease_expires_at = null,
-         claim_token = null,
-         claimed_by = null,
-         updated_at = now()
-     from unnest($1::bigint[], $2::uuid[]) as r(id, token)
-     where d.id = r.id and d.claim_token = r.token and d.status = 'in_flight'
-     returning d.id, d.endpoint_id`,
-    [claims.map((c) => c.deliveryId), claims.map((c) => c.claimToken)],
+    HAND_BACK_SQL.query({
+      ids: claims.map((c) => c.deliveryId),
+      tokens: claims.map((c) => c.claimToken),
+    }),
   );
   if (rows.length === 0) return 0;
   const perEndpoint = new Map<string, number>();
   for (const r of rows) perEndpoint.set(r.endpoint_id, (perEndpoint.get(r.endpoint_id) ?? 0) + 1);
   const ids = [...perEndpoint.keys()].sort();
-  // Free the in-flight slots; rows locked in id order like every other health writer.
   await client.query(
-    `update endpoint_health h
-     set in_flight = greatest(h.in_flight - r.n, 0),
-         -- a released probe never ran: let the next claim probe again
-         probe_until = case when h.probe_delivery_id = any ($3::bigint[]) then now() else h.probe_until end
-     from (select * from unnest($1::text[], $2::integer[]) as r(endpoint_id, n)) r
-     where h.endpoint_id = r.endpoint_id
-       and h.endpoint_id in (select endpoint_id from endpoint_health where endpoint_id = any ($1::text[])
-                             order by endpoint_id for update)`,
-    [ids, ids.map((id) => perEndpoint.get(id)), rows.map((r) => r.id)],
+    FREE_SLOTS_SQL.query({
+      endpointIds: ids,
+      counts: ids.map((id) => perEndpoint.get(id) ?? 0),
+      rowIds: rows.map((r) => r.id),
+    }),
   );
   return rows.length;
 }

@@ -1,7 +1,9 @@
 /**
- * A delivery worker: claims due deliveries in batches, sends them concurrently (up to
- * `concurrency` requests at once; the claim already respects each endpoint's in-flight
- * limit), and hands results to the batched result writer.
+ * A delivery worker's loop: claims due deliveries in batches, sends them concurrently (up
+ * to `concurrency` requests at once; the claim already respects each endpoint's in-flight
+ * limit), and hands each outcome to the attempt recorder, which feeds the batched result
+ * writer. Preparing a request (signing, headers) is prepare-request.ts; turning an outcome
+ * into a result is record-attempt.ts; writing results back is result-writer.ts.
  *
  * Loop: claim as many rows as there are free slots → start their requests → if the claim
  * came back full, claim again as soon as slots free up; otherwise sleep until NOTIFY,
@@ -17,40 +19,17 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
-import {
-  AttemptAbort,
-  type AttemptResult,
-  type HttpSender,
-  MAX_RESPONSE_STORED_BYTES,
-  truncateUtf8,
-} from "../delivery/http-sender.ts";
-import { ErrorKind, type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
-import { secretKey, signatureHeader } from "../delivery/sign.ts";
+import { AttemptAbort, type HttpSender } from "../delivery/http-sender.ts";
+import { makeWakeableSleep } from "../lib/wakeable-sleep.ts";
 import type { Logger } from "../logger.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
-import { afterAttempt } from "../queue/delivery-states.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import { releaseDeliveries, releaseExpiredClaims } from "../queue/release-deliveries.ts";
-import { makeRedactor, type Redactor } from "../security/redact.ts";
-import { makeSecretBox, type SecretBox } from "../security/secret-box.ts";
+import type { Redactor } from "../security/redact.ts";
+import type { SecretBox } from "../security/secret-box.ts";
+import { makeRequestPreparer } from "./prepare-request.ts";
+import { makeAttemptRecorder } from "./record-attempt.ts";
 import { makeResultWriter } from "./result-writer.ts";
-import { makeWakeableSleep } from "./wakeable-sleep.ts";
-
-export const USER_AGENT = "hookrelay/0.1 (+webhook delivery)";
-
-/** The outcome of an attempt that could not be signed (no request was sent). */
-function signingFailure(err: unknown): AttemptResult {
-  return {
-    startedAt: new Date(),
-    latencyMs: 0,
-    statusCode: null,
-    verdict: Verdict.transient,
-    errorKind: ErrorKind.signing,
-    error: `signing secret could not be opened: ${(err as Error).message}`,
-    responseBody: null,
-    retryAfterMs: null,
-  };
-}
 
 export interface Worker {
   readonly id: string;
@@ -71,10 +50,10 @@ export interface WorkerOptions {
   onResults?: (results: DeliveryResult[]) => void;
   /** Called with the size of every claim that took rows (metrics). */
   onClaim?: (size: number) => void;
-  /** opens signing secrets sealed at rest; default: secrets are stored plain */
-  secretBox?: SecretBox;
+  /** opens signing secrets sealed at rest (makeSecretBox(undefined): stored plain) */
+  secretBox: SecretBox;
   /** masks sensitive values in stored error texts, response bodies and URLs */
-  redactor?: Redactor;
+  redactor: Redactor;
 }
 
 interface Running {
@@ -103,13 +82,11 @@ export function makeWorker(options: WorkerOptions): Worker {
       sleeper.wake();
     },
   });
+  const preparer = makeRequestPreparer({ secretBox: options.secretBox });
+  const recorder = makeAttemptRecorder({ writer, redactor: options.redactor, defaults });
   const running = new Map<number, Running>();
   /** per claim token: how many of its rows have no result handed to the writer yet */
   const openClaims = new Map<string, number>();
-  const keyCache = new Map<string, Buffer>();
-  const maskedUrls = new Map<string, string>();
-  const secretBox = options.secretBox ?? makeSecretBox(undefined);
-  const redactor = options.redactor ?? makeRedactor();
   let stopping = false;
   let loop: Promise<void> | null = null;
   let stopped: Promise<void> | null = null;
@@ -167,136 +144,33 @@ export function makeWorker(options: WorkerOptions): Worker {
     return claims.length;
   }
 
-  function keysFor(secrets: string[]): Buffer[] {
-    return secrets.map((secret) => {
-      let key = keyCache.get(secret);
-      if (!key) {
-        key = secretKey(secretBox.open(secret));
-        if (keyCache.size > 10_000) keyCache.clear();
-        keyCache.set(secret, key);
-      }
-      return key;
-    });
-  }
-
   async function deliver(entry: Running): Promise<void> {
     const { claim } = entry;
     try {
-      const timestamp = Math.floor(Date.now() / 1000);
-      let keys: Buffer[];
-      try {
-        keys = keysFor(claim.secrets);
-      } catch (err) {
+      const prepared = preparer.prepare(claim);
+      if (!prepared.ok) {
         // A secret sealed under a key this process lacks: nothing can be sent. Recorded as a
         // failed attempt (retried with backoff, then dead-lettered), so the operator sees it
         // and no row circles through lease expiries forever.
-        logger.error({ err, endpointId: claim.endpointId }, "signing secret could not be opened");
-        writer.add(toResult(entry, signingFailure(err)));
+        logger.error(
+          { err: prepared.error, endpointId: claim.endpointId },
+          "signing secret could not be opened",
+        );
+        recorder.record(claim, entry.token, prepared.outcome, finishOne(entry.token));
         return;
       }
-      const headers: Record<string, string> = {
-        ...claim.headers,
-        "content-type": "application/json",
-        "user-agent": USER_AGENT,
-        "webhook-id": claim.messageId,
-        "webhook-timestamp": String(timestamp),
-        "webhook-signature": signatureHeader(keys, claim.messageId, timestamp, claim.payload),
-      };
-      const result = await sender.send({
-        url: claim.url,
-        headers,
-        body: claim.payload,
-        timeoutMs: claim.timeoutMs,
-        abort: entry.abort,
-      });
+      const outcome = await sender.send({ ...prepared.request, abort: entry.abort });
       if (entry.released) {
         // Aborted by the drain deadline: released by stop(), not counted as an attempt.
         return;
       }
-      writer.add(toResult(entry, result));
+      recorder.record(claim, entry.token, outcome, finishOne(entry.token));
     } catch (err) {
       logger.error({ err, deliveryId: claim.id }, "delivery crashed; its lease will bring it back");
     } finally {
       if (!entry.released) running.delete(claim.id);
       if (lastClaimFull || stopping) sleeper.wake();
     }
-  }
-
-  /**
-   * The error text and the stored response body with sensitive values masked: by field name
-   * and, since receivers echo them in prose, every value of the payload's sensitive fields.
-   * Masked first, then cut to 1 KiB.
-   */
-  function maskedTexts(payload: string, result: AttemptResult) {
-    if (result.error === null && result.responseBody === null)
-      return { error: null, responseBody: null };
-    // (valuesIn keeps values of 4+ characters: a shorter text cannot contain one)
-    const values =
-      (result.error?.length ?? 0) >= 4 || (result.responseBody?.length ?? 0) >= 4
-        ? redactor.valuesIn(payload)
-        : [];
-    return {
-      error: result.error === null ? null : redactor.textWithout(result.error, values),
-      responseBody:
-        result.responseBody === null
-          ? null
-          : truncateUtf8(
-              // a window well past the cut, so a value straddling the 1 KiB limit is still seen whole
-              Buffer.from(
-                redactor.textWithout(
-                  result.responseBody.slice(0, 4 * MAX_RESPONSE_STORED_BYTES),
-                  values,
-                ),
-              ),
-              MAX_RESPONSE_STORED_BYTES,
-            ),
-    };
-  }
-
-  /** An endpoint URL as stored in its attempt rows (sensitive query values masked). */
-  function maskedUrl(url: string): string {
-    let masked = maskedUrls.get(url);
-    if (masked === undefined) {
-      masked = redactor.url(url);
-      if (maskedUrls.size > 10_000) maskedUrls.clear();
-      maskedUrls.set(url, masked);
-    }
-    return masked;
-  }
-
-  function toResult(entry: Running, result: AttemptResult): DeliveryResult {
-    const { claim } = entry;
-    const attemptNumber = claim.attemptCount + 1;
-    const policy: RetryPolicy = {
-      maxAttempts: claim.maxAttempts,
-      baseMs: claim.retryBaseMs ?? defaults.retryBaseMs,
-      capMs: claim.retryCapMs ?? defaults.retryCapMs,
-    };
-    const next = afterAttempt(result.verdict, attemptNumber, policy, result.retryAfterMs);
-    // A Retry-After on 429/503 pauses the whole endpoint, not just this delivery.
-    const pauseMs =
-      result.retryAfterMs === null ? null : Math.min(policy.capMs, result.retryAfterMs);
-    return {
-      deliveryId: claim.id,
-      claimToken: entry.token,
-      messageId: claim.messageId,
-      endpointId: claim.endpointId,
-      appId: claim.appId,
-      trigger: claim.trigger,
-      url: maskedUrl(claim.url),
-      attemptNumber,
-      nextStatus: next.status,
-      retryDelayMs: next.retryDelayMs,
-      startedAt: result.startedAt,
-      latencyMs: result.latencyMs,
-      success: result.verdict === Verdict.success,
-      statusCode: result.statusCode,
-      errorKind: result.errorKind,
-      ...maskedTexts(claim.payload, result),
-      isProbe: claim.isProbe,
-      pauseMs,
-      finishesClaim: finishOne(entry.token),
-    };
   }
 
   /** Counts one more row of a claim as done; true for its last one. */

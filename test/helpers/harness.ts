@@ -134,6 +134,9 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
           worker: { ...config.worker, ...workerOverrides },
         },
         logger: silentLogger,
+        // what the API builds from the same configuration
+        secretBox: makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
+        redactor: makeRedactor(config.sensitiveFields),
       });
       worker.start();
       workers.push(worker);

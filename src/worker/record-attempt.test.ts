@@ -1,0 +1,115 @@
+import { expect, test } from "vitest";
+import type { AttemptResult } from "../delivery/http-sender.ts";
+import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
+import type { DeliveryResult } from "../queue/record-results.ts";
+import { makeRedactor } from "../security/redact.ts";
+import { makeAttemptRecorder } from "./record-attempt.ts";
+
+const claim: ClaimedDelivery = {
+  id: 7,
+  messageId: "msg_1",
+  endpointId: "ep_1",
+  appId: "app_1",
+  attemptCount: 1,
+  maxAttempts: 3,
+  trigger: "scheduled",
+  eventType: "t",
+  payload: '{"email":"someone@example.test","order_id":"ORD-12345"}',
+  url: "https://example.test/hook?click_id=abc123&x=1",
+  headers: {},
+  timeoutMs: 2_000,
+  retryBaseMs: null,
+  retryCapMs: 5_000,
+  secrets: [],
+  isProbe: true,
+};
+
+const outcome = (extra: Partial<AttemptResult>): AttemptResult => ({
+  startedAt: new Date(Date.UTC(2025, 0, 1)),
+  latencyMs: 12,
+  statusCode: 200,
+  verdict: "success",
+  errorKind: null,
+  error: null,
+  responseBody: null,
+  retryAfterMs: null,
+  ...extra,
+});
+
+function recorder() {
+  const written: DeliveryResult[] = [];
+  const r = makeAttemptRecorder({
+    writer: { add: (x) => written.push(x) },
+    redactor: makeRedactor(),
+    defaults: { retryBaseMs: 1_000, retryCapMs: 60_000 },
+  });
+  return { r, written };
+}
+
+test("a success is recorded as delivered, attempt number one past the claim's count, URL masked", () => {
+  const { r, written } = recorder();
+  r.record(claim, "tok", outcome({}), true);
+  expect(written).toEqual([
+    {
+      deliveryId: 7,
+      claimToken: "tok",
+      messageId: "msg_1",
+      endpointId: "ep_1",
+      appId: "app_1",
+      trigger: "scheduled",
+      url: "https://example.test/hook?click_id=***&x=1",
+      attemptNumber: 2,
+      nextStatus: "delivered",
+      retryDelayMs: 0,
+      startedAt: new Date(Date.UTC(2025, 0, 1)),
+      latencyMs: 12,
+      success: true,
+      statusCode: 200,
+      errorKind: null,
+      error: null,
+      responseBody: null,
+      isProbe: true,
+      pauseMs: null,
+      finishesClaim: true,
+    },
+  ]);
+});
+
+test("a 503 with Retry-After: failed with the delay, the endpoint paused at most the endpoint's cap", () => {
+  const { r, written } = recorder();
+  r.record(
+    claim,
+    "tok",
+    outcome({ statusCode: 503, verdict: "transient", errorKind: "http", retryAfterMs: 9_000 }),
+    false,
+  );
+  expect(written[0]).toMatchObject({
+    nextStatus: "failed",
+    retryDelayMs: 5_000,
+    pauseMs: 5_000,
+    success: false,
+    finishesClaim: false,
+  });
+});
+
+test("the last attempt's failure dead-letters; echoed payload values are masked in the stored texts", () => {
+  const { r, written } = recorder();
+  r.record(
+    { ...claim, attemptCount: 2 },
+    "tok",
+    outcome({
+      statusCode: 500,
+      verdict: "transient",
+      errorKind: "http",
+      error: "HTTP 500 for ORD-12345",
+      responseBody: "could not find order ORD-12345 of someone@example.test",
+    }),
+    true,
+  );
+  expect(written[0]).toMatchObject({
+    attemptNumber: 3,
+    nextStatus: "dead_letter",
+    error: "HTTP 500 for ***",
+    responseBody: "could not find order *** of ***",
+  });
+});

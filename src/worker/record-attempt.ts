@@ -1,0 +1,125 @@
+/**
+ * Attempt recording: turns the outcome of one attempt into the result the result writer
+ * stores (result-writer.ts, then src/queue/record-results.ts): the delivery's next state
+ * (afterAttempt, with the endpoint's retry policy), a Retry-After pause for the whole
+ * endpoint, and the texts people will read (error, response body, URL) with sensitive
+ * values masked (docs/security.md, Sensitive values).
+ */
+import type { DeliveryDefaults } from "../config.ts";
+import {
+  type AttemptResult,
+  MAX_RESPONSE_STORED_BYTES,
+  truncateUtf8,
+} from "../delivery/http-sender.ts";
+import { type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
+import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
+import { afterAttempt } from "../queue/delivery-states.ts";
+import type { DeliveryResult } from "../queue/record-results.ts";
+import type { Redactor } from "../security/redact.ts";
+import type { ResultWriter } from "./result-writer.ts";
+
+export interface AttemptRecorder {
+  /**
+   * Hands the outcome of `claim`'s attempt to the result writer; `finishesClaim` when it is
+   * the last row of its claim without a result (the claim's lease row goes with it).
+   */
+  record(
+    claim: ClaimedDelivery,
+    claimToken: string,
+    outcome: AttemptResult,
+    finishesClaim: boolean,
+  ): void;
+}
+
+// Masked URLs are kept per endpoint URL; dropped whole past this many.
+const MASKED_URLS_MAX = 10_000;
+
+export function makeAttemptRecorder(deps: {
+  writer: Pick<ResultWriter, "add">;
+  /** masks sensitive values in stored error texts, response bodies and URLs */
+  redactor: Redactor;
+  /** the retry schedule of endpoints without their own */
+  defaults: Pick<DeliveryDefaults, "retryBaseMs" | "retryCapMs">;
+}): AttemptRecorder {
+  const { redactor, defaults } = deps;
+  const maskedUrls = new Map<string, string>();
+
+  /**
+   * The error text and the stored response body with sensitive values masked: by field name
+   * and, since receivers echo them in prose, every value of the payload's sensitive fields.
+   * Masked first, then cut to 1 KiB.
+   */
+  function maskedTexts(payload: string, result: AttemptResult) {
+    if (result.error === null && result.responseBody === null)
+      return { error: null, responseBody: null };
+    // (valuesIn keeps values of 4+ characters: a shorter text cannot contain one)
+    const values =
+      (result.error?.length ?? 0) >= 4 || (result.responseBody?.length ?? 0) >= 4
+        ? redactor.valuesIn(payload)
+        : [];
+    return {
+      error: result.error === null ? null : redactor.textWithout(result.error, values),
+      responseBody:
+        result.responseBody === null
+          ? null
+          : truncateUtf8(
+              // a window well past the cut, so a value straddling the 1 KiB limit is still seen whole
+              Buffer.from(
+                redactor.textWithout(
+                  result.responseBody.slice(0, 4 * MAX_RESPONSE_STORED_BYTES),
+                  values,
+                ),
+              ),
+              MAX_RESPONSE_STORED_BYTES,
+            ),
+    };
+  }
+
+  /** An endpoint URL as stored in its attempt rows (sensitive query values masked). */
+  function maskedUrl(url: string): string {
+    let masked = maskedUrls.get(url);
+    if (masked === undefined) {
+      masked = redactor.url(url);
+      if (maskedUrls.size > MASKED_URLS_MAX) maskedUrls.clear();
+      maskedUrls.set(url, masked);
+    }
+    return masked;
+  }
+
+  return {
+    record(claim, claimToken, result, finishesClaim) {
+      const attemptNumber = claim.attemptCount + 1;
+      const policy: RetryPolicy = {
+        maxAttempts: claim.maxAttempts,
+        baseMs: claim.retryBaseMs ?? defaults.retryBaseMs,
+        capMs: claim.retryCapMs ?? defaults.retryCapMs,
+      };
+      const next = afterAttempt(result.verdict, attemptNumber, policy, result.retryAfterMs);
+      // A Retry-After on 429/503 pauses the whole endpoint, not just this delivery.
+      const pauseMs =
+        result.retryAfterMs === null ? null : Math.min(policy.capMs, result.retryAfterMs);
+      const recorded: DeliveryResult = {
+        deliveryId: claim.id,
+        claimToken,
+        messageId: claim.messageId,
+        endpointId: claim.endpointId,
+        appId: claim.appId,
+        trigger: claim.trigger,
+        url: maskedUrl(claim.url),
+        attemptNumber,
+        nextStatus: next.status,
+        retryDelayMs: next.retryDelayMs,
+        startedAt: result.startedAt,
+        latencyMs: result.latencyMs,
+        success: result.verdict === Verdict.success,
+        statusCode: result.statusCode,
+        errorKind: result.errorKind,
+        ...maskedTexts(claim.payload, result),
+        isProbe: claim.isProbe,
+        pauseMs,
+        finishesClaim,
+      };
+      deps.writer.add(recorded);
+    },
+  };
+}
