@@ -6,7 +6,7 @@
  * folder the postgres user cannot enter is left as it is and the cluster kept elsewhere.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
@@ -71,6 +71,8 @@ async function postmasterPid(clusterDir: string): Promise<number> {
 async function dataFolder(): Promise<string> {
   const parent = await mkdtemp(path.join(tmpdir(), "hookrelay-embedded-"));
   cleanup.push(parent);
+  // open to the postgres user (as root), so the cluster stays in <data>/pg
+  await chmod(parent, 0o755);
   return path.join(parent, "data"); // created by hookrelay
 }
 
