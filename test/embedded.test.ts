@@ -22,7 +22,9 @@ const children: ChildProcess[] = [];
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-  for (const dir of cleanup) await rm(dir, { recursive: true, force: true });
+  // retried: a just-stopped PostgreSQL may still be finishing its last writes
+  for (const dir of cleanup)
+    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
 });
 
 interface Started {
