@@ -69,7 +69,12 @@ export function registerMaintenanceRoutes(
           type: ["object", "null"],
           additionalProperties: false,
           properties: {
-            after: { type: "integer", minimum: 0, description: "cursor from the previous answer" },
+            after: {
+              type: "integer",
+              minimum: 0,
+              maximum: Number.MAX_SAFE_INTEGER,
+              description: "cursor from the previous answer",
+            },
             budgetMs,
           },
         },
