@@ -1,0 +1,61 @@
+/**
+ * How the API refuses input (docs/security.md, "Input"): each kind of refusal's status and
+ * code in one place, so that a change of status (a bad URL moving from 400 to 422, say) is
+ * one line here and not an edit of every test that expects it.
+ */
+import { expect } from "vitest";
+
+export interface Refusal {
+  status: number;
+  code: string;
+}
+
+export const REFUSAL = {
+  /** the body, query or path fails the route's JSON schema */
+  schema: { status: 422, code: "validation_error" },
+  /** a check the schema cannot express: NUL or a lone surrogate, a bad URL, date or secret */
+  check: { status: 400, code: "validation_error" },
+  /** the body is not JSON, or holds a prototype-pollution key */
+  invalidJson: { status: 400, code: "invalid_json" },
+  /** over the request body limit */
+  tooLarge: { status: 413, code: "payload_too_large" },
+  /** a resource named in the path or body does not exist (or is another app's) */
+  notFound: { status: 404, code: "not_found" },
+  /** a uid or name already taken, or a state that forbids the change */
+  conflict: { status: 409, code: "conflict" },
+  /** the SSRF guard refuses the endpoint URL */
+  urlNotAllowed: { status: 422, code: "url_not_allowed" },
+} as const satisfies Record<string, Refusal>;
+
+/** The refusals a body its route's schema accepts may still get: checks beyond the schema. */
+export const REFUSALS_OF_VALID_BODIES: readonly Refusal[] = [
+  REFUSAL.check,
+  REFUSAL.notFound,
+  REFUSAL.conflict,
+  REFUSAL.urlNotAllowed,
+];
+
+/** An answer of parsed JSON (the harness's call()), or of inject() with its text body. */
+type Answer = { status: number; body: unknown } | { statusCode: number; body: string };
+
+const statusOf = (res: Answer) => ("statusCode" in res ? res.statusCode : res.status);
+const bodyOf = (res: Answer): unknown => {
+  if (!("statusCode" in res)) return res.body;
+  try {
+    return JSON.parse(res.body);
+  } catch {
+    return res.body;
+  }
+};
+
+/** The answer is `refusal`: its status, and `{ code, detail }` with its code. */
+export function expectRefusal(res: Answer, refusal: Refusal, what = ""): void {
+  expect(statusOf(res), what).toBe(refusal.status);
+  expect(bodyOf(res), what).toEqual({ code: refusal.code, detail: expect.any(String) });
+}
+
+/** Whether the answer is one of `refusals` (status and code). */
+export function isOneOf(res: Answer, refusals: readonly Refusal[]): boolean {
+  const body = bodyOf(res) as { code?: unknown } | null;
+  return refusals.some((r) => r.status === statusOf(res) && body?.code === r.code);
+}

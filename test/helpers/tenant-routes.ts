@@ -1,0 +1,155 @@
+/**
+ * The tenant-scoping decision for every route (docs/security.md, "API keys"), as a table
+ * the isolation tests walk: each route says how an app key's access is limited, and a
+ * plausible valid body where it takes one, so that an answer is about scoping and not
+ * validation. The routes are discovered from Fastify's own route tree (printRoutes, which
+ * includes routes hidden from the OpenAPI document) and must equal this table: a route
+ * added without a decision about its tenant scoping fails isolation-routes.test.ts.
+ */
+import type { FastifyInstance } from "fastify";
+import { discoverRoutes } from "./routes.ts";
+
+const V1 = "/api/v1";
+
+/** Every registered route as "METHOD /path", sorted and without repeats. */
+export function discoveredRoutes(app: FastifyInstance): string[] {
+  return [...new Set(discoverRoutes(app).map((r) => `${r.method} ${r.path}`))].sort();
+}
+
+/**
+ * app       the path names an app (and maybe its endpoint/message/attempt): another
+ *           app's → 404, identical to a resource that does not exist
+ * delivery  /deliveries/{deliveryId}: another app's delivery → 404
+ * admin     admin-only, no app in the path: an app key → 403
+ * list      listings across apps: an app key sees its own app's rows only
+ * requeue   acts on rows chosen by the body: limited to the key's app
+ * catalogue global, not tenant data (event types): any key reads, admin writes
+ * public    no authentication (docs, liveness, metrics)
+ */
+export type Kind = "app" | "delivery" | "admin" | "list" | "requeue" | "catalogue" | "public";
+
+export interface Fixture {
+  rx: string;
+  appB: string;
+}
+
+export interface Rule {
+  kind: Kind;
+  /** a plausible valid body, so the answer is about scoping, not validation */
+  body?: (f: Fixture) => unknown;
+}
+
+export const TABLE: [methods: string, path: string, rule: Rule][] = [
+  // public
+  ["GET HEAD", "/docs", { kind: "public" }],
+  ["GET HEAD", "/docs/", { kind: "public" }],
+  ["GET HEAD", "/docs/*", { kind: "public" }],
+  ["GET HEAD", "/docs/json", { kind: "public" }],
+  ["GET HEAD", "/docs/yaml", { kind: "public" }],
+  ["GET HEAD", "/docs/static/index.html", { kind: "public" }],
+  ["GET HEAD", "/docs/static/swagger-initializer.js", { kind: "public" }],
+  ["GET HEAD", "/healthz", { kind: "public" }],
+  ["GET HEAD", "/metrics", { kind: "public" }],
+  // applications
+  ["GET HEAD", `${V1}/app`, { kind: "list" }],
+  ["POST", `${V1}/app`, { kind: "admin", body: () => ({ name: "made by an app key" }) }],
+  ["GET HEAD DELETE", `${V1}/app/:appId`, { kind: "app" }],
+  ["PUT", `${V1}/app/:appId`, { kind: "app", body: () => ({ name: "replaced by A" }) }],
+  ["PATCH", `${V1}/app/:appId`, { kind: "app", body: () => ({ name: "patched by A" }) }],
+  // endpoints
+  ["GET HEAD", `${V1}/app/:appId/endpoint`, { kind: "app" }],
+  [
+    "POST",
+    `${V1}/app/:appId/endpoint`,
+    { kind: "app", body: (f) => ({ url: `${f.rx}/planted-by-a` }) },
+  ],
+  ["GET HEAD DELETE", `${V1}/app/:appId/endpoint/:endpointId`, { kind: "app" }],
+  [
+    "PUT",
+    `${V1}/app/:appId/endpoint/:endpointId`,
+    { kind: "app", body: (f) => ({ url: `${f.rx}/hijacked-by-a` }) },
+  ],
+  [
+    "PATCH",
+    `${V1}/app/:appId/endpoint/:endpointId`,
+    { kind: "app", body: (f) => ({ url: `${f.rx}/hijacked-by-a` }) },
+  ],
+  ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/secret`, { kind: "app" }],
+  [
+    "POST",
+    `${V1}/app/:appId/endpoint/:endpointId/secret/rotate`,
+    { kind: "app", body: () => ({ gracePeriodSeconds: 0 }) },
+  ],
+  ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/msg`, { kind: "app" }],
+  ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/health`, { kind: "app" }],
+  ["POST", `${V1}/app/:appId/endpoint/:endpointId/circuit/reset`, { kind: "app" }],
+  // messages and attempts
+  ["GET HEAD", `${V1}/app/:appId/msg`, { kind: "app" }],
+  [
+    "POST",
+    `${V1}/app/:appId/msg`,
+    { kind: "app", body: () => ({ eventType: "iso.probe", payload: { from: "A" } }) },
+  ],
+  ["GET HEAD", `${V1}/app/:appId/msg/:msgId`, { kind: "app" }],
+  ["GET HEAD", `${V1}/app/:appId/msg/:msgId/attempt/:attemptId`, { kind: "app" }],
+  ["GET HEAD", `${V1}/app/:appId/msg/:msgId/endpoint`, { kind: "app" }],
+  ["POST", `${V1}/app/:appId/msg/:msgId/endpoint/:endpointId/resend`, { kind: "app" }],
+  ["GET HEAD", `${V1}/app/:appId/attempt/msg/:msgId`, { kind: "app" }],
+  ["GET HEAD", `${V1}/app/:appId/attempt/endpoint/:endpointId`, { kind: "app" }],
+  // operations
+  ["GET HEAD", `${V1}/health/endpoints`, { kind: "list" }],
+  ["GET HEAD", `${V1}/health/summary`, { kind: "list" }],
+  ["GET HEAD", `${V1}/alerts`, { kind: "list" }],
+  ["GET HEAD", `${V1}/dead-letters`, { kind: "list" }],
+  ["GET HEAD", `${V1}/dead-letters/analysis`, { kind: "list" }],
+  [
+    "POST",
+    `${V1}/dead-letters/requeue`,
+    { kind: "requeue", body: () => ({ since: "2000-01-01T00:00:00Z" }) },
+  ],
+  ["POST", `${V1}/deliveries/:deliveryId/cancel`, { kind: "delivery" }],
+  // what a requeue would take: an app key sees its own app's dead letters only
+  ["GET HEAD", `${V1}/dead-letters/requeue-plan`, { kind: "list" }],
+  // maintenance jobs the server runs with its own settings (docs/cli.md)
+  ["POST", `${V1}/operations/purge`, { kind: "admin", body: () => ({ budgetMs: 100 }) }],
+  [
+    "POST",
+    `${V1}/operations/reencrypt-secrets`,
+    { kind: "admin", body: () => ({ budgetMs: 100 }) },
+  ],
+  // API keys
+  ["GET HEAD", `${V1}/api-keys`, { kind: "admin" }],
+  ["POST", `${V1}/api-keys`, { kind: "admin", body: (f) => ({ role: "app", appId: f.appB }) }],
+  ["DELETE", `${V1}/api-keys/:keyId`, { kind: "admin" }],
+  // event types: a global catalogue
+  ["GET HEAD", `${V1}/event-type`, { kind: "catalogue" }],
+  [
+    "POST",
+    `${V1}/event-type`,
+    { kind: "admin", body: () => ({ name: "iso.by-a", description: "x" }) },
+  ],
+  ["GET HEAD", `${V1}/event-type/:name`, { kind: "catalogue" }],
+  [
+    "PUT",
+    `${V1}/event-type/:name`,
+    { kind: "admin", body: () => ({ description: "replaced by A" }) },
+  ],
+  [
+    "PATCH",
+    `${V1}/event-type/:name`,
+    { kind: "admin", body: () => ({ description: "patched by A" }) },
+  ],
+  ["DELETE", `${V1}/event-type/:name`, { kind: "admin" }],
+];
+
+export const RULES = new Map<string, Rule & { method: string; path: string }>();
+for (const [methods, path, rule] of TABLE) {
+  for (const method of methods.split(" "))
+    RULES.set(`${method} ${path}`, { ...rule, method, path });
+}
+export const byKind = (kind: Kind) => [...RULES.values()].filter((r) => r.kind === kind);
+export const paramsOf = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+export const fill = (path: string, values: Record<string, string>) =>
+  path.replace(/:(\w+)/g, (_, name: string) =>
+    encodeURIComponent(values[name] ?? `missing-${name}`),
+  );

@@ -1,0 +1,118 @@
+/**
+ * Bodies generated from each route's own JSON schema (docs/security.md, "Input"; the
+ * generator is test/helpers/schema-arbitrary.ts). A body its schema accepts is answered 2xx
+ * or with one of the refusals of checks the schema cannot express (a bad URL, an unknown
+ * id, a uid taken), never a 5xx and never a schema error. A body wrong in one way is a 422
+ * `validation_error` whose detail names the field, and nothing is written.
+ *
+ * Real PostgreSQL (one cloned database); the API through inject(), aimed at real fixtures.
+ */
+import fc from "fast-check";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { type Fixtures, realPath, seedFixtures, withFixtures } from "./helpers/fuzz-fixtures.ts";
+import { type CallResult, type Harness, startHarness } from "./helpers/harness.ts";
+import { expectRefusal, isOneOf, REFUSAL, REFUSALS_OF_VALID_BODIES } from "./helpers/refusals.ts";
+import { BODY_HINTS, routeBodySchemas } from "./helpers/route-bodies.ts";
+import { type Invalid, invalidValue, validValue } from "./helpers/schema-arbitrary.ts";
+
+interface BodyRoute {
+  key: string;
+  method: string;
+  path: string;
+  valid: fc.Arbitrary<unknown>;
+  invalid: fc.Arbitrary<Invalid>;
+}
+
+let h: Harness;
+let fx: Fixtures;
+let routes: BodyRoute[] = [];
+
+beforeAll(async () => {
+  h = await startHarness();
+  fx = await seedFixtures(h);
+  const schemas = await routeBodySchemas(h.db.pool);
+  routes = [...schemas].map(([key, schema]) => {
+    const [method, path] = key.split(" ") as [string, string];
+    const options = { hints: BODY_HINTS };
+    return {
+      key,
+      method,
+      path,
+      valid: validValue(schema, options),
+      invalid: invalidValue(schema, options),
+    };
+  });
+  expect(routes.length).toBeGreaterThan(12);
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+/** `body` to the route, its path aimed at the fixtures, the admin key. */
+const send = (route: BodyRoute, body: unknown) =>
+  h.call(route.method, realPath(fx, route.path), withFixtures(JSON.stringify(body), fx));
+
+const describeExchange = (route: BodyRoute, body: unknown, res: CallResult) =>
+  `${route.key} ${JSON.stringify(body).slice(0, 400)} → ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`;
+
+/** Everything a refused request could have written, in one row. */
+async function footprint() {
+  const { rows } = await h.db.pool.query(
+    `select (select count(*)::int from applications) as apps,
+            (select max(updated_at) from applications) as apps_changed,
+            (select count(*)::int from endpoints) as endpoints,
+            (select max(updated_at) from endpoints) as endpoints_changed,
+            (select md5(string_agg(secret || coalesce(expires_at::text, ''), ',' order by id))
+               from endpoint_secrets) as secrets,
+            (select count(*)::int from messages) as messages,
+            (select count(*)::int from deliveries) as deliveries,
+            (select max(updated_at) from deliveries) as deliveries_changed,
+            (select count(*)::int from api_keys) as keys,
+            (select count(*)::int from event_types) as event_types,
+            (select max(updated_at) from event_types) as event_types_changed`,
+  );
+  return rows[0];
+}
+
+/** What the detail of a refused body must name: the property, or the place (body/x/y). */
+const named = (inv: Invalid) =>
+  inv.keyword === "required"
+    ? `'${inv.property}'`
+    : inv.keyword === "additionalProperties"
+      ? `"${inv.property}"`
+      : `body${inv.at}`;
+
+test("valid bodies on every route with a body schema: a 2xx or a documented refusal, never a 5xx or a schema error", async () => {
+  const accepted = new Set<string>();
+  const sample = fc.constantFrom(...routes).chain((r) => fc.tuple(fc.constant(r), r.valid));
+  await fc.assert(
+    fc.asyncProperty(sample, async ([route, body]) => {
+      const res = await send(route, body);
+      const what = describeExchange(route, body, res);
+      if (res.status >= 200 && res.status < 300) {
+        accepted.add(route.key);
+        return;
+      }
+      expect(isOneOf(res, REFUSALS_OF_VALID_BODIES), what).toBe(true);
+      expect(res.body, what).toEqual({ code: expect.any(String), detail: expect.any(String) });
+    }),
+    { numRuns: 250 },
+  );
+  // each route took some of them: the generator makes bodies the handlers accept
+  expect(routes.map((r) => r.key).filter((k) => !accepted.has(k))).toEqual([]);
+});
+
+test("bodies wrong in one way: a 422 validation_error naming the field, and nothing written", async () => {
+  const sample = fc.constantFrom(...routes).chain((r) => fc.tuple(fc.constant(r), r.invalid));
+  await fc.assert(
+    fc.asyncProperty(sample, async ([route, inv]) => {
+      const before = await footprint();
+      const res = await send(route, inv.value);
+      const what = `${describeExchange(route, inv.value, res)} (${inv.reason})`;
+      expectRefusal(res, REFUSAL.schema, what);
+      expect(res.body.detail, what).toContain(named(inv));
+      expect(await footprint(), what).toEqual(before);
+    }),
+    { numRuns: 250 },
+  );
+});
