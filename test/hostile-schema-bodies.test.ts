@@ -84,21 +84,30 @@ const named = (inv: Invalid) =>
 
 test("valid bodies on every route with a body schema: a 2xx or a documented refusal, never a 5xx or a schema error", async () => {
   const accepted = new Set<string>();
+  /** Sends one valid body; true when it was accepted. */
+  const check = async (route: BodyRoute, body: unknown): Promise<boolean> => {
+    const res = await send(route, body);
+    if (res.status >= 200 && res.status < 300) {
+      accepted.add(route.key);
+      return true;
+    }
+    const what = describeExchange(route, body, res);
+    expect(isOneOf(res, REFUSALS_OF_VALID_BODIES), what).toBe(true);
+    expect(res.body, what).toEqual({ code: expect.any(String), detail: expect.any(String) });
+    return false;
+  };
   const sample = fc.constantFrom(...routes).chain((r) => fc.tuple(fc.constant(r), r.valid));
   await fc.assert(
     fc.asyncProperty(sample, async ([route, body]) => {
-      const res = await send(route, body);
-      const what = describeExchange(route, body, res);
-      if (res.status >= 200 && res.status < 300) {
-        accepted.add(route.key);
-        return;
-      }
-      expect(isOneOf(res, REFUSALS_OF_VALID_BODIES), what).toBe(true);
-      expect(res.body, what).toEqual({ code: expect.any(String), detail: expect.any(String) });
+      await check(route, body);
     }),
     { numRuns: 250 },
   );
-  // each route took some of them: the generator makes bodies the handlers accept
+  // Each route accepts some of them: the generator makes bodies the handlers take. Some
+  // routes refuse most valid bodies on checks beyond the schema (PUT of an endpoint with a
+  // secret, a requeue naming no dead letter): more samples for those, until one is taken.
+  for (const route of routes.filter((r) => !accepted.has(r.key)))
+    for (const body of fc.sample(route.valid, 400)) if (await check(route, body)) break;
   expect(routes.map((r) => r.key).filter((k) => !accepted.has(k))).toEqual([]);
 });
 
