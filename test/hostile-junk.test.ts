@@ -54,6 +54,7 @@ function shapedBodyOf(route: { method: string; path: string }): fc.Arbitrary<Bod
   if (!shapedBodies.has(key)) shapedBodies.set(key, shapedBody(schema));
   return shapedBodies.get(key)!;
 }
+
 /**
  * Half the requests are junk in every part; the other half are well-formed around junk
  * values (real ids, JSON, the admin key, a schema-shaped body), so they reach the handlers.

@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { junkString, printable } from "./junk-strings.ts";
 
-export const FIELDS = [
+const FIELDS = [
   "name",
   "uid",
   "url",
@@ -57,7 +57,7 @@ export const FIELDS = [
 ];
 
 /** JSON text fragments that JSON.stringify cannot produce. */
-export const SPECIAL_JSON = [
+const SPECIAL_JSON = [
   "1e999999",
   "-1e400",
   "123456789012345678901234567890",
@@ -93,7 +93,7 @@ export const valueText = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom(...SPECIAL_JSON) },
   { weight: 2, arbitrary: junkString.map((s) => JSON.stringify(s)) },
 );
-export const objectText = fc
+const objectText = fc
   .array(
     fc.tuple(
       fc.oneof(
@@ -177,7 +177,7 @@ export const bodyArb: fc.Arbitrary<Body> = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom<Body>(undefined, "", "   ", "\n") },
 );
 
-export const CONTENT_TYPES = [
+const CONTENT_TYPES = [
   "application/json; charset=utf-8",
   "application/json; charset=utf-16",
   "application/json; charset=latin1",

@@ -5,9 +5,7 @@
  */
 import fc from "fast-check";
 
-export const PRINTABLE = Array.from({ length: 0x7f - 0x20 }, (_, i) =>
-  String.fromCharCode(0x20 + i),
-);
+const PRINTABLE = Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i));
 export const printable = (maxLength: number) =>
   fc.string({ unit: fc.constantFrom(...PRINTABLE, "\t"), maxLength });
 
@@ -21,7 +19,7 @@ export const anyChar = fc.oneof(
   { weight: 1, arbitrary: fc.constant("\u0000") },
 );
 
-export const SPECIAL = [
+const SPECIAL = [
   "",
   " ",
   "\u0000",
@@ -80,7 +78,7 @@ export const pct = (s: string) =>
     )
     .join("");
 
-export const RAW_PATH_JUNK = [
+const RAW_PATH_JUNK = [
   "%",
   "%zz",
   "%C0%AF",
@@ -116,7 +114,7 @@ export const paramArb: fc.Arbitrary<ParamChoice> = fc.oneof(
   },
 );
 
-export const QUERY_KEYS = [
+const QUERY_KEYS = [
   "limit",
   "iterator",
   "order",
@@ -146,7 +144,7 @@ export const QUERY_KEYS = [
   "a[b][c]",
   "limit[]",
 ];
-export const QUERY_VALUES = [
+const QUERY_VALUES = [
   "99999999999999999999999",
   "-1",
   "0",

@@ -9,7 +9,7 @@ export type JsonSchema = { readonly [keyword: string]: unknown };
 /** Values for properties by name (see SchemaArbitraryOptions). */
 export type Hints = Readonly<Record<string, fc.Arbitrary<unknown>>>;
 
-export const TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"] as const;
+const TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"] as const;
 export type Type = (typeof TYPES)[number];
 
 const SUPPORTED = new Set([
@@ -66,7 +66,7 @@ export const schemaOf = (v: unknown): JsonSchema | undefined =>
 export const propertiesOf = (s: JsonSchema): Record<string, JsonSchema> =>
   (schemaOf(s.properties) ?? {}) as Record<string, JsonSchema>;
 /** Ajv (like JSON Schema) measures strings in code points, not UTF-16 units. */
-export const cpLength = (s: string) => [...s].length;
+const cpLength = (s: string) => [...s].length;
 /** A path segment as Ajv writes it in instancePath (RFC 6901). */
 export const segment = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1");
 export const where = (path: string) => (path === "" ? "the value" : path.slice(1));
@@ -84,7 +84,7 @@ export const safeChar = fc
   )
   .map((cp) => String.fromCodePoint(cp));
 
-export const FORBIDDEN_KEYS = new Set(["__proto__", "constructor"]);
+const FORBIDDEN_KEYS = new Set(["__proto__", "constructor"]);
 const BAD_KEY = /"(?:__proto__|constructor)":/;
 
 /** Any JSON value a route's body may carry where its schema says nothing. */
