@@ -8,10 +8,8 @@
  */
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { buildApi } from "../src/api/server.ts";
-import { silentLogger } from "../src/logger.ts";
 import { type Fixtures, seedFixtures } from "./helpers/fuzz-fixtures.ts";
-import { type Harness, startHarness, testConfig } from "./helpers/harness.ts";
+import { buildTestApi, type Harness, startHarness, testConfig } from "./helpers/harness.ts";
 import { expectRefusal, REFUSAL } from "./helpers/refusals.ts";
 
 const V1 = "/api/v1";
@@ -68,10 +66,9 @@ describe("request body limit", () => {
   });
 
   test("a configured smaller limit (HOOKRELAY_BODY_LIMIT_BYTES) is enforced the same way", async () => {
-    const small = await buildApi({
+    const small = await buildTestApi({
       pool: h.db.pool,
       config: testConfig({ databaseUrl: h.db.url, bodyLimitBytes: 2048 }),
-      logger: silentLogger,
     });
     try {
       const post = (payload: string) =>

@@ -57,7 +57,7 @@ describe("targeted junk", () => {
       expect(res.status, name).toBeLessThan(500);
     }
     expect((await h.call("POST", `${V1}/app`, '{"name":"a\\u0000b"}')).status).toBe(
-      REFUSAL.check.status,
+      REFUSAL.badRequest.status,
     );
     // infinite numbers in bodies fail the (non-coercing) schema
     const ep = `${V1}/app/${fx.appId}/endpoint/${fx.endpointId}`;
@@ -173,7 +173,7 @@ test("lone surrogates in metadata (a jsonb column) are a 4xx, not a 500", async 
   const failures: string[] = [];
   for (const [method, url, body] of cases) {
     const res = await h.call(method, url, body);
-    if (res.status !== REFUSAL.check.status)
+    if (res.status !== REFUSAL.badRequest.status)
       failures.push(`${method} ${url} ${body} → ${res.status}`);
   }
   expect(failures).toEqual([]);

@@ -1,7 +1,8 @@
 /**
- * How the API refuses input (docs/security.md, "Input"): each kind of refusal's status and
- * code in one place, so that a change of status (a bad URL moving from 400 to 422, say) is
- * one line here and not an edit of every test that expects it.
+ * How the API refuses input (docs/errors.md, docs/security.md "Input"): each kind of
+ * refusal's status and code in one place, so that a change of status or code (a bad URL
+ * moving from 400 to 422, say) is one line here and not an edit of every test that
+ * expects it.
  */
 import { expect } from "vitest";
 
@@ -13,15 +14,20 @@ export interface Refusal {
 export const REFUSAL = {
   /** the body, query or path fails the route's JSON schema */
   schema: { status: 422, code: "validation_error" },
-  /** a check the schema cannot express: NUL or a lone surrogate, a bad URL, date or secret */
-  check: { status: 400, code: "validation_error" },
+  /** a field breaks a rule the schema cannot express: a URL not absolute http(s), a bad secret */
+  fieldRule: { status: 422, code: "validation_error" },
+  /**
+   * the request cannot be taken as it stands: NUL or a lone surrogate outside the payload,
+   * a date JavaScript or PostgreSQL cannot take, fields that contradict each other
+   */
+  badRequest: { status: 400, code: "bad_request" },
   /** the body is not JSON, or holds a prototype-pollution key */
   invalidJson: { status: 400, code: "invalid_json" },
   /** over the request body limit */
   tooLarge: { status: 413, code: "payload_too_large" },
   /** a resource named in the path or body does not exist (or is another app's) */
   notFound: { status: 404, code: "not_found" },
-  /** a uid or name already taken, or a state that forbids the change */
+  /** a uid or name already taken */
   conflict: { status: 409, code: "conflict" },
   /** the SSRF guard refuses the endpoint URL */
   urlNotAllowed: { status: 422, code: "url_not_allowed" },
@@ -29,7 +35,8 @@ export const REFUSAL = {
 
 /** The refusals a body its route's schema accepts may still get: checks beyond the schema. */
 export const REFUSALS_OF_VALID_BODIES: readonly Refusal[] = [
-  REFUSAL.check,
+  REFUSAL.fieldRule,
+  REFUSAL.badRequest,
   REFUSAL.notFound,
   REFUSAL.conflict,
   REFUSAL.urlNotAllowed,
@@ -58,4 +65,20 @@ export function expectRefusal(res: Answer, refusal: Refusal, what = ""): void {
 export function isOneOf(res: Answer, refusals: readonly Refusal[]): boolean {
   const body = bodyOf(res) as { code?: unknown } | null;
   return refusals.some((r) => r.status === statusOf(res) && body?.code === r.code);
+}
+
+/**
+ * Whether the answer is the route schema's refusal rather than a rule beyond it (both are
+ * 422 validation_error): the schema's detail names the place in the body as the validator
+ * does ("body/url must ...", "body must have required property ...", "body has unknown
+ * field ..."); the other rules name the field ("url is not a valid absolute URL").
+ */
+export function isSchemaRefusal(res: Answer): boolean {
+  const body = bodyOf(res) as { code?: unknown; detail?: unknown } | null;
+  return (
+    statusOf(res) === REFUSAL.schema.status &&
+    body?.code === REFUSAL.schema.code &&
+    typeof body.detail === "string" &&
+    /^body[/ ]/.test(body.detail)
+  );
 }

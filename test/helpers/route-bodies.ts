@@ -5,12 +5,10 @@
  * for the junk fuzz. A schema changed in src/api/routes changes what these send.
  */
 import fc from "fast-check";
-import { buildApi } from "../../src/api/server.ts";
+import { apiError } from "../../src/api/errors.ts";
 import type { Pool } from "../../src/db/pool.ts";
-import { ApiError } from "../../src/errors.ts";
-import { silentLogger } from "../../src/logger.ts";
 import { PLACEHOLDER } from "./fuzz-fixtures.ts";
-import { testConfig } from "./harness.ts";
+import { buildTestApi, testConfig } from "./harness.ts";
 import { valueText } from "./junk-bodies.ts";
 import { anyChar, pct } from "./junk-strings.ts";
 import { discoverRoutes } from "./routes.ts";
@@ -24,15 +22,14 @@ import { invalidValue, type JsonSchema, validValue } from "./schema-arbitrary.ts
  */
 export async function routeBodySchemas(pool: Pool): Promise<Map<string, JsonSchema>> {
   const seen = new Map<string, JsonSchema>();
-  const api = await buildApi({
+  const api = await buildTestApi({
     pool,
     config: testConfig(),
-    logger: silentLogger,
     docs: false,
     authenticate: async (request) => {
       const body = request.routeOptions.schema?.body;
       if (body) seen.set(`${request.method} ${request.routeOptions.url}`, body as JsonSchema);
-      throw new ApiError(401, "unauthorized", "reading route schemas");
+      throw apiError("unauthorized", "reading route schemas");
     },
   });
   try {
