@@ -202,12 +202,18 @@ export function validString(s: JsonSchema): fc.Arbitrary<string> {
   return fc.oneof(...arbs);
 }
 
+/** Whole numbers past Number.MAX_SAFE_INTEGER (and past bigint): JSON and Ajv take them. */
+const BEYOND_SAFE = [2 ** 53, 2 ** 53 + 2, 2 ** 63, 1e20, 1e300];
+
 function validInteger(s: JsonSchema): fc.Arbitrary<number> {
   const min = num(s.minimum) ?? Number.MIN_SAFE_INTEGER;
   const max = num(s.maximum) ?? Number.MAX_SAFE_INTEGER;
   const lo = Math.ceil(min);
   const hi = Math.floor(max);
   const edges = [...new Set([lo, hi, lo + 1, hi - 1, 0, 1, -1])].filter((n) => n >= lo && n <= hi);
+  // Unbounded, a schema takes any whole number, also past what JavaScript and PostgreSQL hold.
+  if (s.maximum === undefined) edges.push(...BEYOND_SAFE);
+  if (s.minimum === undefined) edges.push(...BEYOND_SAFE.map((n) => -n));
   return fc.oneof(
     { weight: 3, arbitrary: fc.bigInt({ min: BigInt(lo), max: BigInt(hi) }).map(Number) },
     { weight: 1, arbitrary: fc.constantFrom(...edges) },
