@@ -11,8 +11,9 @@ import {
   type EndpointHealthRow,
   getEndpointHealth,
   listEndpointHealth,
-  resetCircuit,
 } from "../../db/queries/endpoint-health.ts";
+import { notifyWork } from "../../db/queries/work.ts";
+import { resetCircuit } from "../../health/circuit-transitions.ts";
 import { endpointLatency, type LatencyStats, slowness } from "../../health/latency-stats.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import type { ApiContext } from "../context.ts";
@@ -115,6 +116,8 @@ export function registerEndpointHealthRoutes(
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
       await resetCircuit(pool, endpointId);
+      // its waiting deliveries are due now: wake the workers instead of waiting for a poll
+      await notifyWork(pool);
       return one(endpointId);
     },
   );

@@ -4,9 +4,8 @@
  * queue, and the circuit's history.
  */
 import { waitingSinceSql } from "../../queue/delivery-states.ts";
-import { type Pool, type Queryable, withTransaction } from "../pool.ts";
+import type { Queryable } from "../pool.ts";
 import type { PageWindow } from "./page-window.ts";
-import { notifyWork } from "./work.ts";
 
 export interface EndpointHealthRow {
   id: string;
@@ -120,30 +119,4 @@ export async function circuitHistory(
     [endpointId, limit],
   );
   return rows;
-}
-
-/**
- * Forces the circuit closed (an operator's reset): failures, cooldown, probe and pause
- * cleared, the transition recorded, and the workers woken when it commits.
- */
-export async function resetCircuit(pool: Pool, endpointId: string): Promise<void> {
-  await withTransaction(pool, async (client) => {
-    const { rows } = await client.query<{ circuit_state: string }>(
-      "select circuit_state from endpoint_health where endpoint_id = $1::text for update",
-      [endpointId],
-    );
-    await client.query(
-      `update endpoint_health
-       set circuit_state = 'closed', consecutive_failures = 0, cooldown_ms = null, opened_at = null,
-           open_until = null, probe_delivery_id = null, probe_until = null, paused_until = null
-       where endpoint_id = $1::text`,
-      [endpointId],
-    );
-    await client.query(
-      `insert into circuit_events (endpoint_id, from_state, to_state, reason)
-       values ($1::text, $2::text, 'closed', 'reset by operator')`,
-      [endpointId, rows[0]?.circuit_state ?? "closed"],
-    );
-    await notifyWork(client);
-  });
 }
