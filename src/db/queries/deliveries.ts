@@ -3,6 +3,7 @@
  * to each endpoint, the messages sent to an endpoint, and resend. The queue's own
  * statements (claim, results, release) live in src/queue.
  */
+import { requeueSet } from "../../queue/delivery-states.ts";
 import { WORK_CHANNEL } from "../../queue/work-channel.ts";
 import type { Queryable } from "../pool.ts";
 import type { MessageRow } from "./messages.ts";
@@ -114,9 +115,7 @@ export async function resendDelivery(
        select $1::text, e.id, e.app_id, coalesce(e.max_attempts, $3::integer), 'manual'
        from endpoints e where e.id = $2::text
        on conflict (message_id, endpoint_id) do update
-         set status = 'pending', attempt_count = 0, max_attempts = excluded.max_attempts,
-             next_attempt_at = now(), trigger = 'manual', claim_token = null,
-             lease_expires_at = null, claimed_by = null, updated_at = now()
+         set ${requeueSet({ maxAttempts: "excluded.max_attempts", dueAt: "now()" })}
          where deliveries.status <> 'in_flight'
        returning 1
      )
