@@ -78,9 +78,7 @@ async function dataFolder(): Promise<string> {
   return path.join(parent, "data"); // created by hookrelay
 }
 
-// One retry: these start and kill real processes; once in a full parallel run on 2 cores the
-// lifecycle test failed where it passes alone (cause not yet found; see the closing note).
-describe("the embedded database", { timeout: 240_000, retry: 1 }, () => {
+describe("the embedded database", { timeout: 240_000 }, () => {
   test("Ctrl-C exits 0 with one line and stops PostgreSQL; kill -9 and restarts lose nothing", async () => {
     const dataDir = await dataFolder();
     const clusterDir = path.join(dataDir, "pg");

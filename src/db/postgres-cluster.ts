@@ -186,6 +186,9 @@ export async function startCluster(options: {
     stop() {
       stopping ??= (async () => {
         if (child.exitCode !== null || child.signalCode !== null) return;
+        // Held again while it stops: with nothing else left to do (the pool is closed), an
+        // unreferenced child would let this process end before the server is gone.
+        child.ref();
         child.kill("SIGINT"); // fast shutdown: active sessions end, the data is consistent
         const gone = await Promise.race([
           exited.then(() => true),
