@@ -27,8 +27,8 @@ import { makeWebhookVerifier } from "./verify.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
-    /** the verified message, in a scope with fastifyWebhookPlugin; null elsewhere */
-    webhook: ReceivedWebhook | null;
+    /** the verified message, in a scope with fastifyWebhookPlugin (absent outside one) */
+    webhook?: ReceivedWebhook | null;
   }
 }
 
