@@ -27,7 +27,7 @@ function outcome(options: VerifyWebhookOptions): VerificationReason | "ok" {
 
 const at = (unixSec: number) => () => unixSec * 1000;
 
-// The Standard Webhooks libraries' shared test vectors (their test suites).
+// The test vectors the Standard Webhooks reference libraries share in their test suites.
 const SPEC = {
   secret: "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
   msgId: "msg_p5jXN8AQM9LWM0D4loKWxJek",
@@ -379,7 +379,7 @@ describe("Ed25519 (v1a)", () => {
   test("node:crypto's signature of the spec vector is the spec's (Ed25519 is deterministic)", async () => {
     const { createPrivateKey, createPublicKey } = await import("node:crypto");
     const seed = Buffer.from(SPEC.ed25519Seed, "base64");
-    // PKCS#8 wrapping of a raw Ed25519 seed (RFC 8410): fixed 16-byte header + seed
+    // a raw Ed25519 seed in PKCS#8 DER: a fixed 16-byte header, then the 32-byte seed
     const der = Buffer.concat([Buffer.from("302e020100300506032b657004220420", "hex"), seed]);
     const privateKey = createPrivateKey({ key: der, format: "der", type: "pkcs8" });
     expect(whpkOf(createPublicKey(privateKey))).toBe(specPublicKey());
