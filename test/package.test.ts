@@ -5,7 +5,10 @@
  * library, sends one message in a transaction that commits and one in a transaction that
  * rolls back (against this file's test database), and checks that the import changed no
  * global state and loaded no server code. `npx hookrelay --help` and `--version` run from
- * the installed package. The tarball's file list is checked against the `files` allowlist.
+ * the installed package. `hookrelay/receiver` imports there without express installed, verifies a
+ * signed webhook, and resolves nothing but its own files and node: built-ins (traced by a
+ * module resolve hook and by a static walk of its compiled imports). The tarball's file list
+ * is checked against the `files` allowlist.
  *
  * `npm test` builds dist/ first; packing here uses that build (--ignore-scripts), so the
  * other test files that run dist/cli/main.js at the same time never see it rebuilt.
@@ -14,6 +17,7 @@ import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { listenOnLoopback } from "./helpers/cli.ts";
@@ -78,6 +82,8 @@ test("the tarball holds the compiled package and nothing outside the files allow
     "dist/index.js.map",
     "dist/server.js",
     "dist/server.d.ts",
+    "dist/receiver/index.js",
+    "dist/receiver/index.d.ts",
     "dist/cli/main.js",
     "dist/db/migrations/0001_init.sql",
   ]) {
@@ -138,6 +144,106 @@ test("plain node imports the library, sends in a committed and a rolled-back tra
   );
   expect(rows).toEqual([{ event_id: "kept", deliveries: 1 }]);
   expect(rows.some((r) => r.event_id === "dropped")).toBe(false);
+});
+
+test("plain node imports hookrelay/receiver, without express, and it loads nothing but its own files", async () => {
+  // a resolve hook on the loader's thread reports every module resolved, ESM or CommonJS
+  await writeFile(
+    path.join(scratch, "trace-hooks.mjs"),
+    `let port;
+    export function initialize(data) { port = data.port; }
+    export async function resolve(specifier, context, next) {
+      const result = await next(specifier, context);
+      port.postMessage(result.url);
+      return result;
+    }`,
+  );
+  await writeFile(
+    path.join(scratch, "trace.mjs"),
+    `import { register } from "node:module";
+    import { MessageChannel } from "node:worker_threads";
+    const { port1, port2 } = new MessageChannel();
+    globalThis.resolvedUrls = [];
+    port1.on("message", (url) => globalThis.resolvedUrls.push(url));
+    port1.unref();
+    register("./trace-hooks.mjs", import.meta.url, { data: { port: port2 }, transferList: [port2] });`,
+  );
+  const script = `
+    import { createHmac } from "node:crypto";
+    import { createRequire } from "node:module";
+    const require = createRequire(import.meta.url);
+    const kit = await import("hookrelay/receiver");
+    // the hook's messages arrive in order: once this import's shows up, all earlier have
+    await import("node:zlib");
+    while (!globalThis.resolvedUrls.includes("node:zlib")) await new Promise((r) => setTimeout(r, 5));
+    const resolved = globalThis.resolvedUrls.filter((u) => !u.endsWith("/receiver-check.mjs"));
+    const cjs = Object.keys(require.cache);
+    let express = "installed";
+    try { await import("express"); } catch { express = "absent"; }
+    const key = Buffer.alloc(32, 7);
+    const body = '{"order": 1, "total": 99.50}';
+    const ts = Math.floor(Date.now() / 1000);
+    const mac = createHmac("sha256", key).update("msg_pkg." + ts + "." + body).digest("base64");
+    const payload = kit.verifyWebhook({
+      secret: "whsec_" + key.toString("base64"),
+      headers: { "Webhook-Id": "msg_pkg", "Webhook-Timestamp": String(ts), "Webhook-Signature": "v1," + mac },
+      body: Buffer.from(body),
+    });
+    let refused = null;
+    try { kit.verifyWebhook({ secret: "whsec_" + key.toString("base64"), headers: {}, body }); }
+    catch (err) { refused = err instanceof kit.WebhookVerificationError ? err.reason : String(err); }
+    console.log(JSON.stringify({ resolved, cjs, express, payload, refused, exports: Object.keys(kit) }));
+  `;
+  await writeFile(path.join(scratch, "receiver-check.mjs"), script);
+  const { stdout } = await run(
+    process.execPath,
+    ["--import", "./trace.mjs", "receiver-check.mjs"],
+    {
+      cwd: scratch,
+      env: env(),
+    },
+  );
+  const out = JSON.parse(stdout);
+  expect(out.express).toBe("absent");
+  expect(out.payload).toEqual({ order: 1, total: 99.5 });
+  expect(out.refused).toBe("missing_header");
+  expect(out.exports).toEqual(
+    expect.arrayContaining([
+      "verifyWebhook",
+      "expressWebhookMiddleware",
+      "fastifyWebhookPlugin",
+      "markSeen",
+    ]),
+  );
+  const dist = pathToFileURL(path.join(scratch, "node_modules/hookrelay/dist/")).href;
+  const foreign = (out.resolved as string[]).filter(
+    (u) => !u.startsWith("node:") && !u.startsWith(`${dist}receiver/`) && u !== `${dist}errors.js`,
+  );
+  expect(foreign).toEqual([]);
+  expect(
+    (out.resolved as string[]).filter((u) => u.startsWith(`${dist}receiver/`)).length,
+  ).toBeGreaterThan(5);
+  expect(out.cjs).toEqual([]); // no CommonJS module (pg, fastify, undici, express...) loaded
+
+  // the same, statically: every import of the compiled kit is relative or a node: built-in
+  const seen = new Set<string>();
+  const external = new Set<string>();
+  const visit = async (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = await readFile(file, "utf8");
+    for (const m of text.matchAll(/^(?:import|export)\s[^;]*?\sfrom\s+"([^"]+)";/gms)) {
+      const spec = m[1]!;
+      if (spec.startsWith(".")) await visit(path.resolve(path.dirname(file), spec));
+      else external.add(spec);
+    }
+    expect(text, file).not.toMatch(/\bimport\(/); // no dynamic import either
+  };
+  await visit(path.join(scratch, "node_modules/hookrelay/dist/receiver/index.js"));
+  expect([...external].filter((s) => !s.startsWith("node:"))).toEqual([]);
+  // each module counted once (the hook sees every import statement's resolution)
+  const loadedFiles = new Set((out.resolved as string[]).filter((u) => u.startsWith(dist)));
+  expect(seen.size).toBe(loadedFiles.size);
 });
 
 test("npx hookrelay --help and --version run from the installed package", async () => {
