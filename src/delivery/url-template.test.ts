@@ -20,7 +20,7 @@ const input = (payload: string, extra: Partial<RenderInput> = {}): RenderInput =
   token: null,
   ...extra,
 });
-const sensitive = (name: string) => ["click_id", "token", "email"].includes(name);
+const sensitive = (name: string) => ["click_id", "token", "email", "card"].includes(name);
 const render = (
   url: string,
   payload: string,
@@ -80,6 +80,15 @@ describe("parsing", () => {
   });
 });
 
+test("literal text a URL cannot hold is encoded as a URL parser would; the host is put in the form a request needs", () => {
+  const t = parseUrlTemplate("https://BÜCHER.example:443/a b/ü😀?q=x y&c={click_id}%20");
+  expect(t.origin).toBe("https://xn--bcher-kva.example");
+  expect(sampleUrl(t)).toBe(
+    "https://xn--bcher-kva.example/a%20b/%C3%BC%F0%9F%98%80?q=x%20y&c=x%20",
+  );
+  expect(positionOf("https://exa mple.com/{x}")).toBe(9);
+});
+
 describe("rendering", () => {
   test("values encoded for the place they stand in; numbers keep the producer's text", () => {
     const payload =
@@ -127,6 +136,14 @@ describe("rendering", () => {
       shown: "https://t.example/***/pb?cid=***&payout=5&mail=***",
       secrets: ["s3cr3t/t", "s3cr3t%2Ft", "abc123", "abc123", "a@b.example", "a%40b.example"],
     });
+  });
+
+  test("a sensitive name anywhere on a field's path masks it", () => {
+    const r = render(
+      "https://t.example/pb?n={card.number}",
+      '{"card":{"number":"4111111111111111"}}',
+    );
+    expect(r).toMatchObject({ ok: true, shown: "https://t.example/pb?n=***" });
   });
 
   test("a missing, null or nested value fails by default, naming the placeholder; 'empty' renders missing ones empty", () => {

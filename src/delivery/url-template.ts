@@ -54,6 +54,8 @@ export class UrlTemplateError extends Error {
 export const isTemplate = (url: string): boolean => url.includes("{") || url.includes("}");
 
 const FIELD = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$/;
+// RFC 3986's unreserved and reserved characters, and "%"
+const URL_CHAR = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]$/;
 
 /** Parses a template; throws UrlTemplateError with the position of what is wrong. */
 export function parseUrlTemplate(url: string): UrlTemplate {
@@ -75,18 +77,29 @@ export function parseUrlTemplate(url: string): UrlTemplate {
     );
   }
   if (authority === "") throw new UrlTemplateError("the URL has no host", scheme[0].length + 1);
+  let origin: string;
+  try {
+    // the form a request needs: lower case, an international name in punycode, no default port
+    origin = new URL(`${url.slice(0, authorityEnd)}/`).origin;
+  } catch {
+    throw new UrlTemplateError("the host or port is not valid", scheme[0].length + 1);
+  }
 
   const parts: TemplatePart[] = [];
   let place: Place | "fragment" = "path";
   let text = "";
   let usesToken = false;
   for (let i = authorityEnd; i < url.length; i++) {
-    const c = url[i]!;
+    let c = url[i]!;
+    // a character outside the BMP is two code units: kept together
+    if (/[\uD800-\uDBFF]/.test(c) && /[\uDC00-\uDFFF]/.test(url[i + 1] ?? "")) c += url[++i];
     if (c === "}") throw new UrlTemplateError("a } without its {", i + 1);
     if (c !== "{") {
       if (c === "?" && place === "path") place = "query";
       else if (c === "#") place = "fragment";
-      text += c;
+      // what a URL cannot hold as it is (a space, a non-ASCII letter) is encoded, as a URL
+      // parser would; "%" stays (the text may be encoded already)
+      text += URL_CHAR.test(c) ? c : encodeURIComponent(wellFormed(c));
       continue;
     }
     const close = url.indexOf("}", i + 1);
@@ -121,7 +134,7 @@ export function parseUrlTemplate(url: string): UrlTemplate {
     i = close;
   }
   if (text) parts.push({ kind: "text", text });
-  return { origin: url.slice(0, authorityEnd), parts, usesToken };
+  return { origin, parts, usesToken };
 }
 
 /** The URL with every placeholder filled with a harmless value: what URL checks look at. */
@@ -186,7 +199,8 @@ export function renderUrlTemplate(
     if (part.kind === "field") {
       fields ??= payloadFields(input.payload);
       value = fields.get(part.path);
-      masked = options.sensitive(part.path[part.path.length - 1]!);
+      // (a sensitive name anywhere on the path: {card.number} is a card field)
+      masked = part.path.some(options.sensitive);
     } else {
       value = builtIn(part.name, input);
       masked = part.name === "token";

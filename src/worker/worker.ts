@@ -159,9 +159,12 @@ export function makeWorker(options: WorkerOptions): Worker {
         // (a dead letter). Recorded as an attempt, so the operator sees it and no row circles
         // through lease expiries forever. (The error names the field, never its value.)
         const signing = prepared.outcome.errorKind === ErrorKind.signing;
+        const what = prepared.outcome.error?.startsWith("URL token")
+          ? "URL token"
+          : "signing secret";
         logger[signing ? "error" : "warn"](
           { err: prepared.error, endpointId: claim.endpointId, deliveryId: claim.id },
-          signing ? "signing secret or URL token could not be opened" : "nothing could be sent",
+          signing ? `${what} could not be opened` : "nothing could be sent",
         );
         recorder.record(claim, entry.token, prepared.outcome, finishOne(entry.token));
         return;
