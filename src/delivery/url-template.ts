@@ -77,6 +77,12 @@ export function parseUrlTemplate(url: string): UrlTemplate {
     );
   }
   if (authority === "") throw new UrlTemplateError("the URL has no host", scheme[0].length + 1);
+  if (authority.includes("@")) {
+    throw new UrlTemplateError(
+      "url must not contain credentials; send them in custom headers or as {$token}",
+      scheme[0].length + 1,
+    );
+  }
   let origin: string;
   try {
     // the form a request needs: lower case, an international name in punycode, no default port
