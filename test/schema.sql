@@ -178,8 +178,16 @@ table endpoints (
   rate_per_second integer,
   rate_per_minute integer,
   rate_per_hour integer,
+  method text not null default 'POST'::text,
+  body_format text not null default 'json'::text,
+  url_token text,
+  missing_fields text not null default 'fail'::text,
+  success_rule jsonb,
   constraint endpoints_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
   constraint endpoints_app_id_uid_key UNIQUE (app_id, uid),
+  constraint endpoints_body_format_check CHECK ((body_format = ANY (ARRAY['json'::text, 'form'::text]))),
+  constraint endpoints_method_check CHECK ((method = ANY (ARRAY['POST'::text, 'GET'::text, 'PUT'::text]))),
+  constraint endpoints_missing_fields_check CHECK ((missing_fields = ANY (ARRAY['fail'::text, 'empty'::text]))),
   constraint endpoints_pkey PRIMARY KEY (id)
 );
 

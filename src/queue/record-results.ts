@@ -57,6 +57,8 @@ export interface DeliveryResult {
   pauseMs: number | null;
   /** the last result of its claim: the claim's lease row goes with this write */
   finishesClaim?: boolean;
+  /** nothing was sent (a missing template field): no latency sample, no circuit count */
+  notSent?: boolean;
 }
 
 /** Every array is a PostgreSQL array literal (src/db/array-literal.ts), one element per row. */
@@ -117,6 +119,8 @@ updated as (
 samples as (
   insert into latency_samples (endpoint_id, at, latency_ms, ok)
   select r.endpoint_id, r.started_at, r.latency_ms, r.outcome = 'success' from r
+  -- no request, no latency (a payload without a field the endpoint's URL template needs)
+  where r.error_kind is distinct from '${ErrorKind.missingField}'
 ),
 inserted as (
   insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,

@@ -22,6 +22,12 @@ const claim: ClaimedDelivery = {
   retryCapMs: 5_000,
   secrets: [],
   isProbe: true,
+  eventId: null,
+  method: "POST",
+  bodyFormat: "json",
+  urlToken: null,
+  missingFields: "fail",
+  successRule: null,
 };
 
 const outcome = (extra: Partial<AttemptResult>): AttemptResult => ({

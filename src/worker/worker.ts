@@ -20,6 +20,8 @@ import { hostname } from "node:os";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { AttemptAbort, type HttpSender } from "../delivery/http-sender.ts";
+import { ErrorKind } from "../delivery/retry-policy.ts";
+import { applySuccessRule } from "../delivery/success-rule.ts";
 import { makeWakeableSleep } from "../lib/wakeable-sleep.ts";
 import type { Logger } from "../logger.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
@@ -82,7 +84,10 @@ export function makeWorker(options: WorkerOptions): Worker {
       sleeper.wake();
     },
   });
-  const preparer = makeRequestPreparer({ secretBox: options.secretBox });
+  const preparer = makeRequestPreparer({
+    secretBox: options.secretBox,
+    isSensitive: options.redactor.isSensitive,
+  });
   const recorder = makeAttemptRecorder({ writer, redactor: options.redactor, defaults });
   const running = new Map<number, Running>();
   /** per claim token: how many of its rows have no result handed to the writer yet */
@@ -149,22 +154,29 @@ export function makeWorker(options: WorkerOptions): Worker {
     try {
       const prepared = preparer.prepare(claim);
       if (!prepared.ok) {
-        // A secret sealed under a key this process lacks: nothing can be sent. Recorded as a
-        // failed attempt (retried with backoff, then dead-lettered), so the operator sees it
-        // and no row circles through lease expiries forever.
-        logger.error(
-          { err: prepared.error, endpointId: claim.endpointId },
-          "signing secret could not be opened",
+        // Nothing can be sent: a secret sealed under a key this process lacks (retried with
+        // backoff, then dead-lettered), or a payload without a field the URL template needs
+        // (a dead letter). Recorded as an attempt, so the operator sees it and no row circles
+        // through lease expiries forever. (The error names the field, never its value.)
+        const signing = prepared.outcome.errorKind === ErrorKind.signing;
+        const what = prepared.outcome.error?.startsWith("URL token")
+          ? "URL token"
+          : "signing secret";
+        logger[signing ? "error" : "warn"](
+          { err: prepared.error, endpointId: claim.endpointId, deliveryId: claim.id },
+          signing ? `${what} could not be opened` : "nothing could be sent",
         );
         recorder.record(claim, entry.token, prepared.outcome, finishOne(entry.token));
         return;
       }
-      const outcome = await sender.send({ ...prepared.request, abort: entry.abort });
+      const sent = await sender.send({ ...prepared.request, abort: entry.abort });
       if (entry.released) {
         // Aborted by the drain deadline: released by stop(), not counted as an attempt.
         return;
       }
-      recorder.record(claim, entry.token, outcome, finishOne(entry.token));
+      // a 2xx may still be a refusal, by the endpoint's success rule
+      const outcome = applySuccessRule(sent, claim.successRule);
+      recorder.record(claim, entry.token, outcome, finishOne(entry.token), prepared);
     } catch (err) {
       logger.error({ err, deliveryId: claim.id }, "delivery crashed; its lease will bring it back");
     } finally {

@@ -25,6 +25,7 @@ import {
 } from "../endpoint-input.ts";
 import { apiError, badRequest, isNotFound, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
+import { checkPostbackState, postbackOut, stateAfter, urlToCheck } from "../postback-input.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { appParams, checkPathUid, iso } from "../schemas.ts";
 import { conflictOnUnique } from "../unique-violation.ts";
@@ -62,6 +63,8 @@ export const endpointOut = (r: EndpointRow) => ({
   ratePerSecond: r.rate_per_second,
   ratePerMinute: r.rate_per_minute,
   ratePerHour: r.rate_per_hour,
+  // postback endpoints
+  ...postbackOut(r),
   createdAt: iso(r.created_at),
   updatedAt: iso(r.updated_at),
 });
@@ -72,17 +75,29 @@ export function registerEndpointRoutes(
   app: FastifyInstance,
   { pool, ssrfGuard, secretBox }: ApiContext,
 ): void {
+  /**
+   * The columns a body writes, checked together with what the endpoint keeps (`current`;
+   * null for a new one), the URL token sealed like signing secrets.
+   */
+  const columnsOf = (body: EndpointIn, current: EndpointRow | null, replace: boolean) => {
+    const fields = { ...(replace ? REPLACE_DEFAULTS : {}), ...toColumns(body) };
+    // postback endpoints
+    checkPostbackState(stateAfter(current, fields));
+    if (typeof fields.url_token === "string") fields.url_token = secretBox.seal(fields.url_token);
+    return fields;
+  };
+
   const create = (appId: string, body: EndpointIn) =>
     insertEndpoint(pool, {
       id: newId(ID_PREFIX.endpoint),
       appId,
-      fields: toColumns(body),
+      fields: columnsOf(body, null, false),
       sealedSecret: secretBox.seal(body.secret ? checkSecret(body.secret) : generateSecret()),
     }).catch(uidTaken);
 
   /** PUT (`replace`: the fields left out take their defaults) or PATCH. */
   const update = async (id: string, body: EndpointIn, replace: boolean) => {
-    const fields = { ...(replace ? REPLACE_DEFAULTS : {}), ...toColumns(body) };
+    const fields = columnsOf(body, await getEndpoint(pool, id), replace);
     const row = await updateEndpoint(pool, id, fields).catch(uidTaken);
     if (!row) throw notFound("endpoint");
     // Re-enabled: its waiting backlog is due again.
@@ -95,7 +110,8 @@ export function registerEndpointRoutes(
     if (body.url === undefined) return;
     checkUrl(body.url);
     try {
-      await ssrfGuard.checkUrl(body.url);
+      // a URL template's host is literal: the guard checks it with the placeholders filled
+      await ssrfGuard.checkUrl(urlToCheck(body.url));
     } catch (err) {
       if (err instanceof SsrfBlockedError) {
         throw apiError("url_not_allowed", `url is not allowed: ${err.message}`, { cause: err });

@@ -1,7 +1,8 @@
 /**
  * endpoint add | list | update | disable | enable | delete | rotate-secret. The delivery
  * policy of an endpoint (timeout, retries, in-flight cap, circuit, rate limits) is set
- * with the same flags on `add` and `update`; on `update`, `default` clears one.
+ * with the same flags on `add` and `update`; on `update`, `default` clears one. So are the
+ * postback settings (method, body format, URL token, missing fields, success rule).
  */
 import { type Command, InvalidArgumentError } from "commander";
 import { durationArg, enc, headerArg, intArg, list, orDefault, RESET } from "../args.ts";
@@ -49,7 +50,107 @@ function withEndpointFields(c: Command, update: boolean): Command {
       update ? orDefault(parse) : parse,
     );
   }
+  // postback endpoints
+  return withPostbackFields(c, update);
+}
+
+// ---------------------------------------------------------------- postback endpoints
+// (README.md, Postbacks) method, body format, URL token, missing fields, success rule
+
+const choice =
+  (allowed: readonly string[], upper = false) =>
+  (v: string): string => {
+    const value = upper ? v.toUpperCase() : v.toLowerCase();
+    if (!allowed.includes(value))
+      throw new InvalidArgumentError(`expected one of ${allowed.join(", ")}`);
+    return value;
+  };
+const repeatable = (v: string, previous: string[] = []) => [...previous, v];
+
+/** flag, API field, parser, help, the value `default` stands for on update */
+const POSTBACK: ReadonlyArray<
+  readonly [string, string, (v: string) => string, string, string | null]
+> = [
+  [
+    "--method <method>",
+    "method",
+    choice(["POST", "GET", "PUT"], true),
+    "POST (default), GET (no body) or PUT",
+    "POST",
+  ],
+  [
+    "--body-format <format>",
+    "bodyFormat",
+    choice(["json", "form"]),
+    "json (default) or form (the payload's top-level fields, form-encoded)",
+    "json",
+  ],
+  [
+    "--url-token <token>",
+    "urlToken",
+    (v) => v,
+    "the value of {$token} in a URL template (stored sealed)",
+    null,
+  ],
+  [
+    "--missing-fields <choice>",
+    "missingFields",
+    choice(["fail", "empty"]),
+    "a payload without a templated field: fail (a dead letter) or empty",
+    "fail",
+  ],
+];
+
+function withPostbackFields(c: Command, update: boolean): Command {
+  for (const [flag, , parse, help] of POSTBACK)
+    c.option(
+      flag,
+      update ? `${help} ("default" resets it)` : help,
+      update ? orDefault(parse) : parse,
+    );
+  c.option(
+    "--success-contains <text>",
+    "a 2xx body must contain this (repeatable: any one of them)",
+    repeatable,
+  )
+    .option(
+      "--success-not-contains <text>",
+      "... and must not contain this (repeatable)",
+      repeatable,
+    )
+    .option("--success-ignore-case", "compare the success texts without regard to case")
+    .option(
+      "--body-failure <choice>",
+      "a body that breaks the rule: retry (default) or permanent",
+      choice(["retry", "permanent"]),
+    );
+  if (update) c.option("--no-success-rule", "remove the success rule");
   return c;
+}
+
+function postbackBody(o: Record<string, unknown>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [flag, field, , , reset] of POSTBACK) {
+    const v = o[optionKey(flag)];
+    if (v !== undefined) body[field] = v === RESET ? reset : v;
+  }
+  const contains = o.successContains as string[] | undefined;
+  const notContains = o.successNotContains as string[] | undefined;
+  if (contains || notContains || o.successIgnoreCase || o.bodyFailure) {
+    if (!contains && !notContains)
+      throw new InvalidArgumentError(
+        "a success rule needs --success-contains or --success-not-contains",
+      );
+    body.successRule = {
+      ...(contains && { bodyContains: contains }),
+      ...(notContains && { bodyNotContains: notContains }),
+      ...(o.successIgnoreCase ? { ignoreCase: true } : {}),
+      ...(o.bodyFailure ? { onFailure: o.bodyFailure } : {}),
+    };
+  } else if (o.successRule === false) {
+    body.successRule = null;
+  }
+  return body;
 }
 
 function endpointBody(o: Record<string, unknown>): Record<string, unknown> {
@@ -63,6 +164,8 @@ function endpointBody(o: Record<string, unknown>): Record<string, unknown> {
     const v = o[optionKey(flag)];
     if (v !== undefined) body[field] = v === RESET ? null : v;
   }
+  // postback endpoints
+  Object.assign(body, postbackBody(o));
   return body;
 }
 

@@ -26,6 +26,21 @@ export interface EndpointFields {
   rate_per_second: number | null;
   rate_per_minute: number | null;
   rate_per_hour: number | null;
+  // postback endpoints (migration 0010; README.md, Postbacks)
+  method: "POST" | "GET" | "PUT";
+  body_format: "json" | "form";
+  /** sealed (security/secret-box.ts); never read back by the API */
+  url_token: string | null;
+  missing_fields: "fail" | "empty";
+  success_rule: SuccessRuleRow | null;
+}
+
+/** endpoints.success_rule as stored; what it means is delivery/success-rule.ts. */
+export interface SuccessRuleRow {
+  bodyContains?: string[];
+  bodyNotContains?: string[];
+  ignoreCase?: boolean;
+  onFailure?: "retry" | "permanent";
 }
 
 const FIELD_TYPES: ColumnMap<EndpointFields> = {
@@ -49,6 +64,12 @@ const FIELD_TYPES: ColumnMap<EndpointFields> = {
   rate_per_second: "integer",
   rate_per_minute: "integer",
   rate_per_hour: "integer",
+  // postback endpoints
+  method: "text",
+  body_format: "text",
+  url_token: "text",
+  missing_fields: "text",
+  success_rule: "jsonb",
 };
 
 const INSERT_TYPES: ColumnMap<EndpointFields & { id: string; app_id: string }> = {
@@ -57,8 +78,12 @@ const INSERT_TYPES: ColumnMap<EndpointFields & { id: string; app_id: string }> =
   ...FIELD_TYPES,
 };
 
-/** An endpoint as the API shows it (headers stay inside: they may carry credentials). */
-export interface EndpointRow extends Omit<EndpointFields, "headers"> {
+/**
+ * An endpoint as the API shows it (headers stay inside: they may carry credentials; of the
+ * URL token only whether there is one).
+ */
+export interface EndpointRow extends Omit<EndpointFields, "headers" | "url_token"> {
+  has_url_token: boolean;
   id: string;
   app_id: string;
   created_at: Date;
@@ -68,6 +93,7 @@ export interface EndpointRow extends Omit<EndpointFields, "headers"> {
 const COLUMNS = `id, app_id, uid, url, description, event_types, channels, disabled, disabled_reason,
   metadata, throttle_rate, timeout_ms, max_attempts, retry_base_ms, retry_cap_ms, max_in_flight,
   failure_threshold, cooldown_ms, rate_per_second, rate_per_minute, rate_per_hour,
+  method, body_format, url_token is not null as has_url_token, missing_fields, success_rule,
   created_at, updated_at`;
 
 /**
