@@ -14,9 +14,12 @@ import type { Config } from "./config.ts";
 import type { EmbeddedDatabase } from "./db/embedded.ts";
 import { migrate } from "./db/migrate.ts";
 import { makePool, type Pool } from "./db/pool.ts";
+import { ping } from "./db/queries/ping.ts";
+import { isDatabaseUnavailable } from "./db/unavailable.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
+import { makeBackoff } from "./lib/backoff.ts";
 import type { Logger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
@@ -69,6 +72,31 @@ export async function openDatabase(config: Config, logger: Logger) {
   }
   const pool = makePool({ connectionString, max: config.dbPoolSize, logger });
   return { pool, connectionString, embedded };
+}
+
+/**
+ * Waits until the database answers, for at most `waitMs`, retrying with backoff while it is
+ * unreachable (a restart or failover, or a database started at the same moment as this
+ * process): a worker that a supervisor restarts mid-failover then does not exit again at
+ * once (docs/reliability.md). Any other error (a wrong password, say) fails at once.
+ */
+export async function waitForDatabase(pool: Pool, waitMs: number, logger: Logger): Promise<void> {
+  const deadline = performance.now() + waitMs;
+  const backoff = makeBackoff({ baseMs: 200, capMs: 5_000 });
+  for (;;) {
+    try {
+      await ping(pool);
+      if (backoff.failures > 0) logger.info("database reachable");
+      return;
+    } catch (err) {
+      const left = deadline - performance.now();
+      if (!isDatabaseUnavailable(err) || left <= 0) throw err;
+      const delay = Math.min(backoff.next(), left);
+      if (backoff.failures === 1)
+        logger.warn({ err, waitMs }, "database unreachable at start; waiting for it");
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }
 
 /** The periodic housekeeping every deployment runs (in one process at a time). */
@@ -156,6 +184,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         "HOOKRELAY_ENCRYPTION_KEY is not set: endpoint signing secrets are stored unencrypted",
       );
     }
+    await waitForDatabase(pool, config.dbStartupWaitMs, logger);
     const applied = await migrate(pool);
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
 
