@@ -86,7 +86,12 @@ export function makeWorkListener(options: {
     async start() {
       if (!stopped) return;
       stopped = false;
-      await connect();
+      try {
+        await connect();
+      } catch (err) {
+        stopped = true; // not started: a later start() tries again
+        throw err;
+      }
     },
     async stop() {
       if (stopped) return;
