@@ -5,11 +5,18 @@
  * 503 with Retry-After and the code database_unavailable, never 500 and never 202, and
  * /healthz says the database is unreachable. After it is back every accepted message
  * reaches every endpoint, every delivery ends `delivered`, and no process has exited.
+ * The second test takes the in-process parts one by one: a pool with a client checked
+ * out, the LISTEN connection and the maintenance runner.
  */
+
+import pino from "pino";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type RestartableCluster, startRestartableCluster } from "../faults/lib/cluster.ts";
 import { makePool } from "../src/db/pool.ts";
+import { makeMaintenance } from "../src/ops/maintenance.ts";
+import { WORK_CHANNEL } from "../src/queue/work-channel.ts";
 import { generateApiKey } from "../src/security/api-key-format.ts";
+import { makeWorkListener } from "../src/worker/work-listener.ts";
 import {
   type HookrelayProcess,
   isRunning,
@@ -173,4 +180,92 @@ test("a PostgreSQL restart under load: 503 + Retry-After meanwhile, then everyth
 
   for (const p of [apiProc, ...workers])
     expect(isRunning(p), `${p.pid} exited:\n${p.stdout}\n${p.stderr}`).toBe(true);
+});
+
+test("in process: a checked-out pool client, the LISTEN connection and maintenance get through a restart", {
+  timeout: 90_000,
+}, async () => {
+  const logger = pino({ level: "silent" });
+  const pool = makePool({ connectionString: cluster.url, max: 3, logger });
+  // held across the restart, as the maintenance lock is: its loss must not throw
+  const held = await pool.connect();
+  let woken = 0;
+  const listener = makeWorkListener({
+    connectionString: cluster.url,
+    onWork: () => woken++,
+    logger,
+    reconnect: { baseMs: 50, capMs: 500 },
+  });
+  let ticks = 0;
+  const maintenance = makeMaintenance({
+    pool,
+    logger,
+    intervalMs: 50,
+    tasks: [
+      {
+        name: "count",
+        run: async (p) => {
+          await p.query("select 1");
+          ticks++;
+        },
+      },
+    ],
+  });
+  try {
+    await listener.start();
+    maintenance.start();
+    await waitFor(() => ticks > 0, 10_000, "a maintenance tick");
+
+    await cluster.stop();
+    await new Promise((r) => setTimeout(r, 1_000));
+    await cluster.start();
+
+    const ticksAfter = ticks;
+    await waitFor(() => ticks > ticksAfter, 30_000, "maintenance to run again");
+    // the listener is back: a NOTIFY reaches it (notified until one arrives)
+    await waitFor(
+      async () => {
+        const before = woken;
+        await pool.query(`select pg_notify('${WORK_CHANNEL}', '')`);
+        await new Promise((r) => setTimeout(r, 100));
+        return woken > before;
+      },
+      30_000,
+      "a NOTIFY after the listener reconnected",
+    );
+    expect((await pool.query("select 1 as one")).rows[0].one).toBe(1);
+  } finally {
+    held.release();
+    await maintenance.stop();
+    await listener.stop();
+    await pool.end();
+  }
+});
+
+test("a worker started while the database is down waits for it, then runs", {
+  timeout: 90_000,
+}, async () => {
+  await cluster.stop();
+  const late = spawnHookrelay(
+    ["worker"],
+    workerEnv(cluster.url, { HOOKRELAY_DB_STARTUP_WAIT_MS: "60000" }),
+  );
+  try {
+    await waitFor(
+      () => /database unreachable at start; waiting for it/.test(late.stdout + late.stderr),
+      30_000,
+      "the worker to say it waits",
+    );
+    expect(isRunning(late)).toBe(true);
+  } finally {
+    await cluster.start();
+  }
+  await waitFor(
+    () => {
+      if (!isRunning(late)) throw new Error(`worker exited:\n${late.stdout}\n${late.stderr}`);
+      return /hookrelay worker \S+ running/.test(late.stdout);
+    },
+    60_000,
+    "the worker to run once the database is back",
+  );
 });
