@@ -43,7 +43,8 @@ test("npm run faults -- --size small passes and prints every figure", async () =
     /^API 500 answers\s+0$/m,
     /^\/healthz during the outage\s+503 unreachable$/m,
     /^drain time after the churn\s+\d+\.\d s$/m,
-    /^crash-to-redelivery: median\s+\d+\.\d s$/m,
+    // "-" when no kill happened to cut a held request (possible on a crowded machine)
+    /^crash-to-redelivery: median\s+(\d+\.\d s|-)$/m,
     /^worker SIGKILLs\s+[1-9]\d*$/m,
   ])
     expect(stdout).toMatch(figure);
