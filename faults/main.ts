@@ -8,18 +8,29 @@
  * itself. Exit code 1 when a delivery was lost, a process exited on its own or the API
  * answered 500; 2 when the run itself failed.
  */
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { generateApiKey } from "../src/security/api-key-format.ts";
 import { type RestartableCluster, startRestartableCluster } from "./lib/cluster.ts";
 import { sendMessages } from "./lib/load.ts";
 import { parseFaultOptions } from "./lib/options.ts";
 import { makeProcessSet, type Proc, type ProcessSet } from "./lib/processes.ts";
 import { type FaultReceiver, startFaultReceiver } from "./lib/receiver.ts";
-import { computeFigures, figuresTable, type Kill, type RunFacts } from "./lib/report.ts";
+import {
+  computeFigures,
+  detailsText,
+  figuresTable,
+  type Kill,
+  type RunFacts,
+} from "./lib/report.ts";
 
 const opts = parseFaultOptions(process.argv.slice(2));
 const log = (line: string) =>
   process.stderr.write(`faults ${new Date().toISOString().slice(11, 19)} ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+// The receiver, the producers and the kill schedule share this process: on a crowded
+// machine its event loop lags, and every time it takes is that much coarser.
+const loopDelay = monitorEventLoopDelay({ resolution: 20 });
+loopDelay.enable();
 
 let cluster: RestartableCluster | null = null;
 let receiver: FaultReceiver | null = null;
@@ -174,6 +185,10 @@ try {
   const figures = computeFigures(facts);
   await cleanup();
   process.stdout.write(`\nhookrelay fault suite (${opts.size})\n\n${figuresTable(figures)}\n`);
+  process.stdout.write(
+    `\n(the suite's own event loop lagged up to ${Math.round(loopDelay.max / 1e6)} ms, p99 ${Math.round(loopDelay.percentile(99) / 1e6)} ms: its times are that coarse)\n`,
+  );
+  if (opts.details) process.stdout.write(`\n${detailsText(facts)}\n`);
   for (const e of facts.selfExits)
     process.stdout.write(
       `\nself-exit: ${e.role} ${e.pid} (code ${e.code}, ${e.signal}):\n${e.tail}\n`,

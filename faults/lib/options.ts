@@ -31,9 +31,11 @@ export interface FaultOptions {
   settleSeconds: number;
   /** give up on the whole run after this long */
   watchdogSeconds: number;
+  /** also print a timeline of every cut request and of the first duplicates */
+  details: boolean;
 }
 
-const SIZES: Record<"small" | "full", Omit<FaultOptions, "size">> = {
+const SIZES: Record<"small" | "full", Omit<FaultOptions, "size" | "details">> = {
   small: {
     workers: 2,
     messages: 300,
@@ -84,6 +86,8 @@ const HELP = `npm run faults -- [options]
   --lease-margin-ms <ms>    lease = timeout + margin (small 5000, full 30000)
   --settle-seconds <s>      wait at most this long after the churn (small 90, full 180)
   --watchdog-seconds <s>    give up on the whole run (small 240, full 600)
+  --details                 also print when each cut delivery and the first duplicates
+                            arrived, in seconds after the first kill
 `;
 
 export function parseFaultOptions(argv: string[]): FaultOptions {
@@ -92,6 +96,7 @@ export function parseFaultOptions(argv: string[]): FaultOptions {
     options: {
       size: { type: "string", default: "small" },
       help: { type: "boolean", default: false },
+      details: { type: "boolean", default: false },
       workers: { type: "string" },
       messages: { type: "string" },
       endpoints: { type: "string" },
@@ -113,7 +118,7 @@ export function parseFaultOptions(argv: string[]): FaultOptions {
   }
   const size = values.size;
   if (size !== "small" && size !== "full") throw new Error(`--size is small or full, not ${size}`);
-  const o: FaultOptions = { size, ...SIZES[size] };
+  const o: FaultOptions = { size, ...SIZES[size], details: values.details === true };
   const num = (flag: keyof typeof values, min: number): number | undefined => {
     const raw = values[flag];
     if (raw === undefined || typeof raw !== "string") return undefined;

@@ -156,3 +156,27 @@ export function figuresTable(g: Figures): string {
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join("\n");
 }
+
+/**
+ * A timeline for --details, in seconds after the first kill: each kill, each cut request
+ * with every arrival of its delivery (time:status, null = cut), and the first duplicates.
+ */
+export function detailsText(f: RunFacts, maxLines = 30): string {
+  const t0 = f.kills[0]?.at ?? f.churnEndedAt;
+  const rel = (t: number) => ((t - t0) / 1000).toFixed(2);
+  const arrivalsOf = (key: string) =>
+    f.receiver.arrivals
+      .filter((a) => a.key === key)
+      .map((a) => `${rel(a.at)}:${a.status}`)
+      .join(" ");
+  const lines = [`kills at ${f.kills.map((k) => rel(k.at)).join(" ")}`];
+  for (const c of f.receiver.cuts.slice(0, maxLines))
+    lines.push(`cut at ${rel(c.at)} ${c.key}: ${arrivalsOf(c.key)}`);
+  let shown = 0;
+  for (const [key, n] of f.receiver.delivered) {
+    if (n < 2) continue;
+    if (shown++ >= maxLines) break;
+    lines.push(`duplicate ${key}: ${arrivalsOf(key)}`);
+  }
+  return lines.join("\n");
+}
