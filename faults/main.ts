@@ -9,6 +9,7 @@
  * answered 500; 2 when the run itself failed.
  */
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import pg from "pg";
 import { generateApiKey } from "../src/security/api-key-format.ts";
 import { type RestartableCluster, startRestartableCluster } from "./lib/cluster.ts";
 import { sendMessages } from "./lib/load.ts";
@@ -62,6 +63,34 @@ async function api<T>(url: string, key: string, path: string, body: unknown): Pr
   });
   if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`);
   return (await res.json()) as T;
+}
+
+/** Where the undelivered deliveries are (printed when the run did not settle). */
+async function databaseState(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+    const states = await client.query(
+      `select status, count(*)::int as n, min(next_attempt_at) as next from deliveries
+       where status <> 'delivered' group by status`,
+    );
+    const health = await client.query(
+      `select endpoint_id, circuit_state, consecutive_failures, in_flight, open_until, paused_until
+       from endpoint_health order by endpoint_id`,
+    );
+    const claims = await client.query(
+      "select count(*)::int as n, min(lease_expires_at) as first from claims",
+    );
+    return [
+      ...states.rows.map((r) => JSON.stringify(r)),
+      ...health.rows.map((r) => JSON.stringify(r)),
+      `claims ${JSON.stringify(claims.rows[0])}`,
+    ].join("\n");
+  } catch (err) {
+    return `(not readable: ${(err as Error).message})`;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 async function run(): Promise<RunFacts> {
@@ -167,6 +196,8 @@ async function run(): Promise<RunFacts> {
   }
   // a moment more for late duplicates, then every process must still be running
   await sleep(1_000);
+  if (settledAt === null)
+    log(`not settled; the database says:\n${await databaseState(cluster.url)}`);
   const selfExits = [...procs.selfExits];
   return {
     endpoints: opts.endpoints,
