@@ -15,13 +15,20 @@ import Fastify, {
   type FastifyReply,
 } from "fastify";
 import secureJson from "secure-json-parse";
+import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Metrics } from "../ops/metrics.ts";
 import type { Authenticate } from "./auth.ts";
 import { checkBody } from "./body-check.ts";
 import type { ApiContext } from "./context.ts";
-import { API_ERRORS, type ApiErrorCode, apiError, badRequest } from "./errors.ts";
+import {
+  API_ERRORS,
+  type ApiErrorCode,
+  apiError,
+  badRequest,
+  databaseUnavailable,
+} from "./errors.ts";
 import { registerIdempotency } from "./idempotency.ts";
 import { makeKeyRateLimiter } from "./key-rate-limit.ts";
 import { registerApiKeyRoutes } from "./routes/api-keys.ts";
@@ -171,6 +178,12 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
         ? `${err.validationContext ?? "request"}${first?.instancePath ?? ""} has unknown field "${extra}"`
         : err.message;
       return reply.code(API_ERRORS.validation_error).send({ code: "validation_error", detail });
+    }
+    if (isDatabaseUnavailable(err)) {
+      // a restart or failover: the client retries (docs/reliability.md), no 500
+      request.log.warn({ err }, "request failed: database unreachable");
+      const unavailable = databaseUnavailable(err);
+      return reply.code(unavailable.status).headers(unavailable.headers).send(unavailable.toJSON());
     }
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {

@@ -11,6 +11,11 @@
  * interval it also hands back the rows of claims whose lease ran out (their worker died).
  * Each claim's lease row is deleted with the write of its last result.
  *
+ * Database outages (docs/reliability.md): a claim that fails waits a backoff with jitter
+ * before the next one instead of the poll interval; a claim whose answer was lost may have
+ * taken rows, which its lease hands back. Results that cannot be written stay with the
+ * result writer, which retries them until their lease ends.
+ *
  * stop(): no more claims; in-flight requests get until the drain deadline, their results
  * are written; requests still running then are aborted and their rows released (due
  * again at once, no attempt used). Safe to call twice.
@@ -19,9 +24,11 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
+import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { AttemptAbort, type HttpSender } from "../delivery/http-sender.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
 import { applySuccessRule } from "../delivery/success-rule.ts";
+import { makeBackoff } from "../lib/backoff.ts";
 import { makeWakeableSleep } from "../lib/wakeable-sleep.ts";
 import type { Logger } from "../logger.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
@@ -65,6 +72,8 @@ interface Running {
   abort: AttemptAbort;
   /** stop() gave up on this request: its row is released, not recorded */
   released: boolean;
+  /** performance.now() at which the row's lease ends at the latest */
+  leaseEndsAt: number;
 }
 
 export function makeWorker(options: WorkerOptions): Worker {
@@ -88,8 +97,14 @@ export function makeWorker(options: WorkerOptions): Worker {
     secretBox: options.secretBox,
     isSensitive: options.redactor.isSensitive,
   });
-  const recorder = makeAttemptRecorder({ writer, redactor: options.redactor, defaults });
   const running = new Map<number, Running>();
+  const recorder = makeAttemptRecorder({
+    // each result goes with its lease's end: past it the writer stops retrying it
+    writer: { add: (r) => writer.add(r, running.get(r.deliveryId)?.leaseEndsAt) },
+    redactor: options.redactor,
+    defaults,
+  });
+  const claimBackoff = makeBackoff({ baseMs: Math.min(cfg.pollIntervalMs, 100), capMs: 5_000 });
   /** per claim token: how many of its rows have no result handed to the writer yet */
   const openClaims = new Map<string, number>();
   let stopping = false;
@@ -104,7 +119,10 @@ export function makeWorker(options: WorkerOptions): Worker {
         lastExpiryCheck = Date.now();
         // Rows of claims whose worker died come back here (any worker may do it).
         await releaseExpiredClaims(pool).catch((err) =>
-          logger.error({ err }, "handing back expired claims failed"),
+          logger[isDatabaseUnavailable(err) ? "warn" : "error"](
+            { err },
+            "handing back expired claims failed",
+          ),
         );
       }
       const free = cfg.concurrency - running.size;
@@ -114,21 +132,42 @@ export function makeWorker(options: WorkerOptions): Worker {
         const limit = Math.min(free, cfg.claimBatch);
         try {
           const claimed = await claimBatch(limit);
+          if (claimBackoff.failures > 0)
+            logger.info({ failures: claimBackoff.failures }, "claims work again");
+          claimBackoff.reset();
           // A full claim means more may be due: claim again as slots free up. Otherwise new
           // work arrives by NOTIFY, and endpoint room freed by results wakes us after writes.
           lastClaimFull = claimed === limit;
           if (lastClaimFull) continue;
         } catch (err) {
-          logger.error({ err }, "claim failed");
           lastClaimFull = false;
+          const waitMs = claimBackoff.next();
+          if (isDatabaseUnavailable(err)) {
+            logger.warn(
+              { err, failures: claimBackoff.failures, waitMs },
+              "database unreachable; claim retried",
+            );
+          } else {
+            logger.error({ err, waitMs }, "claim failed");
+          }
+          await sleepUnlessStopping(waitMs);
+          continue;
         }
       }
       await sleeper.sleep(cfg.pollIntervalMs);
     }
   }
 
+  /** A backoff wait: NOTIFY does not cut it short (the database is what failed), stop() does. */
+  async function sleepUnlessStopping(ms: number): Promise<void> {
+    const until = performance.now() + ms;
+    while (!stopping && performance.now() < until) await sleeper.sleep(until - performance.now());
+  }
+
   async function claimBatch(limit: number): Promise<number> {
     const token = randomUUID();
+    // the lease starts when PostgreSQL runs the claim, after this moment
+    const claimedAt = performance.now();
     const claims = await claimDeliveries(pool, {
       workerId: id,
       claimToken: token,
@@ -142,7 +181,13 @@ export function makeWorker(options: WorkerOptions): Worker {
       openClaims.set(token, claims.length);
     }
     for (const claim of claims) {
-      const entry: Running = { claim, token, abort: new AttemptAbort(), released: false };
+      const entry: Running = {
+        claim,
+        token,
+        abort: new AttemptAbort(),
+        released: false,
+        leaseEndsAt: claimedAt + claim.timeoutMs + cfg.leaseMarginMs,
+      };
       running.set(claim.id, entry);
       void deliver(entry);
     }
