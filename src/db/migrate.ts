@@ -34,8 +34,14 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
       sql: await readFile(path.join(dir, file), "utf8"),
     });
   }
+  // Numbers rise strictly; a gap is allowed: numbers are handed out to branches in
+  // advance, and one may be merged before a lower one (each is recorded by its number).
   migrations.forEach((m, i) => {
-    if (m.id !== i + 1) throw new DatabaseError(`migration ${m.name}: expected number ${i + 1}`);
+    const before = migrations[i - 1];
+    if (m.id < 1 || (before !== undefined && m.id <= before.id))
+      throw new DatabaseError(
+        `migration ${m.name}: its number must be above ${before?.name ?? "0"}'s (no two alike)`,
+      );
   });
   return migrations;
 }

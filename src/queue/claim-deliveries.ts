@@ -45,6 +45,8 @@ export interface ClaimedDelivery {
   secrets: string[];
   /** the single half-open probe of its endpoint's circuit */
   isProbe: boolean;
+  /** an operational failing/exhausted event was sent about it (queue/operational-events.ts) */
+  failureNotified: boolean;
 }
 
 // One statement, in four steps:
@@ -158,7 +160,8 @@ claimed as (
   })}
   from picked p
   where d.id = p.id
-  returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger
+  returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger,
+            d.failure_notified
 ),
 lease as (
   insert into claims (token, worker_id, delivery_ids, lease_expires_at)
@@ -206,7 +209,7 @@ signing as (
 -- "offset 0" keeps each lookup a per-row index probe: flattened into a join, the planner
 -- may hash-join the whole messages table to find a few hundred rows.
 select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
-       m.event_type, m.payload,
+       c.failure_notified, m.event_type, m.payload,
        e.url, e.headers, coalesce(e.timeout_ms, $defaultTimeoutMs::int) as timeout_ms,
        e.retry_base_ms, e.retry_cap_ms,
        -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
@@ -253,5 +256,6 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     retryCapMs: r.retry_cap_ms,
     secrets: r.secrets,
     isProbe: r.is_probe,
+    failureNotified: r.failure_notified,
   }));
 }

@@ -24,6 +24,7 @@ function claim(extra: Partial<ClaimedDelivery> = {}): ClaimedDelivery {
     retryCapMs: null,
     secrets: [generateSecret()],
     isProbe: false,
+    failureNotified: false,
     ...extra,
   };
 }

@@ -7,7 +7,8 @@
  */
 import type { AttemptResult, OutboundRequest } from "../delivery/http-sender.ts";
 import { ErrorKind, Verdict } from "../delivery/retry-policy.ts";
-import { secretKey, signatureHeader } from "../delivery/sign.ts";
+import { type SigningKey, signatureHeader } from "../delivery/sign.ts";
+import { signingKeyOf } from "../delivery/signing-key.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
 import type { SecretBox } from "../security/secret-box.ts";
 
@@ -23,18 +24,19 @@ export interface RequestPreparer {
   prepare(claim: ClaimedDelivery, nowMs?: number): Preparation;
 }
 
-// Keys derived from secrets are kept: a secret is opened and decoded once, not per request.
+// Keys derived from secrets are kept: a secret is opened and decoded once, not per request
+// (HMAC keys and Ed25519 private keys alike: the sealed text's prefix says which).
 // The cache is dropped whole when it grows past this (rotations leave old secrets behind).
 const KEY_CACHE_MAX = 10_000;
 
 export function makeRequestPreparer(deps: { secretBox: SecretBox }): RequestPreparer {
-  const keyCache = new Map<string, Buffer>();
+  const keyCache = new Map<string, SigningKey>();
 
-  function keysFor(secrets: string[]): Buffer[] {
+  function keysFor(secrets: string[]): SigningKey[] {
     return secrets.map((secret) => {
       let key = keyCache.get(secret);
       if (!key) {
-        key = secretKey(deps.secretBox.open(secret));
+        key = signingKeyOf(deps.secretBox.open(secret));
         if (keyCache.size > KEY_CACHE_MAX) keyCache.clear();
         keyCache.set(secret, key);
       }
@@ -45,7 +47,7 @@ export function makeRequestPreparer(deps: { secretBox: SecretBox }): RequestPrep
   return {
     prepare(claim, nowMs = Date.now()) {
       const timestamp = Math.floor(nowMs / 1000);
-      let keys: Buffer[];
+      let keys: SigningKey[];
       try {
         keys = keysFor(claim.secrets);
       } catch (error) {

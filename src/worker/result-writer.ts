@@ -8,6 +8,7 @@ import type { HealthConfig } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
 import type { Logger } from "../logger.ts";
+import type { OperationalTarget } from "../queue/operational-events.ts";
 import { type DeliveryResult, recordResults } from "../queue/record-results.ts";
 
 export interface ResultWriter {
@@ -23,6 +24,8 @@ export function makeResultWriter(options: {
   flushBatch: number;
   flushIntervalMs: number;
   health: HealthConfig;
+  /** where the operational events the results raise go (null: none) */
+  operational?: OperationalTarget | null;
   onWritten?: (results: DeliveryResult[]) => void;
 }): ResultWriter {
   let queue: DeliveryResult[] = [];
@@ -34,7 +37,7 @@ export function makeResultWriter(options: {
     queue = [];
     if (batch.length === 0) return;
     try {
-      await recordResults(options.pool, batch, options.health);
+      await recordResults(options.pool, batch, options.health, options.operational ?? null);
       const gone = [
         ...new Set(batch.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId)),
       ];

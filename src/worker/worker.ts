@@ -23,6 +23,7 @@ import { AttemptAbort, type HttpSender } from "../delivery/http-sender.ts";
 import { makeWakeableSleep } from "../lib/wakeable-sleep.ts";
 import type { Logger } from "../logger.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
+import type { OperationalTarget } from "../queue/operational-events.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import { releaseDeliveries, releaseExpiredClaims } from "../queue/release-deliveries.ts";
 import type { Redactor } from "../security/redact.ts";
@@ -54,6 +55,8 @@ export interface WorkerOptions {
   secretBox: SecretBox;
   /** masks sensitive values in stored error texts, response bodies and URLs */
   redactor: Redactor;
+  /** operational webhooks (queue/operational-events.ts); null or absent: off */
+  operational?: OperationalTarget | null;
 }
 
 interface Running {
@@ -76,6 +79,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     flushBatch: cfg.flushBatch,
     flushIntervalMs: cfg.flushIntervalMs,
     health: options.config.health,
+    operational: options.operational ?? null,
     onWritten: (batch) => {
       options.onResults?.(batch);
       // Written results free in-flight room in the database: claim again.
@@ -83,7 +87,12 @@ export function makeWorker(options: WorkerOptions): Worker {
     },
   });
   const preparer = makeRequestPreparer({ secretBox: options.secretBox });
-  const recorder = makeAttemptRecorder({ writer, redactor: options.redactor, defaults });
+  const recorder = makeAttemptRecorder({
+    writer,
+    redactor: options.redactor,
+    defaults,
+    operational: options.operational ?? null,
+  });
   const running = new Map<number, Running>();
   /** per claim token: how many of its rows have no result handed to the writer yet */
   const openClaims = new Map<string, number>();
