@@ -377,3 +377,32 @@ describe("delivery of the events themselves", () => {
     expect(events()).toHaveLength(rows.length);
   });
 });
+
+describe("an operator application deleted by hand", () => {
+  test("endpoint changes and result writes go on; no event is written", async () => {
+    expect((await call("DELETE", `${V1}/app/hookrelay-operator`)).status).toBe(204);
+    const a = await app();
+    const ep = await endpoint(a.id, { maxAttempts: 1 });
+    scripts.set(ep.path, () => ({ status: 500 }));
+    expect(
+      (await call("PATCH", `${V1}/app/${a.id}/endpoint/${ep.id}`, { description: "y" })).status,
+    ).toBe(200);
+    const msgId = await send(a.id);
+    await waitFor(
+      async () => {
+        const { rows } = await h.db.pool.query(
+          "select status from deliveries where message_id = $1",
+          [msgId],
+        );
+        return rows[0]?.status === "dead_letter";
+      },
+      20_000,
+      "the dead letter recorded",
+    );
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n from messages where app_id = $1",
+      [target.appId],
+    );
+    expect(rows[0].n).toBe(0);
+  });
+});

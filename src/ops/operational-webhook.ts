@@ -68,13 +68,16 @@ export async function emitEndpointEvent(
   extra: Record<string, unknown> = {},
 ): Promise<void> {
   if (!target || endpoint.app_id === target.appId) return;
-  const { rows } = await db.query<{ uid: string | null }>(
-    "select uid from applications where id = $1::text",
-    [endpoint.app_id],
+  const { rows } = await db.query<{ uid: string | null; target: boolean }>(
+    `select (select uid from applications where id = $1::text) as uid,
+            exists (select 1 from applications where id = $2::text) as target`,
+    [endpoint.app_id, target.appId],
   );
+  // an operator application deleted by hand takes no events (until the next start makes it)
+  if (!rows[0]?.target) return;
   const data = {
     appId: endpoint.app_id,
-    appUid: rows[0]?.uid ?? null,
+    appUid: rows[0].uid,
     endpointId: endpoint.id,
     endpointUid: endpoint.uid,
     ...extra,

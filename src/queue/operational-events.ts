@@ -113,10 +113,13 @@ op_gone_events as (
   join applications a on a.id = g.app_id
   where $opAppId::text is not null and g.app_id <> $opAppId::text and g.op_msg_id is not null
 ),
+-- (an operator application deleted by hand takes no events: a foreign-key error here would
+-- fail the whole result write, again on every retry)
 op_messages as (
   insert into messages (id, app_id, event_type, payload)
   select e.id, $opAppId::text, e.event_type, e.payload
   from (select * from op_attempt_events union all select * from op_gone_events) e
+  where exists (select 1 from applications where id = $opAppId::text)
   returning id, event_type
 ),
 op_fanout as (
