@@ -23,7 +23,8 @@ export const OPERATIONAL_ENDPOINT_UID = "operational";
 /**
  * Attempts an event's delivery gets when the operational endpoint is created: more than a
  * customer endpoint's default, so that an operator URL that is down for hours loses
- * nothing (with the default 1 h cap, about 8 hours of retries). PATCH the endpoint to change it.
+ * nothing (with the default 30 s base and 1 h cap: 7 hours of retries on average, full jitter
+ * makes it up to 14). PATCH the endpoint to change it.
  */
 export const OPERATIONAL_MAX_ATTEMPTS = 20;
 
