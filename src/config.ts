@@ -120,6 +120,11 @@ export interface Config {
   metricsPort: number;
   /** metricsMaxEndpoints: endpoints with their own latency-histogram label. Default 100. */
   metricsMaxEndpoints: number;
+  /**
+   * operationalWebhookUrl: Svix-shaped operational events (docs/operational-webhooks.md) are
+   * delivered here, signed, through the queue. Unset: none are raised.
+   */
+  operationalWebhookUrl: string | undefined;
   delivery: DeliveryDefaults;
   health: HealthConfig;
   alerts: AlertConfig;
@@ -210,6 +215,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     metricsToken: str("HOOKRELAY_METRICS_TOKEN"),
     metricsPort: int("HOOKRELAY_METRICS_PORT", 0),
     metricsMaxEndpoints: int("HOOKRELAY_METRICS_MAX_ENDPOINTS", 100, 0),
+    operationalWebhookUrl: str("HOOKRELAY_OPERATIONAL_WEBHOOK_URL"),
     delivery: {
       timeoutMs: int("HOOKRELAY_TIMEOUT_MS", 15_000, 1),
       maxAttempts: int("HOOKRELAY_MAX_ATTEMPTS", 5, 1),

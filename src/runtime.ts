@@ -30,8 +30,10 @@ import {
   purgeIdempotencyKeys,
 } from "./ops/maintenance.ts";
 import { makeMetrics } from "./ops/metrics.ts";
+import { ensureOperationalEndpoint } from "./ops/operational-webhook.ts";
 import { purgeExpired } from "./ops/retention.ts";
 import { type EnqueueBatcher, makeEnqueueBatcher } from "./queue/enqueue-batcher.ts";
+import type { OperationalTarget } from "./queue/operational-events.ts";
 import { makeRedactor, type Redactor } from "./security/redact.ts";
 import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
@@ -196,6 +198,16 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
       return migrate(pool);
     });
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
+    // Operational webhooks: the operator app's endpoint, pointed at the configured URL.
+    let operational: OperationalTarget | null = null;
+    if (config.operationalWebhookUrl) {
+      operational = await ensureOperationalEndpoint(
+        pool,
+        config.operationalWebhookUrl,
+        secretBox,
+        config.delivery.maxAttempts,
+      );
+    }
 
     let generatedAdminKey: string | null = null;
     let apiUrl: string | null = null;
@@ -217,6 +229,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         redactor,
         batcher,
         metrics,
+        operational,
         authenticate: makeAuthenticator(pool, config.adminKey),
       });
       await api.listen({ host: config.host, port: config.port });
@@ -245,6 +258,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         onClaim: (size) => metrics.recordClaim(size),
         secretBox,
         redactor,
+        operational,
       });
       worker = w;
       listener = makeWorkListener({ connectionString, onWork: () => w.wake(), logger });

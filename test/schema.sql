@@ -106,6 +106,7 @@ table deliveries (
   requeued_by text,
   queued boolean,
   dead_lettered boolean,
+  failure_notified boolean not null default false,
   constraint deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
   constraint deliveries_message_id_endpoint_id_key UNIQUE (message_id, endpoint_id),
   constraint deliveries_message_id_fkey FOREIGN KEY (message_id) REFERENCES messages(id) ON DELETE CASCADE,
@@ -149,8 +150,12 @@ table endpoint_secrets (
   secret text not null,
   created_at timestamp with time zone not null default now(),
   expires_at timestamp with time zone,
+  scheme text not null default 'v1'::text,
+  public_key text,
   constraint endpoint_secrets_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
-  constraint endpoint_secrets_pkey PRIMARY KEY (id)
+  constraint endpoint_secrets_pkey PRIMARY KEY (id),
+  constraint endpoint_secrets_public_key_check CHECK (((scheme = 'v1a'::text) = (public_key IS NOT NULL))),
+  constraint endpoint_secrets_scheme_check CHECK ((scheme = ANY (ARRAY['v1'::text, 'v1a'::text])))
 );
 
 table endpoints (

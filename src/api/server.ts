@@ -224,6 +224,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     secretBox: options.secretBox,
     redactor: options.redactor,
     batcher: options.batcher,
+    operational: options.operational ?? null,
   };
   registerHealthRoutes(app, ctx);
   registerMetricsRoute(app, metrics, config.metricsToken);

@@ -55,6 +55,8 @@ export interface ClaimedDelivery {
   urlToken: string | null;
   missingFields: "fail" | "empty";
   successRule: SuccessRuleRow | null;
+  /** an operational failing/exhausted event was sent about it (queue/operational-events.ts) */
+  failureNotified: boolean;
 }
 
 // One statement, in four steps:
@@ -168,7 +170,8 @@ claimed as (
   })}
   from picked p
   where d.id = p.id
-  returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger
+  returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger,
+            d.failure_notified
 ),
 lease as (
   insert into claims (token, worker_id, delivery_ids, lease_expires_at)
@@ -216,7 +219,7 @@ signing as (
 -- "offset 0" keeps each lookup a per-row index probe: flattened into a join, the planner
 -- may hash-join the whole messages table to find a few hundred rows.
 select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
-       m.event_type, m.payload, m.event_id,
+       c.failure_notified, m.event_type, m.payload, m.event_id,
        e.url, e.headers, coalesce(e.timeout_ms, $defaultTimeoutMs::int) as timeout_ms,
        e.retry_base_ms, e.retry_cap_ms,
        e.method, e.body_format, e.url_token, e.missing_fields, e.success_rule,
@@ -272,5 +275,6 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     urlToken: r.url_token,
     missingFields: r.missing_fields,
     successRule: r.success_rule,
+    failureNotified: r.failure_notified,
   }));
 }

@@ -30,6 +30,7 @@ function claim(extra: Partial<ClaimedDelivery> = {}): ClaimedDelivery {
     urlToken: null,
     missingFields: "fail",
     successRule: null,
+    failureNotified: false,
     ...extra,
   };
 }

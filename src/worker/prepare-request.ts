@@ -16,7 +16,8 @@
 import { FORM_CONTENT_TYPE, formBody } from "../delivery/form-body.ts";
 import type { AttemptResult, OutboundRequest } from "../delivery/http-sender.ts";
 import { ErrorKind, Verdict } from "../delivery/retry-policy.ts";
-import { secretKey, signatureHeader } from "../delivery/sign.ts";
+import { type SigningKey, signatureHeader } from "../delivery/sign.ts";
+import { signingKeyOf } from "../delivery/signing-key.ts";
 import {
   isTemplate,
   parseUrlTemplate,
@@ -45,8 +46,10 @@ export interface RequestPreparer {
   prepare(claim: ClaimedDelivery, nowMs?: number): Preparation;
 }
 
-// Keys derived from secrets, opened URL tokens and parsed templates are kept: each is
-// worked out once, not per request. A cache is dropped whole when it grows past this.
+// Keys derived from secrets (HMAC keys and Ed25519 private keys alike: the opened text's
+// prefix says which), opened URL tokens and parsed templates are kept: each is worked out
+// once, not per request. A cache is dropped whole when it grows past this (rotations leave
+// old secrets behind).
 const CACHE_MAX = 10_000;
 
 function cached<V>(cache: Map<string, V>, key: string, make: () => V): V {
@@ -64,13 +67,15 @@ export function makeRequestPreparer(deps: {
   /** field names whose values a rendered URL masks in attempt rows (security/redact.ts) */
   isSensitive?: (name: string) => boolean;
 }): RequestPreparer {
-  const keyCache = new Map<string, Buffer>();
+  const keyCache = new Map<string, SigningKey>();
   const tokenCache = new Map<string, string>();
   const templates = new Map<string, UrlTemplate | Error>();
   const isSensitive = deps.isSensitive ?? (() => false);
 
   const keysFor = (secrets: string[]) =>
-    secrets.map((secret) => cached(keyCache, secret, () => secretKey(deps.secretBox.open(secret))));
+    secrets.map((secret) =>
+      cached(keyCache, secret, () => signingKeyOf(deps.secretBox.open(secret))),
+    );
 
   const templateOf = (url: string) =>
     cached(templates, url, () => {
@@ -84,7 +89,7 @@ export function makeRequestPreparer(deps: {
   return {
     prepare(claim, nowMs = Date.now()) {
       const timestamp = Math.floor(nowMs / 1000);
-      let keys: Buffer[];
+      let keys: SigningKey[];
       let token: string | null = null;
       try {
         keys = keysFor(claim.secrets);

@@ -14,6 +14,7 @@ import {
 import { ErrorKind, type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
 import { afterAttempt } from "../queue/delivery-states.ts";
+import { attemptEvent, type OperationalTarget } from "../queue/operational-events.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import type { Redactor } from "../security/redact.ts";
 import type { ResultWriter } from "./result-writer.ts";
@@ -49,8 +50,11 @@ export function makeAttemptRecorder(deps: {
   redactor: Redactor;
   /** the retry schedule of endpoints without their own */
   defaults: Pick<DeliveryDefaults, "retryBaseMs" | "retryCapMs">;
+  /** where operational events go; null or absent: none are raised */
+  operational?: OperationalTarget | null;
 }): AttemptRecorder {
   const { redactor, defaults } = deps;
+  const operational = deps.operational ?? null;
   const maskedUrls = new Map<string, string>();
 
   /**
@@ -110,6 +114,17 @@ export function makeAttemptRecorder(deps: {
       // A Retry-After on 429/503 pauses the whole endpoint, not just this delivery.
       const pauseMs =
         result.retryAfterMs === null ? null : Math.min(policy.capMs, result.retryAfterMs);
+      const success = result.verdict === Verdict.success;
+      // the operator application's own deliveries report on nothing (no loop)
+      const operationalEvent =
+        operational === null || claim.appId === operational.appId
+          ? null
+          : attemptEvent({
+              attemptNumber,
+              nextStatus: next.status,
+              success,
+              failureNotified: claim.failureNotified,
+            });
       const recorded: DeliveryResult = {
         deliveryId: claim.id,
         claimToken,
@@ -124,7 +139,7 @@ export function makeAttemptRecorder(deps: {
         retryDelayMs: next.retryDelayMs,
         startedAt: result.startedAt,
         latencyMs: result.latencyMs,
-        success: result.verdict === Verdict.success,
+        success,
         statusCode: result.statusCode,
         errorKind: result.errorKind,
         ...maskedTexts(claim.payload, result, sent?.secrets ?? []),
@@ -132,6 +147,7 @@ export function makeAttemptRecorder(deps: {
         pauseMs,
         finishesClaim,
         ...(result.errorKind === ErrorKind.missingField && { notSent: true }),
+        operationalEvent,
       };
       deps.writer.add(recorded);
     },

@@ -16,6 +16,7 @@ import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
 import { makeBackoff } from "../lib/backoff.ts";
 import type { Logger } from "../logger.ts";
+import type { OperationalTarget } from "../queue/operational-events.ts";
 import { type DeliveryResult, recordResults } from "../queue/record-results.ts";
 
 export interface ResultWriter {
@@ -37,6 +38,8 @@ export function makeResultWriter(options: {
   flushBatch: number;
   flushIntervalMs: number;
   health: HealthConfig;
+  /** where the operational events the results raise go (null: none) */
+  operational?: OperationalTarget | null;
   onWritten?: (results: DeliveryResult[]) => void;
   /** retry waits after a failed write: from baseMs (default 100) up to capMs (default 5_000) */
   retry?: { baseMs?: number; capMs?: number };
@@ -55,7 +58,7 @@ export function makeResultWriter(options: {
     if (batch.length === 0) return;
     const results = batch.map((q) => q.result);
     try {
-      await recordResults(options.pool, results, options.health);
+      await recordResults(options.pool, results, options.health, options.operational ?? null);
       if (backoff.failures > 0)
         options.logger.info({ failures: backoff.failures }, "writing results works again");
       backoff.reset();

@@ -32,6 +32,7 @@ import { makeBackoff } from "../lib/backoff.ts";
 import { makeWakeableSleep } from "../lib/wakeable-sleep.ts";
 import type { Logger } from "../logger.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
+import type { OperationalTarget } from "../queue/operational-events.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import { releaseDeliveries, releaseExpiredClaims } from "../queue/release-deliveries.ts";
 import type { Redactor } from "../security/redact.ts";
@@ -63,6 +64,8 @@ export interface WorkerOptions {
   secretBox: SecretBox;
   /** masks sensitive values in stored error texts, response bodies and URLs */
   redactor: Redactor;
+  /** operational webhooks (queue/operational-events.ts); null or absent: off */
+  operational?: OperationalTarget | null;
 }
 
 interface Running {
@@ -87,6 +90,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     flushBatch: cfg.flushBatch,
     flushIntervalMs: cfg.flushIntervalMs,
     health: options.config.health,
+    operational: options.operational ?? null,
     onWritten: (batch) => {
       options.onResults?.(batch);
       // Written results free in-flight room in the database: claim again.
@@ -103,6 +107,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     writer: { add: (r) => writer.add(r, running.get(r.deliveryId)?.leaseEndsAt) },
     redactor: options.redactor,
     defaults,
+    operational: options.operational ?? null,
   });
   const claimBackoff = makeBackoff({ baseMs: Math.min(cfg.pollIntervalMs, 100), capMs: 5_000 });
   /** per claim token: how many of its rows have no result handed to the writer yet */

@@ -1,5 +1,5 @@
 /**
- * endpoint add | list | update | disable | enable | delete | rotate-secret. The delivery
+ * endpoint add | list | update | disable | enable | delete | secret | rotate-secret. The delivery
  * policy of an endpoint (timeout, retries, in-flight cap, circuit, rate limits) is set
  * with the same flags on `add` and `update`; on `update`, `default` clears one. So are the
  * postback settings (method, body format, URL token, missing fields, success rule).
@@ -43,6 +43,11 @@ function withEndpointFields(c: Command, update: boolean): Command {
     .option("--uid <uid>", "your own identifier for it")
     .option("--description <text>", "a note for people")
     .option("--header <name=value>", "a header sent with every delivery (repeatable)", headerArg);
+  c.option(
+    "--signature-scheme <scheme>",
+    "how it signs: v1 (HMAC, whsec_), v1a (Ed25519, the receiver gets the whpk_ public key) or v1+v1a",
+    schemeArg,
+  );
   for (const [flag, , parse, help] of POLICY) {
     c.option(
       flag,
@@ -160,6 +165,7 @@ function endpointBody(o: Record<string, unknown>): Record<string, unknown> {
   if (o.uid !== undefined) body.uid = o.uid;
   if (o.description !== undefined) body.description = o.description;
   if (o.header !== undefined) body.headers = o.header;
+  if (o.signatureScheme !== undefined) body.signatureScheme = o.signatureScheme;
   for (const [flag, field] of POLICY) {
     const v = o[optionKey(flag)];
     if (v !== undefined) body[field] = v === RESET ? null : v;
@@ -169,13 +175,31 @@ function endpointBody(o: Record<string, unknown>): Record<string, unknown> {
   return body;
 }
 
+const SCHEMES = ["v1", "v1a", "v1+v1a"];
+function schemeArg(value: string): string {
+  if (!SCHEMES.includes(value)) throw new InvalidArgumentError(`one of ${SCHEMES.join(", ")}`);
+  return value;
+}
+
+/** What a receiver needs to verify: the HMAC secret and/or the Ed25519 public key. */
+function keysText(s: Json, prefix = ""): string {
+  const lines: string[] = [];
+  if (s.key?.startsWith("whsec_")) lines.push(`${prefix}signing secret: ${s.key}`);
+  if (s.publicKey) lines.push(`${prefix}public key (Ed25519, v1a): ${s.publicKey}`);
+  return lines.join("\n");
+}
+
 export function registerEndpointCommands(program: Command): void {
   const endpoint = program
     .command("endpoint")
     .description("endpoints of an application: add, list, update, disable, enable, delete");
 
   withEndpointFields(
-    serverCommand(endpoint, "add <app> <url>", "add an endpoint; prints its signing secret"),
+    serverCommand(
+      endpoint,
+      "add <app> <url>",
+      "add an endpoint; prints its signing secret (or Ed25519 public key)",
+    ),
     false,
   ).action(
     onServer(async (server, appId: string, url: string, o: OutputOptions) => {
@@ -189,9 +213,24 @@ export function registerEndpointCommands(program: Command): void {
       );
       print(
         o,
-        { ...e, secret: secret.key },
-        () => `created ${e.id}\nsigning secret: ${secret.key}`,
+        { ...e, secret: secret.key, publicKey: secret.publicKey },
+        () => `created ${e.id}\n${keysText(secret)}`,
       );
+      return ExitCode.ok;
+    }),
+  );
+
+  serverCommand(
+    endpoint,
+    "secret <app> <endpoint>",
+    "what its receiver verifies with: the whsec_ secret and/or the whpk_ public key",
+  ).action(
+    onServer(async (server, appId: string, ep: string, o: OutputOptions) => {
+      const s: Json = await server.call(
+        "GET",
+        `/api/v1/app/${enc(appId)}/endpoint/${enc(ep)}/secret`,
+      );
+      print(o, s, () => keysText(s));
       return ExitCode.ok;
     }),
   );
@@ -283,17 +322,28 @@ export function registerEndpointCommands(program: Command): void {
     "a new signing secret; the old one keeps signing for the grace period",
   )
     .option("--grace <seconds>", "how long the old secret keeps signing", intArg)
+    .option(
+      "--scheme <scheme>",
+      "the new keys' scheme: v1, v1a (rotate to Ed25519) or v1+v1a (default: as now)",
+      schemeArg,
+    )
     .action(
-      onServer(async (server, appId: string, ep: string, o: OutputOptions & { grace?: number }) => {
-        const base = `/api/v1/app/${enc(appId)}/endpoint/${enc(ep)}/secret`;
-        await server.call(
-          "POST",
-          `${base}/rotate`,
-          o.grace === undefined ? {} : { gracePeriodSeconds: o.grace },
-        );
-        const s: Json = await server.call("GET", base);
-        print(o, s, () => `new signing secret: ${s.key}`);
-        return ExitCode.ok;
-      }),
+      onServer(
+        async (
+          server,
+          appId: string,
+          ep: string,
+          o: OutputOptions & { grace?: number; scheme?: string },
+        ) => {
+          const base = `/api/v1/app/${enc(appId)}/endpoint/${enc(ep)}/secret`;
+          await server.call("POST", `${base}/rotate`, {
+            ...(o.grace !== undefined && { gracePeriodSeconds: o.grace }),
+            ...(o.scheme !== undefined && { scheme: o.scheme }),
+          });
+          const s: Json = await server.call("GET", base);
+          print(o, s, () => keysText(s, "new "));
+          return ExitCode.ok;
+        },
+      ),
     );
 }
