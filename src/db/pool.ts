@@ -1,6 +1,7 @@
 /** PostgreSQL connection pools and the transaction helper. */
 import pg from "pg";
 import type { Logger } from "../logger.ts";
+import { clientKeepAlive } from "./keepalive.ts";
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -35,6 +36,8 @@ export function makePool(options: PoolOptions): Pool {
     application_name: options.applicationName ?? "hookrelay",
     idleTimeoutMillis: 30_000,
     types: HOOKRELAY_TYPES,
+    // a database host that vanishes is noticed (docs/worker-liveness.md)
+    ...clientKeepAlive,
   });
   pool.on("error", (err) => {
     // 57P01: the server is shutting down (e.g. the embedded cluster stopping at exit).

@@ -4,6 +4,7 @@
  * costs one poll interval.
  */
 import pg from "pg";
+import { clientKeepAlive } from "../db/keepalive.ts";
 import type { Logger } from "../logger.ts";
 import { WORK_CHANNEL } from "../queue/work-channel.ts";
 
@@ -26,6 +27,7 @@ export function makeWorkListener(options: {
     const c = new pg.Client({
       connectionString: options.connectionString,
       application_name: "hookrelay-listener",
+      ...clientKeepAlive,
     });
     c.on("notification", () => options.onWork());
     c.on("error", (err) => {

@@ -8,8 +8,14 @@
  * Loop: claim as many rows as there are free slots → start their requests → if the claim
  * came back full, claim again as soon as slots free up; otherwise sleep until NOTIFY,
  * a finished request (endpoint room may have opened) or the poll interval. Once per poll
- * interval it also hands back the rows of claims whose lease ran out (their worker died).
- * Each claim's lease row is deleted with the write of its last result.
+ * interval it also hands back the rows of claims whose worker is gone (its liveness lock
+ * is free) or whose lease ran out (docs/worker-liveness.md). Each claim's lease row is
+ * deleted with the write of its last result.
+ *
+ * Liveness: with a `liveness`, every claim records this worker's lock number, and while
+ * the lock is not held (its connection was lost) the worker claims nothing: other workers
+ * may be handing its claims back. Requests already running go on; their results are
+ * written only where the row still carries their claim token.
  *
  * stop(): no more claims; in-flight requests get until the drain deadline, their results
  * are written; requests still running then are aborted and their rows released (due
@@ -24,9 +30,10 @@ import { makeWakeableSleep } from "../lib/wakeable-sleep.ts";
 import type { Logger } from "../logger.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
-import { releaseDeliveries, releaseExpiredClaims } from "../queue/release-deliveries.ts";
+import { releaseDeliveries, releaseLostClaims } from "../queue/release-deliveries.ts";
 import type { Redactor } from "../security/redact.ts";
 import type { SecretBox } from "../security/secret-box.ts";
+import { LIVENESS, type Liveness } from "./liveness.ts";
 import { makeRequestPreparer } from "./prepare-request.ts";
 import { makeAttemptRecorder } from "./record-attempt.ts";
 import { makeResultWriter } from "./result-writer.ts";
@@ -54,6 +61,11 @@ export interface WorkerOptions {
   secretBox: SecretBox;
   /** masks sensitive values in stored error texts, response bodies and URLs */
   redactor: Redactor;
+  /**
+   * This process's liveness lock, started by the caller (runtime.ts) and stopped after the
+   * worker. Without one (in-process tests) claims come back only by their lease.
+   */
+  liveness?: Liveness;
 }
 
 interface Running {
@@ -66,7 +78,7 @@ interface Running {
 }
 
 export function makeWorker(options: WorkerOptions): Worker {
-  const { pool, sender, logger } = options;
+  const { pool, sender, logger, liveness } = options;
   const { worker: cfg, delivery: defaults } = options.config;
   const id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const sleeper = makeWakeableSleep();
@@ -91,16 +103,22 @@ export function makeWorker(options: WorkerOptions): Worker {
   let loop: Promise<void> | null = null;
   let stopped: Promise<void> | null = null;
   let lastClaimFull = false;
-  let lastExpiryCheck = 0;
+  let lastLostCheck = 0;
 
   async function runLoop(): Promise<void> {
     while (!stopping) {
-      if (Date.now() - lastExpiryCheck >= cfg.pollIntervalMs) {
-        lastExpiryCheck = Date.now();
-        // Rows of claims whose worker died come back here (any worker may do it).
-        await releaseExpiredClaims(pool).catch((err) =>
-          logger.error({ err }, "handing back expired claims failed"),
-        );
+      if (Date.now() - lastLostCheck >= cfg.pollIntervalMs) {
+        lastLostCheck = Date.now();
+        // Rows of claims whose worker died come back here (any worker may do it); the
+        // statement's NOTIFY wakes whoever has room for them, this worker included.
+        await releaseLostClaims(pool, {
+          checkOwners: !liveness || liveness.heldForMs() >= LIVENESS.judgeAfterMs,
+        }).catch((err) => logger.error({ err }, "handing back lost claims failed"));
+      }
+      if (liveness && !liveness.held) {
+        // Our lock is gone: our claims may be handed back as we make them. Wait for it.
+        await sleeper.sleep(cfg.pollIntervalMs);
+        continue;
       }
       const free = cfg.concurrency - running.size;
       // Wait for a meaningful number of free slots rather than claiming one row at a time.
@@ -126,6 +144,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     const token = randomUUID();
     const claims = await claimDeliveries(pool, {
       workerId: id,
+      workerLock: liveness?.lock ?? null,
       claimToken: token,
       limit,
       defaultMaxInFlight: defaults.maxInFlight,
