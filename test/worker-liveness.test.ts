@@ -125,11 +125,7 @@ async function heldWorkerLocks(): Promise<{ lock: number; pid: number }[]> {
 async function startJudgingWorker(env: Record<string, string> = {}): Promise<HookrelayProcess> {
   const before = (await heldWorkerLocks()).length;
   const [w] = await startWorkers(1, h.db.url, env);
-  await waitFor(
-    async () => (await heldWorkerLocks()).length > before,
-    10_000,
-    "the worker's lock",
-  );
+  await waitFor(async () => (await heldWorkerLocks()).length > before, 10_000, "the worker's lock");
   await new Promise((r) => setTimeout(r, LIVENESS.judgeAfterMs + 300));
   return w!;
 }
@@ -260,9 +256,7 @@ test("a worker whose liveness connection is cut keeps running, takes its lock ba
 
   for (let cut = 1; cut <= 2; cut++) {
     const [current] = await heldWorkerLocks();
-    const { rows } = await h.db.pool.query("select pg_terminate_backend($1) as ok", [
-      current!.pid,
-    ]);
+    const { rows } = await h.db.pool.query("select pg_terminate_backend($1) as ok", [current!.pid]);
     expect(rows[0].ok).toBe(true);
     await waitFor(
       async () => {
