@@ -126,7 +126,9 @@ export function makeLiveness(options: LivenessOptions): Liveness {
           }
         },
         (err) => {
-          logger.warn({ err }, "liveness reconnect failed; retrying");
+          // once per outage at warn; every retry at debug (a restart takes many)
+          const level = backoffMs === LIVENESS.reconnectBaseMs * 2 ? "warn" : "debug";
+          logger[level]({ err }, "liveness reconnect failed; retrying with backoff");
           scheduleReconnect();
         },
       );
