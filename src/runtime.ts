@@ -2,7 +2,8 @@
  * Wires the long-lived parts of a hookrelay process, the one place that builds them (one
  * redactor, secret box and SSRF guard per process, handed to whoever needs them), and
  * stops them in order: stop intake (HTTP), write the messages it accepted (the enqueue
- * batcher), drain the worker, close the listener and maintenance, end the pool, stop the
+ * batcher), drain the worker, release its liveness lock (only once its results are written:
+ * docs/worker-liveness.md), close the listener and maintenance, end the pool, stop the
  * embedded database. `start` and `stop` are safe to call twice.
  */
 import Fastify, { type FastifyInstance } from "fastify";
@@ -37,6 +38,7 @@ import type { OperationalTarget } from "./queue/operational-events.ts";
 import { makeRedactor, type Redactor } from "./security/redact.ts";
 import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
+import { type Liveness, makeLiveness } from "./worker/liveness.ts";
 import { makeWorkListener, type WorkListener } from "./worker/work-listener.ts";
 import { makeWorker, type Worker } from "./worker/worker.ts";
 
@@ -160,6 +162,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
   let api: FastifyInstance | null = null;
   let batcher: EnqueueBatcher | null = null;
   let worker: Worker | null = null;
+  let liveness: Liveness | null = null;
   let listener: WorkListener | null = null;
   let maintenance: Maintenance | null = null;
   let sender: ReturnType<typeof makeHttpSender> | null = null;
@@ -172,6 +175,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
     await batcher?.stop();
     await metricsServer?.close();
     await worker?.stop();
+    await liveness?.stop();
     await listener?.stop();
     await maintenance?.stop();
     await sender?.close();
@@ -249,6 +253,12 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
     }
     if (roles.worker) {
       sender = makeHttpSender({ ssrfGuard });
+      liveness = makeLiveness({
+        connectionString,
+        logger: logger.child({ component: "liveness" }),
+        onHeld: () => worker?.wake(),
+      });
+      await liveness.start();
       const w = makeWorker({
         pool,
         sender,
@@ -259,6 +269,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         secretBox,
         redactor,
         operational,
+        liveness,
       });
       worker = w;
       listener = makeWorkListener({ connectionString, onWork: () => w.wake(), logger });

@@ -19,7 +19,7 @@ import {
 } from "../src/queue/claim-deliveries.ts";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { type DeliveryResult, recordResults } from "../src/queue/record-results.ts";
-import { releaseExpiredClaims } from "../src/queue/release-deliveries.ts";
+import { releaseLostClaims } from "../src/queue/release-deliveries.ts";
 import { sleep } from "./helpers/deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { startRawServer } from "./helpers/raw-server.ts";
@@ -75,6 +75,7 @@ describe("claim tokens", () => {
 
       const claimOptions = (token: string, workerId: string): ClaimOptions => ({
         workerId,
+        workerLock: null,
         claimToken: token,
         limit: 10,
         defaultMaxInFlight: 20,
@@ -92,7 +93,7 @@ describe("claim tokens", () => {
 
       // Worker A's lease runs out: the row is handed back, and worker B takes it.
       await h2.db.pool.query("update claims set lease_expires_at = now() - interval '1 second'");
-      expect(await releaseExpiredClaims(h2.db.pool)).toBe(1);
+      expect(await releaseLostClaims(h2.db.pool, { checkOwners: true })).toBe(1);
       expect(await h2.db.pool.query("select * from claims")).toMatchObject({ rowCount: 0 });
       const claimedB = await claimDeliveries(h2.db.pool, claimOptions(tokenB, "worker-b"));
       expect(claimedB).toHaveLength(1);
@@ -170,6 +171,7 @@ describe("claim tokens", () => {
 describe("claims and concurrent writers", () => {
   const options = (over: Partial<ClaimOptions> = {}): ClaimOptions => ({
     workerId: "w",
+    workerLock: null,
     claimToken: randomUUID(),
     limit: 100,
     defaultMaxInFlight: 20,
@@ -289,7 +291,7 @@ describe("claims and concurrent writers", () => {
       );
       expect((await h2.db.pool.query("select 1 from claims")).rowCount).toBe(0);
       // Nothing is left to hand back, and the two rows never claimed are still due.
-      expect(await releaseExpiredClaims(h2.db.pool)).toBe(0);
+      expect(await releaseLostClaims(h2.db.pool, { checkOwners: true })).toBe(0);
       const { rows } = await h2.db.pool.query(
         "select status, count(*)::int as n from deliveries where endpoint_id = $1 group by status order by status",
         [endpointId],
@@ -322,7 +324,7 @@ describe("claims and concurrent writers", () => {
       const first = await claimDeliveries(h2.db.pool, options({ limit: 5 }));
       expect(first).toHaveLength(5);
       // Under the lease: nothing to hand back, and nothing left to claim.
-      expect(await releaseExpiredClaims(h2.db.pool)).toBe(0);
+      expect(await releaseLostClaims(h2.db.pool, { checkOwners: true })).toBe(0);
       expect(await claimDeliveries(h2.db.pool, options())).toHaveLength(0);
 
       await h2.db.pool.query(
@@ -330,8 +332,8 @@ describe("claims and concurrent writers", () => {
       );
       // Two workers looking at once: each row comes back exactly once.
       const released = await Promise.all([
-        releaseExpiredClaims(h2.db.pool),
-        releaseExpiredClaims(h2.db.pool),
+        releaseLostClaims(h2.db.pool, { checkOwners: true }),
+        releaseLostClaims(h2.db.pool, { checkOwners: true }),
       ]);
       expect(released[0] + released[1]).toBe(5);
       const { rows } = await h2.db.pool.query(

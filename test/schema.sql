@@ -78,6 +78,7 @@ table claims (
   worker_id text not null,
   delivery_ids int8[] not null,
   lease_expires_at timestamp with time zone not null,
+  worker_lock integer,
   constraint claims_pkey PRIMARY KEY (token)
 );
 

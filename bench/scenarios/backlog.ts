@@ -64,6 +64,7 @@ async function seed(ctx: BenchContext, db: FreshDb, rows: number): Promise<numbe
 
 const claimOptions = (limit: number): ClaimOptions => ({
   workerId: "bench",
+  workerLock: null,
   claimToken: randomUUID(),
   limit,
   defaultMaxInFlight: 20,

@@ -1,6 +1,7 @@
 /** PostgreSQL connection pools and the transaction helper. */
 import pg from "pg";
 import type { Logger } from "../logger.ts";
+import { clientKeepAlive } from "./keepalive.ts";
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -49,6 +50,8 @@ export function makePool(options: PoolOptions): Pool {
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     types: HOOKRELAY_TYPES,
+    // a database host that vanishes is noticed (docs/worker-liveness.md)
+    ...clientKeepAlive,
   });
   const logLost = (err: Error, what: string) => {
     // 57P01: the server is shutting down (a restart, or the embedded cluster stopping at exit).

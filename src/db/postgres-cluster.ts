@@ -18,6 +18,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ConfigError, DatabaseError } from "../errors.ts";
 import { isAlive } from "./embedded-state.ts";
+import { serverKeepaliveSettings } from "./keepalive.ts";
 
 export interface PostgresBinaries {
   /** the folder holding bin/, lib/ and share/ */
@@ -147,6 +148,11 @@ export async function startCluster(options: {
         // TCP only: the compiled-in socket directory may not exist or be writable here.
         "-c",
         "unix_socket_directories=",
+        // a client machine that vanishes is noticed (docs/worker-liveness.md)
+        ...Object.entries(serverKeepaliveSettings).flatMap(([name, value]) => [
+          "-c",
+          `${name}=${value}`,
+        ]),
         ...options.flags,
       ],
       { ...spawnOptions(options.runAs), detached: true, stdio: ["ignore", log.fd, log.fd] },

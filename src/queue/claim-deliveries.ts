@@ -16,6 +16,11 @@ import { claimSet } from "./delivery-states.ts";
 
 export interface ClaimOptions {
   workerId: string;
+  /**
+   * The claiming worker's liveness lock number (src/queue/worker-lock.ts): once its lock is
+   * free the claim is handed back at once. Null: only the lease brings it back.
+   */
+  workerLock: number | null;
   /** One token per claim; results carrying another token are stale. */
   claimToken: string;
   limit: number;
@@ -78,8 +83,10 @@ export interface ClaimedDelivery {
 //          stepping over its rows in flight (they keep their place in that index).
 // claimed  The rows become in_flight with this claim's token, rewritten in place: no value
 //          an index reads changes (migration 0007), so no index gets an entry. The lease
-//          is one claims row for the whole claim; if it runs out before the worker has
-//          written every result, the rows are handed back (releaseExpiredClaims). The
+//          is one claims row for the whole claim, naming the worker's liveness lock; if
+//          the worker's lock is free (it died: docs/worker-liveness.md) or the lease runs
+//          out before it has written every result, the rows are handed back
+//          (releaseLostClaims). The
 //          health rows take the new in-flight count, the spent tokens and, for a probe,
 //          the half_open state (recorded in circuit_events).
 //
@@ -174,8 +181,8 @@ claimed as (
             d.failure_notified
 ),
 lease as (
-  insert into claims (token, worker_id, delivery_ids, lease_expires_at)
-  select $claimToken::uuid, $workerId::text, array_agg(p.id order by p.id),
+  insert into claims (token, worker_id, worker_lock, delivery_ids, lease_expires_at)
+  select $claimToken::uuid, $workerId::text, $workerLock::int, array_agg(p.id order by p.id),
          ${leaseFor("max(p.timeout_ms)")}
   from picked p
   cross join no_flush_wait
@@ -245,6 +252,7 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
   const { rows } = await db.query(
     CLAIM_SQL.query({
       workerId: o.workerId,
+      workerLock: o.workerLock,
       claimToken: o.claimToken,
       limit: o.limit,
       defaultMaxInFlight: o.defaultMaxInFlight,

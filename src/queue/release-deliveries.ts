@@ -1,19 +1,22 @@
 /**
  * Hands claimed deliveries back without an attempt, due again at once with their attempt
- * budget untouched:
+ * budget untouched, their endpoints' in-flight slots freed and a probe among them released:
  *
  * - releaseDeliveries: a worker's own rows (shutdown before they were sent, or aborted at
  *   the drain deadline);
- * - releaseExpiredClaims: the unfinished rows of claims whose lease ran out, i.e. whose
- *   worker died or lost the database. Every worker runs it now and then.
+ * - releaseLostClaims: the unfinished rows of claims whose worker is gone (its liveness
+ *   lock is free: docs/worker-liveness.md) or whose lease ran out (a worker alive but stuck,
+ *   or cut off from the database). Every worker runs it once per poll interval.
  *
  * A row is only handed back while it still carries the claim's token and is in flight, so
  * a row whose result was written meanwhile, or that another claim took, is left alone.
  */
 import { namedSql } from "../db/named-sql.ts";
-import { type Pool, type PoolClient, withTransaction } from "../db/pool.ts";
+import { type Pool, type PoolClient, type Queryable, withTransaction } from "../db/pool.ts";
 import { probeReleasedSet } from "../health/circuit-transitions.ts";
 import { handBackSet, heldBy } from "./delivery-states.ts";
+import { WORK_CHANNEL } from "./work-channel.ts";
+import { WORKER_LOCK_CLASS } from "./worker-lock.ts";
 
 export interface Claim {
   deliveryId: number | string;
@@ -31,25 +34,98 @@ export async function releaseDeliveries(pool: Pool, claims: Claim[]): Promise<nu
   });
 }
 
+export interface LostClaimsOptions {
+  /** most claims handed back by one call. Default 100. */
+  limit?: number;
+  /**
+   * Also hand back the claims of workers whose liveness lock is free. False while the
+   * caller's own lock is new (src/worker/liveness.ts): after a database restart every
+   * worker gets a moment to take its lock again before the others judge it gone.
+   */
+  checkOwners: boolean;
+}
+
+// One statement (a round trip per poll interval, whatever the number of claims):
+//
+// dead     The workers that own claims and whose lock this statement can take: their
+//          liveness connection has ended. One try per worker, not per row; a try that
+//          succeeds holds the lock until this statement's transaction ends (an xact lock),
+//          so two workers checking at once do not both take the same claims, and a live
+//          worker's lock is never taken at all (the try fails at once). Materialized, so
+//          the tries run exactly once.
+// lost     Those workers' claims and every claim whose lease ran out, deleted; a claim
+//          another worker is handing back right now, or whose last result is being
+//          written, is skipped (it has them).
+// back     Their rows still in flight under the claim's token go back (handBackSet).
+// slots    The endpoints' in-flight slots are freed and a probe among the rows released
+//          (probeReleasedSet), the health rows locked in id order like every other writer.
+// wake     One NOTIFY at commit when anything came back: idle workers claim it at once.
+const LOST_CLAIMS_SQL = namedSql<{ limit: number; checkOwners: boolean; lockClass: number }>(
+  `
+with dead as materialized (
+  select o.worker_lock
+  from (select distinct worker_lock from claims where worker_lock is not null) o
+  where case when $checkOwners::boolean
+             then pg_try_advisory_xact_lock($lockClass::int, o.worker_lock)
+             else false end
+),
+lost as (
+  delete from claims
+  where token in (select token from claims
+                  where lease_expires_at <= now() or worker_lock in (select worker_lock from dead)
+                  order by lease_expires_at
+                  limit $limit::int
+                  for update skip locked)
+  returning token, delivery_ids
+),
+rows as (
+  select unnest(l.delivery_ids) as id, l.token from lost l
+),
+back as (
+  update deliveries d
+  set ${handBackSet("d")}
+  from rows r
+  where d.id = r.id and ${heldBy("d", "r.token")}
+  returning d.id, d.endpoint_id
+),
+per as (
+  select endpoint_id, count(*)::int as n, array_agg(id) as ids from back group by endpoint_id
+),
+slots as (
+  update endpoint_health h
+  set in_flight = greatest(h.in_flight - p.n, 0),
+      ${probeReleasedSet("h", "p.ids")}
+  from per p
+  where h.endpoint_id = p.endpoint_id
+    and h.endpoint_id in (select endpoint_id from endpoint_health
+                          where endpoint_id in (select endpoint_id from per)
+                          order by endpoint_id for update)
+),
+wake as (
+  select pg_notify('${WORK_CHANNEL}', '') from back limit 1
+)
+select (select count(*)::int from back) as released, (select count(*)::int from wake) as woke
+`,
+  "hookrelay_release_lost_claims",
+);
+
 /**
- * Hands back the rows of claims whose lease ran out; returns how many rows. Claims another
- * worker is handing back right now are skipped (it has them).
+ * Hands back the rows of claims whose worker is gone or whose lease ran out; returns how
+ * many rows. One statement, its own transaction: run it on a pool, not inside a caller's
+ * transaction (the owners' locks it takes are held until that transaction ends).
  */
-export async function releaseExpiredClaims(pool: Pool, limit = 100): Promise<number> {
-  return withTransaction(pool, async (client) => {
-    const { rows } = await client.query(
-      `delete from claims
-       where token in (select token from claims where lease_expires_at <= now()
-                       order by lease_expires_at limit $1 for update skip locked)
-       returning token, delivery_ids`,
-      [limit],
-    );
-    if (rows.length === 0) return 0;
-    const claims = rows.flatMap((r) =>
-      (r.delivery_ids as string[]).map((id) => ({ deliveryId: id, claimToken: r.token as string })),
-    );
-    return handBack(client, claims);
-  });
+export async function releaseLostClaims(
+  db: Queryable,
+  options: LostClaimsOptions,
+): Promise<number> {
+  const { rows } = await db.query(
+    LOST_CLAIMS_SQL.query({
+      limit: options.limit ?? 100,
+      checkOwners: options.checkOwners,
+      lockClass: WORKER_LOCK_CLASS,
+    }),
+  );
+  return rows[0].released;
 }
 
 const HAND_BACK_SQL = namedSql<{ ids: (number | string)[]; tokens: string[] }>(`

@@ -6,6 +6,7 @@
  * once for what arrived while nobody listened (docs/reliability.md).
  */
 import pg from "pg";
+import { clientKeepAlive } from "../db/keepalive.ts";
 import { makeBackoff } from "../lib/backoff.ts";
 import type { Logger } from "../logger.ts";
 import { WORK_CHANNEL } from "../queue/work-channel.ts";
@@ -32,6 +33,7 @@ export function makeWorkListener(options: {
       connectionString: options.connectionString,
       application_name: "hookrelay-listener",
       connectionTimeoutMillis: 10_000,
+      ...clientKeepAlive,
     });
     let lost = false;
     const onLost = (err?: Error) => {

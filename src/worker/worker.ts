@@ -8,8 +8,14 @@
  * Loop: claim as many rows as there are free slots → start their requests → if the claim
  * came back full, claim again as soon as slots free up; otherwise sleep until NOTIFY,
  * a finished request (endpoint room may have opened) or the poll interval. Once per poll
- * interval it also hands back the rows of claims whose lease ran out (their worker died).
- * Each claim's lease row is deleted with the write of its last result.
+ * interval it also hands back the rows of claims whose worker is gone (its liveness lock
+ * is free) or whose lease ran out (docs/worker-liveness.md). Each claim's lease row is
+ * deleted with the write of its last result.
+ *
+ * Liveness: with a `liveness`, every claim records this worker's lock number, and while
+ * the lock is not held (its connection was lost) the worker claims nothing: other workers
+ * may be handing its claims back. Requests already running go on; their results are
+ * written only where the row still carries their claim token.
  *
  * Database outages (docs/reliability.md): a claim that fails waits a backoff with jitter
  * before the next one instead of the poll interval; a claim whose answer was lost may have
@@ -34,9 +40,10 @@ import type { Logger } from "../logger.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
 import type { OperationalTarget } from "../queue/operational-events.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
-import { releaseDeliveries, releaseExpiredClaims } from "../queue/release-deliveries.ts";
+import { releaseDeliveries, releaseLostClaims } from "../queue/release-deliveries.ts";
 import type { Redactor } from "../security/redact.ts";
 import type { SecretBox } from "../security/secret-box.ts";
+import { LIVENESS, type Liveness } from "./liveness.ts";
 import { makeRequestPreparer } from "./prepare-request.ts";
 import { makeAttemptRecorder } from "./record-attempt.ts";
 import { makeResultWriter } from "./result-writer.ts";
@@ -66,6 +73,11 @@ export interface WorkerOptions {
   redactor: Redactor;
   /** operational webhooks (queue/operational-events.ts); null or absent: off */
   operational?: OperationalTarget | null;
+  /**
+   * This process's liveness lock, started by the caller (runtime.ts) and stopped after the
+   * worker. Without one (in-process tests) claims come back only by their lease.
+   */
+  liveness?: Liveness;
 }
 
 interface Running {
@@ -80,7 +92,7 @@ interface Running {
 }
 
 export function makeWorker(options: WorkerOptions): Worker {
-  const { pool, sender, logger } = options;
+  const { pool, sender, logger, liveness } = options;
   const { worker: cfg, delivery: defaults } = options.config;
   const id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const sleeper = makeWakeableSleep();
@@ -116,19 +128,27 @@ export function makeWorker(options: WorkerOptions): Worker {
   let loop: Promise<void> | null = null;
   let stopped: Promise<void> | null = null;
   let lastClaimFull = false;
-  let lastExpiryCheck = 0;
+  let lastLostCheck = 0;
 
   async function runLoop(): Promise<void> {
     while (!stopping) {
-      if (Date.now() - lastExpiryCheck >= cfg.pollIntervalMs) {
-        lastExpiryCheck = Date.now();
-        // Rows of claims whose worker died come back here (any worker may do it).
-        await releaseExpiredClaims(pool).catch((err) =>
+      if (Date.now() - lastLostCheck >= cfg.pollIntervalMs) {
+        lastLostCheck = Date.now();
+        // Rows of claims whose worker died come back here (any worker may do it); the
+        // statement's NOTIFY wakes whoever has room for them, this worker included.
+        await releaseLostClaims(pool, {
+          checkOwners: !liveness || liveness.heldForMs() >= LIVENESS.judgeAfterMs,
+        }).catch((err) =>
           logger[isDatabaseUnavailable(err) ? "warn" : "error"](
             { err },
-            "handing back expired claims failed",
+            "handing back lost claims failed",
           ),
         );
+      }
+      if (liveness && !liveness.held) {
+        // Our lock is gone: our claims may be handed back as we make them. Wait for it.
+        await sleeper.sleep(cfg.pollIntervalMs);
+        continue;
       }
       const free = cfg.concurrency - running.size;
       // Wait for a meaningful number of free slots rather than claiming one row at a time.
@@ -175,6 +195,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     const claimedAt = performance.now();
     const claims = await claimDeliveries(pool, {
       workerId: id,
+      workerLock: liveness?.lock ?? null,
       claimToken: token,
       limit,
       defaultMaxInFlight: defaults.maxInFlight,
