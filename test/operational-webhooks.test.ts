@@ -230,6 +230,20 @@ describe("endpoint events, raised by the API", () => {
     );
   });
 
+  test("deleting an application raises endpoint.deleted for each of its endpoints", async () => {
+    const a = await app();
+    const eps = [await endpoint(a.id), await endpoint(a.id)];
+    for (const ep of eps) await eventOf("endpoint.created", (d) => d.endpointId === ep.id);
+    expect((await call("DELETE", `${V1}/app/${a.id}`)).status).toBe(204);
+    for (const ep of eps)
+      expect((await eventOf("endpoint.deleted", (d) => d.endpointId === ep.id)).data).toEqual({
+        appId: a.id,
+        appUid: a.uid,
+        endpointId: ep.id,
+        endpointUid: ep.uid,
+      });
+  });
+
   test("an app without a uid has appUid null; a refused change raises nothing", async () => {
     const a = await call("POST", `${V1}/app`, { name: "no uid" });
     const ep = await endpoint(a.body.id, { uid: null });

@@ -1,6 +1,6 @@
 /** /api/v1/app: applications (tenants). */
 import type { FastifyInstance } from "fastify";
-import type { Queryable } from "../../db/pool.ts";
+import { type Queryable, withTransaction } from "../../db/pool.ts";
 import {
   type AppChanges,
   type AppRow,
@@ -11,7 +11,10 @@ import {
   listApps,
   updateApp,
 } from "../../db/queries/applications.ts";
+import { endpointSubjectsOfApp } from "../../db/queries/endpoints.ts";
 import { ID_PREFIX, newId } from "../../ids.ts";
+import { emitEndpointEvent } from "../../ops/operational-webhook.ts";
+import { OperationalEvent } from "../../queue/operational-events.ts";
 import type { ApiContext } from "../context.ts";
 import { forbidden, isNotFound, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
@@ -88,7 +91,10 @@ function changesOf(body: AppIn, replace: boolean): AppChanges {
   };
 }
 
-export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiContext): void {
+export function registerApplicationRoutes(
+  app: FastifyInstance,
+  { pool, operational }: ApiContext,
+): void {
   const update = async (id: string, body: AppIn, replace: boolean) => {
     const row = await updateApp(pool, id, changesOf(body, replace)).catch(uidTaken);
     if (!row) throw notFound("application");
@@ -183,7 +189,14 @@ export function registerApplicationRoutes(app: FastifyInstance, { pool }: ApiCon
     "/app/:appId",
     { schema: { tags: ["application"], params: appParams } },
     async (request, reply) => {
-      await deleteApp(pool, await resolveAppId(pool, request.principal, request.params.appId));
+      const appId = await resolveAppId(pool, request.principal, request.params.appId);
+      // each of its endpoints raises endpoint.deleted, in the transaction of the deletion
+      // (docs/operational-webhooks.md); the events are queued while the app still exists
+      await withTransaction(pool, async (client) => {
+        for (const endpoint of await endpointSubjectsOfApp(client, appId))
+          await emitEndpointEvent(client, operational, OperationalEvent.endpointDeleted, endpoint);
+        await deleteApp(client, appId);
+      });
       return reply.code(204).send();
     },
   );

@@ -196,6 +196,18 @@ export async function updateEndpoint(
   return rows[0] ?? null;
 }
 
+/** The endpoints of an app, each as an operational event names it (id order). */
+export async function endpointSubjectsOfApp(
+  db: Queryable,
+  appId: string,
+): Promise<{ id: string; app_id: string; uid: string | null }[]> {
+  const { rows } = await db.query(
+    "select id, app_id, uid from endpoints where app_id = $1::text order by id",
+    [appId],
+  );
+  return rows;
+}
+
 /** Deletes an endpoint and everything of it; returns what it was, null if there was none. */
 export async function deleteEndpoint(
   db: Queryable,
