@@ -190,3 +190,29 @@ test("a worker claims nothing while its own lock is not held, and under its numb
     await rx.close();
   }
 });
+
+test("a handed-back delivery goes to the head of its endpoint's queue, ahead of rows that came due while it was held", async () => {
+  const appId = await newApp(h);
+  const ep = await newEndpoint(h, appId, { url: `${DEAD_URL}/head` });
+  const first = await enqueueMessage(h.db.pool, { appId, eventType: "t", payload: "{}" }, 5);
+  const doomed = liveness();
+  await doomed.start();
+  try {
+    expect((await claimAs(doomed.lock)).map((c) => c.messageId)).toEqual([first.messageId]);
+  } finally {
+    await doomed.stop();
+  }
+  // While the dead worker held it, a backlog came due behind it.
+  const later: string[] = [];
+  for (let i = 0; i < 5; i++)
+    later.push(
+      (await enqueueMessage(h.db.pool, { appId, eventType: "t", payload: "{}" }, 5)).messageId,
+    );
+  expect(await releaseLostClaims(h.db.pool, { checkOwners: true })).toBe(1);
+  const { rows } = await h.db.pool.query<{ message_id: string }>(
+    "select message_id from deliveries where endpoint_id = $1 and status = 'pending' order by next_attempt_at, id",
+    [ep.id],
+  );
+  expect(rows.map((r) => r.message_id)).toEqual([first.messageId, ...later]);
+  expect((await claimAs(null, 1)).map((c) => c.messageId)).toEqual([first.messageId]);
+});

@@ -92,12 +92,14 @@ export function attemptSet(d: string, r: string): string {
 }
 
 /**
- * hand back: in_flight → pending (or failed, if it was tried before), due at once, its
- * attempt budget untouched: nothing was sent, or its worker died or stopped.
+ * hand back: in_flight → pending (or failed, if it was tried before), its attempt budget
+ * untouched: nothing was sent, or its worker died or stopped. It keeps the due time it was
+ * claimed with (past, so due at once), which puts it at the head of its endpoint's queue:
+ * set to now() it would wait behind every row that came due while it was held, and with a
+ * backlog a dead worker's deliveries went out again a minute late (docs/worker-liveness.md).
  */
 export const handBackSet = (d: string) =>
   `status = case when ${d}.attempt_count = 0 then 'pending' else 'failed' end,
-      next_attempt_at = now(),
       ${LEASE_CLEARED},
       updated_at = now()`;
 
