@@ -115,6 +115,8 @@ export interface Config {
   metricsPort: number;
   /** metricsMaxEndpoints: endpoints with their own latency-histogram label. Default 100. */
   metricsMaxEndpoints: number;
+  /** dashboardSessionTtlMs: how long a dashboard sign-in lasts. Default 8 h. */
+  dashboardSessionTtlMs: number;
   delivery: DeliveryDefaults;
   health: HealthConfig;
   alerts: AlertConfig;
@@ -204,6 +206,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     metricsToken: str("HOOKRELAY_METRICS_TOKEN"),
     metricsPort: int("HOOKRELAY_METRICS_PORT", 0),
     metricsMaxEndpoints: int("HOOKRELAY_METRICS_MAX_ENDPOINTS", 100, 0),
+    dashboardSessionTtlMs: int("HOOKRELAY_DASHBOARD_SESSION_TTL_MS", 8 * 3_600_000, 60_000),
     delivery: {
       timeoutMs: int("HOOKRELAY_TIMEOUT_MS", 15_000, 1),
       maxAttempts: int("HOOKRELAY_MAX_ATTEMPTS", 5, 1),
