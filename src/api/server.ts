@@ -36,6 +36,7 @@ import { registerHealthRoutes, registerMetricsRoute } from "./routes/health.ts";
 import { registerMaintenanceRoutes } from "./routes/maintenance.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
+import { registerStatsRoutes } from "./routes/stats.ts";
 
 export interface ApiOptions extends ApiContext {
   logger: Logger;
@@ -243,6 +244,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       registerMaintenanceRoutes(api, ctx);
       registerApiKeyRoutes(api, ctx);
       registerEventTypeRoutes(api, ctx);
+      registerStatsRoutes(api, ctx);
     },
     { prefix: "/api/v1" },
   );
