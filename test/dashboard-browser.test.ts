@@ -89,7 +89,7 @@ describe("dashboard in Chromium", () => {
     expect(points).toHaveLength(2);
     for (const n of points) expect(n).toBeGreaterThan(0);
     // uPlot drew into a canvas of the panel's width
-    const width = await page.$eval("[data-chart] canvas", (c) => (c as HTMLCanvasElement).width);
+    const width = await page.$eval("[data-chart] canvas", (c) => Number(c.getAttribute("width")));
     expect(width).toBeGreaterThan(200);
     await expect(page.locator('[data-testid="summary"]').textContent()).resolves.toContain(
       "Oldest pending",
@@ -200,13 +200,15 @@ describe("dashboard in Chromium", () => {
   test("keyboard: the skip link and the sections are reachable with Tab", async () => {
     await signIn(page, base, h.adminKey);
     await page.keyboard.press("Tab");
-    await expect(page.evaluate(() => document.activeElement?.textContent)).resolves.toBe(
+    await expect(page.evaluate<string>("document.activeElement?.textContent")).resolves.toBe(
       "Skip to content",
     );
     const reached: string[] = [];
     for (let i = 0; i < 6; i++) {
       await page.keyboard.press("Tab");
-      reached.push((await page.evaluate(() => document.activeElement?.textContent?.trim())) ?? "");
+      reached.push(
+        await page.evaluate<string>("document.activeElement?.textContent?.trim() ?? ''"),
+      );
     }
     expect(reached).toEqual(
       expect.arrayContaining(["Endpoints", "Dead letters", "Message lookup"]),
@@ -223,8 +225,8 @@ describe("dashboard in Chromium", () => {
       "/dashboard/dead-letters",
     ]) {
       await page.goto(`${base}${url}`);
-      const overflow = await page.evaluate(
-        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      const overflow = await page.evaluate<number>(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth",
       );
       expect(overflow, url).toBeLessThanOrEqual(0);
     }

@@ -44,11 +44,10 @@ export async function signIn(page: Page, baseUrl: string, key: string): Promise<
 
 /** Waits until every chart on the page is drawn; returns each chart's count of buckets with data. */
 export async function chartPoints(page: Page): Promise<number[]> {
-  await page.waitForFunction(() =>
-    [...document.querySelectorAll("[data-chart]")].every(
-      (el) =>
-        el.getAttribute("data-state") === "drawn" || el.getAttribute("data-state") === "error",
-    ),
+  // (a string, run in the page: this project's TypeScript has no DOM types)
+  await page.waitForFunction(
+    `[...document.querySelectorAll("[data-chart]")].every((el) =>
+       ["drawn", "error"].includes(el.getAttribute("data-state")))`,
   );
   return page.$$eval("[data-chart]", (els) =>
     els.map((el) => Number(el.getAttribute("data-points") ?? "-1")),
