@@ -129,22 +129,23 @@ export interface ChartBucket {
   p99Ms: number | null;
 }
 
+// The rollup's mark is read first and passed in: with its value in the statement the
+// planner sees how recent the tail is (a BRIN range scan of the newest pages), and the
+// statement is not a named prepared one, so each run is planned with its own values.
 const BUCKETS_SQL = namedSql<{
   scope: string;
   endpointId: string | null;
   appId: string | null;
   since: Date;
   until: Date;
+  mark: Date;
   bucketSeconds: number;
-}>(
-  `
-with mark as (select rolled_until from chart_rollup_state),
--- the tail: attempts after the rollup's mark, read directly
-tail as (
+}>(`
+with tail as (
   select date_bin($bucketSeconds::int * interval '1 second', a.created_at, $since::timestamptz) as t,
          a.outcome, a.status_code, a.latency_ms
-  from attempts a, mark m
-  where a.created_at >= greatest($since::timestamptz, m.rolled_until)
+  from attempts a
+  where a.created_at >= greatest($since::timestamptz, $mark::timestamptz)
     and a.created_at < $until::timestamptz
     and ($endpointId::text is null or a.endpoint_id = $endpointId::text)
     and ($appId::text is null or a.app_id = $appId::text)
@@ -156,9 +157,9 @@ counts as (
   from (
     select date_bin($bucketSeconds::int * interval '1 second', c.bucket, $since::timestamptz) as t,
            c.success, c.failure, c.s2xx, c.s3xx, c.s4xx, c.s5xx, c.error, c.latency_sum_ms
-    from chart_counts c, mark m
+    from chart_counts c
     where c.scope = $scope::text and c.bucket >= $since::timestamptz
-      and c.bucket < least($until::timestamptz, m.rolled_until)
+      and c.bucket < least($until::timestamptz, $mark::timestamptz)
     union all
     select t, count(*) filter (where outcome = 'success'), count(*) filter (where outcome = 'failure'),
            count(*) filter (where status_code between 200 and 299),
@@ -176,9 +177,9 @@ bins as (
   from (
     select date_bin($bucketSeconds::int * interval '1 second', l.bucket, $since::timestamptz) as t,
            l.bin::int as bin, l.n::bigint as n
-    from chart_latency l, mark m
+    from chart_latency l
     where l.scope = $scope::text and l.bucket >= $since::timestamptz
-      and l.bucket < least($until::timestamptz, m.rolled_until)
+      and l.bucket < least($until::timestamptz, $mark::timestamptz)
     union all
     select t, ${binOf("latency_ms")}, count(*) from tail group by 1, 2
   ) u
@@ -205,9 +206,7 @@ from generate_series($since::timestamptz, $until::timestamptz - interval '1 micr
                      $bucketSeconds::int * interval '1 second') g(t)
 left join counts c on c.t = g.t
 left join pct p on p.t = g.t
-order by g.t`,
-  "hookrelay_chart_buckets",
-);
+order by g.t`);
 
 /** A bin's latency in ms: 0 for bin 0, else the geometric middle of its range. */
 const binMs = (bin: number | null): number | null =>
@@ -227,11 +226,15 @@ export async function chartBuckets(
     : scope.appId
       ? `app:${scope.appId}`
       : "all";
+  const mark = await db.query<{ rolled_until: Date }>(
+    "select rolled_until from chart_rollup_state",
+  );
   const { rows } = await db.query(
     BUCKETS_SQL.query({
       scope: key,
       endpointId: scope.endpointId,
       appId: scope.endpointId ? null : scope.appId,
+      mark: mark.rows[0]?.rolled_until ?? range.since,
       ...range,
     }),
   );
