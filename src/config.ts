@@ -103,6 +103,11 @@ export interface Config {
   sensitiveFields: string[];
   /** dbPoolSize: connections per process. Default 10. */
   dbPoolSize: number;
+  /**
+   * dbStartupWaitMs: how long a starting process waits for an unreachable database (one
+   * restarting, failing over, or started at the same moment) before it gives up. Default 60_000.
+   */
+  dbStartupWaitMs: number;
   /** bodyLimitBytes: largest accepted API request body. Default 1 MiB. */
   bodyLimitBytes: number;
   /** idempotencyTtlMs: how long an idempotency-key's response is replayed. Default 24 h. */
@@ -117,6 +122,11 @@ export interface Config {
   metricsMaxEndpoints: number;
   /** dashboardSessionTtlMs: how long a dashboard sign-in lasts. Default 8 h. */
   dashboardSessionTtlMs: number;
+  /**
+   * operationalWebhookUrl: Svix-shaped operational events (docs/operational-webhooks.md) are
+   * delivered here, signed, through the queue. Unset: none are raised.
+   */
+  operationalWebhookUrl: string | undefined;
   delivery: DeliveryDefaults;
   health: HealthConfig;
   alerts: AlertConfig;
@@ -200,6 +210,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       .map((s) => s.trim())
       .filter(Boolean) ?? [...DEFAULT_SENSITIVE_FIELDS],
     dbPoolSize: int("HOOKRELAY_DB_POOL_SIZE", 10, 2),
+    dbStartupWaitMs: int("HOOKRELAY_DB_STARTUP_WAIT_MS", 60_000, 0),
     bodyLimitBytes: int("HOOKRELAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024),
     idempotencyTtlMs: int("HOOKRELAY_IDEMPOTENCY_TTL_MS", 24 * 3600_000, 1),
     apiRateLimitPerSecond: int("HOOKRELAY_API_RATE_LIMIT", 10_000, 0),
@@ -207,6 +218,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     metricsPort: int("HOOKRELAY_METRICS_PORT", 0),
     metricsMaxEndpoints: int("HOOKRELAY_METRICS_MAX_ENDPOINTS", 100, 0),
     dashboardSessionTtlMs: int("HOOKRELAY_DASHBOARD_SESSION_TTL_MS", 8 * 3_600_000, 60_000),
+    operationalWebhookUrl: str("HOOKRELAY_OPERATIONAL_WEBHOOK_URL"),
     delivery: {
       timeoutMs: int("HOOKRELAY_TIMEOUT_MS", 15_000, 1),
       maxAttempts: int("HOOKRELAY_MAX_ATTEMPTS", 5, 1),
