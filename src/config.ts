@@ -120,6 +120,8 @@ export interface Config {
   metricsPort: number;
   /** metricsMaxEndpoints: endpoints with their own latency-histogram label. Default 100. */
   metricsMaxEndpoints: number;
+  /** dashboardSessionTtlMs: how long a dashboard sign-in lasts. Default 8 h. */
+  dashboardSessionTtlMs: number;
   /**
    * operationalWebhookUrl: Svix-shaped operational events (docs/operational-webhooks.md) are
    * delivered here, signed, through the queue. Unset: none are raised.
@@ -215,6 +217,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     metricsToken: str("HOOKRELAY_METRICS_TOKEN"),
     metricsPort: int("HOOKRELAY_METRICS_PORT", 0),
     metricsMaxEndpoints: int("HOOKRELAY_METRICS_MAX_ENDPOINTS", 100, 0),
+    dashboardSessionTtlMs: int("HOOKRELAY_DASHBOARD_SESSION_TTL_MS", 8 * 3_600_000, 60_000),
     operationalWebhookUrl: str("HOOKRELAY_OPERATIONAL_WEBHOOK_URL"),
     delivery: {
       timeoutMs: int("HOOKRELAY_TIMEOUT_MS", 15_000, 1),

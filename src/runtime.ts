@@ -15,6 +15,7 @@ import type { Config } from "./config.ts";
 import type { EmbeddedDatabase } from "./db/embedded.ts";
 import { migrate } from "./db/migrate.ts";
 import { makePool, type Pool } from "./db/pool.ts";
+import { purgeDashboardSessions } from "./db/queries/dashboard-sessions.ts";
 import { ping } from "./db/queries/ping.ts";
 import { isDatabaseUnavailable } from "./db/unavailable.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
@@ -24,6 +25,7 @@ import { makeBackoff } from "./lib/backoff.ts";
 import type { Logger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
+import { rollUpCharts } from "./ops/chart-rollup.ts";
 import {
   type Maintenance,
   type MaintenanceTask,
@@ -131,6 +133,18 @@ export function maintenanceTasks(
       run: (pool) => reconcileInFlight(pool).then(() => undefined),
     },
     { ...purgeIdempotencyKeys(config.idempotencyTtlMs), everyMs: every },
+    {
+      // the dashboard's charts (docs/dashboard.md, "Chart data"); an hour past the window
+      name: "chart-rollup",
+      everyMs: config.health.statsIntervalMs,
+      run: (pool) =>
+        rollUpCharts(pool, { keepMs: config.health.windowMs + 3_600_000 }).then(() => undefined),
+    },
+    {
+      name: "purge-dashboard-sessions",
+      everyMs: every,
+      run: (pool) => purgeDashboardSessions(pool).then(() => undefined),
+    },
     {
       name: "retention",
       everyMs: every,

@@ -15,11 +15,12 @@ import Fastify, {
   type FastifyReply,
 } from "fastify";
 import secureJson from "secure-json-parse";
+import { registerDashboard } from "../dashboard/plugin.ts";
 import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Metrics } from "../ops/metrics.ts";
-import type { Authenticate } from "./auth.ts";
+import { type Authenticate, type CheckKey, makeKeyChecker } from "./auth.ts";
 import { checkBody } from "./body-check.ts";
 import type { ApiContext } from "./context.ts";
 import {
@@ -30,6 +31,7 @@ import {
   databaseUnavailable,
 } from "./errors.ts";
 import { registerIdempotency } from "./idempotency.ts";
+import { makeInProcessCalls } from "./in-process.ts";
 import { makeKeyRateLimiter } from "./key-rate-limit.ts";
 import { registerApiKeyRoutes } from "./routes/api-keys.ts";
 import { registerApplicationRoutes } from "./routes/applications.ts";
@@ -41,6 +43,7 @@ import { registerHealthRoutes, registerMetricsRoute } from "./routes/health.ts";
 import { registerMaintenanceRoutes } from "./routes/maintenance.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
+import { registerStatsRoutes } from "./routes/stats.ts";
 
 export interface ApiOptions extends ApiContext {
   logger: Logger;
@@ -54,6 +57,13 @@ export interface ApiOptions extends ApiContext {
   authenticate: Authenticate;
   /** serve the OpenAPI document and UI at /docs (default true; the CLI skips them) */
   docs?: boolean;
+  /** serve the operator dashboard at /dashboard (default true; the CLI skips it) */
+  dashboard?: boolean;
+  /**
+   * What the dashboard's sign-in checks a typed key with; default: the stored keys and
+   * config.adminKey, as makeAuthenticator checks bearer keys.
+   */
+  checkKey?: CheckKey;
 }
 
 /** Fastify's own 4xx errors, by Fastify code, in our vocabulary (others are bad_request). */
@@ -226,6 +236,8 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     batcher: options.batcher,
     operational: options.operational ?? null,
   };
+  // The dashboard calls the API's routes in-process as its signed-in principal.
+  const calls = makeInProcessCalls(() => app);
   registerHealthRoutes(app, ctx);
   registerMetricsRoute(app, metrics, config.metricsToken);
   await app.register(
@@ -233,7 +245,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       api.decorateRequest("principal", null as unknown as never);
       const limiter = makeKeyRateLimiter(config.apiRateLimitPerSecond);
       api.addHook("onRequest", async (request) => {
-        request.principal = await authenticate(request);
+        request.principal = calls.principalOf(request) ?? (await authenticate(request));
         limiter.take(request.principal.keyId);
       });
       registerIdempotency(api, pool, config.idempotencyTtlMs);
@@ -246,9 +258,17 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       registerMaintenanceRoutes(api, ctx);
       registerApiKeyRoutes(api, ctx);
       registerEventTypeRoutes(api, ctx);
+      registerStatsRoutes(api, ctx);
     },
     { prefix: "/api/v1" },
   );
+  if (options.dashboard !== false) {
+    await registerDashboard(app, {
+      ...ctx,
+      calls,
+      checkKey: options.checkKey ?? makeKeyChecker(pool, config.adminKey),
+    });
+  }
 
   return app;
 }
