@@ -34,6 +34,7 @@ import { registerHealthRoutes, registerMetricsRoute } from "./routes/health.ts";
 import { registerMaintenanceRoutes } from "./routes/maintenance.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
+import { registerPortalAccessRoutes, registerPortalLogout } from "./routes/portal-access.ts";
 
 export interface ApiOptions extends ApiContext {
   logger: Logger;
@@ -232,9 +233,12 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       registerMaintenanceRoutes(api, ctx);
       registerApiKeyRoutes(api, ctx);
       registerEventTypeRoutes(api, ctx);
+      registerPortalAccessRoutes(api, ctx);
     },
     { prefix: "/api/v1" },
   );
+  // a portal link's own token, not an API key, authorizes its logout
+  await app.register(async (api) => registerPortalLogout(api, ctx), { prefix: "/api/v1" });
 
   return app;
 }
