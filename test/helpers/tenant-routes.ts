@@ -140,6 +140,13 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
     { kind: "admin", body: () => ({ description: "patched by A" }) },
   ],
   ["DELETE", `${V1}/event-type/:name`, { kind: "admin" }],
+  // portal access links (docs/portal.md): the app's key or an admin key
+  ["POST", `${V1}/auth/app-portal-access/:appId`, { kind: "app", body: () => ({ expiry: 600 }) }],
+  ["GET HEAD", `${V1}/auth/app/:appId/portal-access`, { kind: "app" }],
+  ["POST", `${V1}/auth/app/:appId/portal-access/:tokenId/revoke`, { kind: "app" }],
+  ["POST", `${V1}/auth/app/:appId/expire-all`, { kind: "app", body: () => ({ expiry: 3600 }) }],
+  // authorized by a portal link's own token, not an API key
+  ["POST", `${V1}/auth/logout`, { kind: "public" }],
 ];
 
 export const RULES = new Map<string, Rule & { method: string; path: string }>();
