@@ -72,29 +72,10 @@ function healthOut(
   };
 }
 
-/**
- * One endpoint's health as GET .../health answers it: stored figures, latency computed now,
- * the circuit's history. Shared with the tenant portal (src/portal).
- */
-export async function endpointHealthReport(
-  { pool, config, redactor }: Pick<ApiContext, "pool" | "config" | "redactor">,
-  endpointId: string,
-) {
-  const defaults = { maxInFlight: config.delivery.maxInFlight, redactUrl: redactor.url };
-  const row = await getEndpointHealth(pool, endpointId);
-  if (!row) throw notFound("endpoint");
-  const latency = await endpointLatency(pool, endpointId, config.health.windowMs);
-  const history = (await circuitHistory(pool, endpointId)).map((e) => ({
-    at: iso(e.at),
-    from: e.from_state,
-    to: e.to_state,
-    reason: e.reason,
-  }));
-  return healthOut(row, config.health, defaults, latency, history);
-}
-
-export function registerEndpointHealthRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  const { pool, config, redactor } = ctx;
+export function registerEndpointHealthRoutes(
+  app: FastifyInstance,
+  { pool, config, redactor }: ApiContext,
+): void {
   const defaults = { maxInFlight: config.delivery.maxInFlight, redactUrl: redactor.url };
   type P = { Params: { appId: string; endpointId: string } };
   const params = {
@@ -106,7 +87,18 @@ export function registerEndpointHealthRoutes(app: FastifyInstance, ctx: ApiConte
     required: ["appId", "endpointId"],
   } as const;
 
-  const one = (endpointId: string) => endpointHealthReport(ctx, endpointId);
+  async function one(endpointId: string) {
+    const row = await getEndpointHealth(pool, endpointId);
+    if (!row) throw notFound("endpoint");
+    const latency = await endpointLatency(pool, endpointId, config.health.windowMs);
+    const history = (await circuitHistory(pool, endpointId)).map((e) => ({
+      at: iso(e.at),
+      from: e.from_state,
+      to: e.to_state,
+      reason: e.reason,
+    }));
+    return healthOut(row, config.health, defaults, latency, history);
+  }
 
   app.get<P>(
     "/app/:appId/endpoint/:endpointId/health",

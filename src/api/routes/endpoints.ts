@@ -1,20 +1,33 @@
 /** /api/v1/app/{appId}/endpoint: endpoints, their secrets and delivery policies. */
 import type { FastifyInstance } from "fastify";
-import { currentSecret } from "../../db/queries/endpoint-secrets.ts";
+import { currentSecret, rotateSecret } from "../../db/queries/endpoint-secrets.ts";
 import {
   deleteEndpoint,
   type EndpointRow,
   getEndpoint,
+  insertEndpoint,
   listEndpoints,
+  updateEndpoint,
 } from "../../db/queries/endpoints.ts";
-import { ID_PREFIX } from "../../ids.ts";
+import { notifyWork } from "../../db/queries/work.ts";
+import { generateSecret } from "../../delivery/sign.ts";
+import { ID_PREFIX, newId } from "../../ids.ts";
+import { SsrfBlockedError } from "../../security/ssrf-guard.ts";
 import type { ApiContext } from "../context.ts";
-import { type EndpointIn, endpointIn, endpointPatch } from "../endpoint-input.ts";
-import { makeEndpointWrites } from "../endpoint-writes.ts";
-import { badRequest, isNotFound, notFound } from "../errors.ts";
+import {
+  checkSecret,
+  checkUrl,
+  type EndpointIn,
+  endpointIn,
+  endpointPatch,
+  REPLACE_DEFAULTS,
+  toColumns,
+} from "../endpoint-input.ts";
+import { apiError, badRequest, isNotFound, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { appParams, checkPathUid, iso } from "../schemas.ts";
+import { conflictOnUnique } from "../unique-violation.ts";
 
 const endpointParams = {
   type: "object",
@@ -53,9 +66,43 @@ export const endpointOut = (r: EndpointRow) => ({
   updatedAt: iso(r.updated_at),
 });
 
-export function registerEndpointRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  const { pool, secretBox } = ctx;
-  const { create, update, guardUrl, rotate } = makeEndpointWrites(ctx);
+const uidTaken = conflictOnUnique("an endpoint with this uid already exists in this app");
+
+export function registerEndpointRoutes(
+  app: FastifyInstance,
+  { pool, ssrfGuard, secretBox }: ApiContext,
+): void {
+  const create = (appId: string, body: EndpointIn) =>
+    insertEndpoint(pool, {
+      id: newId(ID_PREFIX.endpoint),
+      appId,
+      fields: toColumns(body),
+      sealedSecret: secretBox.seal(body.secret ? checkSecret(body.secret) : generateSecret()),
+    }).catch(uidTaken);
+
+  /** PUT (`replace`: the fields left out take their defaults) or PATCH. */
+  const update = async (id: string, body: EndpointIn, replace: boolean) => {
+    const fields = { ...(replace ? REPLACE_DEFAULTS : {}), ...toColumns(body) };
+    const row = await updateEndpoint(pool, id, fields).catch(uidTaken);
+    if (!row) throw notFound("endpoint");
+    // Re-enabled: its waiting backlog is due again.
+    if (body.disabled === false) await notifyWork(pool);
+    return row;
+  };
+
+  /** The SSRF guard at save time (it runs again at connect time, against DNS rebinding). */
+  async function guardUrl(body: EndpointIn): Promise<void> {
+    if (body.url === undefined) return;
+    checkUrl(body.url);
+    try {
+      await ssrfGuard.checkUrl(body.url);
+    } catch (err) {
+      if (err instanceof SsrfBlockedError) {
+        throw apiError("url_not_allowed", `url is not allowed: ${err.message}`, { cause: err });
+      }
+      throw err;
+    }
+  }
 
   type P = { Params: { appId: string; endpointId: string } };
   const target = async (request: {
@@ -180,7 +227,9 @@ export function registerEndpointRoutes(app: FastifyInstance, ctx: ApiContext): v
     },
     async (request, reply) => {
       const { endpointId } = await target(request);
-      await rotate(endpointId, request.body?.key, request.body?.gracePeriodSeconds);
+      const next = request.body?.key ? checkSecret(request.body.key) : generateSecret();
+      const graceSeconds = request.body?.gracePeriodSeconds ?? 86_400;
+      await rotateSecret(pool, endpointId, secretBox.seal(next), graceSeconds);
       return reply.code(204).send();
     },
   );
