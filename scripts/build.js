@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run build` (and `prepare`, so `npm ci` and `npm pack` build too): compiles src/ to
 // dist/ with tsc, then copies the SQL migrations beside the compiled migrate.js, which reads
-// them from its own folder.
+// them from its own folder, and the dashboard's own static files (CSS, JS) beside the
+// compiled assets.js, which serves them from there.
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -20,4 +21,11 @@ const to = path.join(root, "dist/db/migrations");
 mkdirSync(to, { recursive: true });
 for (const file of readdirSync(from).filter((f) => f.endsWith(".sql"))) {
   copyFileSync(path.join(from, file), path.join(to, file));
+}
+
+const staticFrom = path.join(root, "src/dashboard/static");
+const staticTo = path.join(root, "dist/dashboard/static");
+mkdirSync(staticTo, { recursive: true });
+for (const file of readdirSync(staticFrom).filter((f) => /\.(css|js)$/.test(f))) {
+  copyFileSync(path.join(staticFrom, file), path.join(staticTo, file));
 }

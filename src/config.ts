@@ -115,6 +115,8 @@ export interface Config {
   metricsPort: number;
   /** metricsMaxEndpoints: endpoints with their own latency-histogram label. Default 100. */
   metricsMaxEndpoints: number;
+  /** dashboardSessionTtlMs: how long a dashboard sign-in lasts. Default 8 h. */
+  dashboardSessionTtlMs: number;
   /**
    * publicUrl: the URL browsers reach this API at (scheme, host, port, optional path), for
    * the portal links it issues; an https one also makes the portal's cookies Secure.
@@ -252,6 +254,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     metricsToken: str("HOOKRELAY_METRICS_TOKEN"),
     metricsPort: int("HOOKRELAY_METRICS_PORT", 0),
     metricsMaxEndpoints: int("HOOKRELAY_METRICS_MAX_ENDPOINTS", 100, 0),
+    dashboardSessionTtlMs: int("HOOKRELAY_DASHBOARD_SESSION_TTL_MS", 8 * 3_600_000, 60_000),
     publicUrl: publicUrlOf(str("HOOKRELAY_PUBLIC_URL")),
     portalFrameAncestors: frameAncestorsOf(str("HOOKRELAY_PORTAL_FRAME_ANCESTORS")),
     delivery: {

@@ -62,6 +62,35 @@ table attempts (
   constraint attempts_pkey PRIMARY KEY (id)
 );
 
+table chart_counts (
+  scope text not null,
+  bucket timestamp with time zone not null,
+  success integer not null,
+  failure integer not null,
+  s2xx integer not null,
+  s3xx integer not null,
+  s4xx integer not null,
+  s5xx integer not null,
+  error integer not null,
+  latency_sum_ms bigint not null,
+  constraint chart_counts_pkey PRIMARY KEY (scope, bucket)
+);
+
+table chart_latency (
+  scope text not null,
+  bucket timestamp with time zone not null,
+  bin smallint not null,
+  n integer not null,
+  constraint chart_latency_pkey PRIMARY KEY (scope, bucket, bin)
+);
+
+table chart_rollup_state (
+  id boolean not null default true,
+  rolled_until timestamp with time zone not null,
+  constraint chart_rollup_state_id_check CHECK (id),
+  constraint chart_rollup_state_pkey PRIMARY KEY (id)
+);
+
 table circuit_events (
   id bigint not null generated always as identity,
   endpoint_id text not null,
@@ -79,6 +108,20 @@ table claims (
   delivery_ids int8[] not null,
   lease_expires_at timestamp with time zone not null,
   constraint claims_pkey PRIMARY KEY (token)
+);
+
+table dashboard_sessions (
+  token_hash text not null,
+  key_hash text not null,
+  key_id text not null,
+  role text not null,
+  app_id text,
+  created_at timestamp with time zone not null default now(),
+  expires_at timestamp with time zone not null,
+  constraint dashboard_sessions_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
+  constraint dashboard_sessions_check CHECK (((role = 'app'::text) = (app_id IS NOT NULL))),
+  constraint dashboard_sessions_pkey PRIMARY KEY (token_hash),
+  constraint dashboard_sessions_role_check CHECK ((role = ANY (ARRAY['admin'::text, 'app'::text])))
 );
 
 table deliveries (
@@ -267,10 +310,15 @@ CREATE INDEX attempts_created_brin ON public.attempts USING brin (created_at);
 CREATE INDEX attempts_endpoint_idx ON public.attempts USING btree (endpoint_id, id);
 CREATE INDEX attempts_message_idx ON public.attempts USING btree (message_id, id);
 CREATE UNIQUE INDEX attempts_pkey ON public.attempts USING btree (id);
+CREATE UNIQUE INDEX chart_counts_pkey ON public.chart_counts USING btree (scope, bucket);
+CREATE UNIQUE INDEX chart_latency_pkey ON public.chart_latency USING btree (scope, bucket, bin);
+CREATE UNIQUE INDEX chart_rollup_state_pkey ON public.chart_rollup_state USING btree (id);
 CREATE INDEX circuit_events_endpoint_idx ON public.circuit_events USING btree (endpoint_id, id);
 CREATE UNIQUE INDEX circuit_events_pkey ON public.circuit_events USING btree (id);
 CREATE INDEX claims_lease_idx ON public.claims USING btree (lease_expires_at);
 CREATE UNIQUE INDEX claims_pkey ON public.claims USING btree (token);
+CREATE INDEX dashboard_sessions_expires_idx ON public.dashboard_sessions USING btree (expires_at);
+CREATE UNIQUE INDEX dashboard_sessions_pkey ON public.dashboard_sessions USING btree (token_hash);
 CREATE INDEX deliveries_dead_letter_idx ON public.deliveries USING btree (endpoint_id, updated_at) WHERE dead_lettered;
 CREATE INDEX deliveries_due_idx ON public.deliveries USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE queued;
 CREATE INDEX deliveries_endpoint_message_idx ON public.deliveries USING btree (endpoint_id, message_id);

@@ -39,26 +39,40 @@ const unauthorized = () =>
 /** Who is asking: the request's principal, or a thrown 401. */
 export type Authenticate = (request: FastifyRequest) => Promise<Principal>;
 
-/** Bearer-key authentication against the stored keys and HOOKRELAY_ADMIN_KEY. */
-export function makeAuthenticator(db: Queryable, envAdminKey: string | undefined): Authenticate {
+/** The principal a key stands for, or null for a key that is not (or no longer) valid. */
+export type CheckKey = (key: string) => Promise<Principal | null>;
+
+/** Checks keys against the stored ones and HOOKRELAY_ADMIN_KEY (the bearer keys, and the dashboard's sign-in). */
+export function makeKeyChecker(db: Queryable, envAdminKey: string | undefined): CheckKey {
   const envHash = envAdminKey ? Buffer.from(hashKey(envAdminKey), "hex") : null;
   // Concurrent requests' key lookups share one query (no caching: revocation is immediate).
   const keys = makeBatchLoader((hashes: string[]) => activeKeysByHash(db, hashes));
-  return async function authenticate(request: FastifyRequest): Promise<Principal> {
-    const header = request.headers.authorization;
-    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match || match[1]!.length > 256) throw unauthorized();
-    const hash = hashKey(match[1]!);
+  return async function checkKey(key: string): Promise<Principal | null> {
+    if (key.length > 256) return null;
+    const hash = hashKey(key);
     if (envHash && timingSafeEqual(envHash, Buffer.from(hash, "hex"))) {
       return { role: "admin", keyId: "env" };
     }
-    if (!checkApiKey(match[1]!)) throw unauthorized();
+    if (!checkApiKey(key)) return null;
     const row = await keys.load(hash);
-    if (!row) throw unauthorized();
+    if (!row) return null;
     return row.role === "admin"
       ? { role: "admin", keyId: row.id }
       : // an app key always has its app (a check constraint says so)
         { role: "app", keyId: row.id, appId: row.app_id! };
+  };
+}
+
+/** Bearer-key authentication against the stored keys and HOOKRELAY_ADMIN_KEY. */
+export function makeAuthenticator(db: Queryable, envAdminKey: string | undefined): Authenticate {
+  const checkKey = makeKeyChecker(db, envAdminKey);
+  return async function authenticate(request: FastifyRequest): Promise<Principal> {
+    const header = request.headers.authorization;
+    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match) throw unauthorized();
+    const principal = await checkKey(match[1]!);
+    if (!principal) throw unauthorized();
+    return principal;
   };
 }
 

@@ -15,14 +15,16 @@ import Fastify, {
   type FastifyReply,
 } from "fastify";
 import secureJson from "secure-json-parse";
+import { registerDashboard } from "../dashboard/plugin.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Metrics } from "../ops/metrics.ts";
-import type { Authenticate } from "./auth.ts";
+import { type Authenticate, type CheckKey, makeKeyChecker } from "./auth.ts";
 import { checkBody } from "./body-check.ts";
 import type { ApiContext } from "./context.ts";
 import { API_ERRORS, type ApiErrorCode, apiError, badRequest } from "./errors.ts";
 import { registerIdempotency } from "./idempotency.ts";
+import { makeInProcessCalls } from "./in-process.ts";
 import { makeKeyRateLimiter } from "./key-rate-limit.ts";
 import { registerApiKeyRoutes } from "./routes/api-keys.ts";
 import { registerApplicationRoutes } from "./routes/applications.ts";
@@ -35,6 +37,7 @@ import { registerMaintenanceRoutes } from "./routes/maintenance.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
 import { registerPortalAccessRoutes, registerPortalLogout } from "./routes/portal-access.ts";
+import { registerSendExampleRoute } from "./routes/send-example.ts";
 
 export interface ApiOptions extends ApiContext {
   logger: Logger;
@@ -48,6 +51,13 @@ export interface ApiOptions extends ApiContext {
   authenticate: Authenticate;
   /** serve the OpenAPI document and UI at /docs (default true; the CLI skips them) */
   docs?: boolean;
+  /** serve the operator dashboard at /dashboard (default true; the CLI skips it) */
+  dashboard?: boolean;
+  /**
+   * What the dashboard's sign-in checks a typed key with; default: the stored keys and
+   * config.adminKey, as makeAuthenticator checks bearer keys.
+   */
+  checkKey?: CheckKey;
 }
 
 /** Fastify's own 4xx errors, by Fastify code, in our vocabulary (others are bad_request). */
@@ -213,6 +223,8 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     redactor: options.redactor,
     batcher: options.batcher,
   };
+  // The dashboard calls the API's routes in-process as its signed-in principal.
+  const calls = makeInProcessCalls(() => app);
   registerHealthRoutes(app, ctx);
   registerMetricsRoute(app, metrics, config.metricsToken);
   await app.register(
@@ -220,7 +232,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       api.decorateRequest("principal", null as unknown as never);
       const limiter = makeKeyRateLimiter(config.apiRateLimitPerSecond);
       api.addHook("onRequest", async (request) => {
-        request.principal = await authenticate(request);
+        request.principal = calls.principalOf(request) ?? (await authenticate(request));
         limiter.take(request.principal.keyId);
       });
       registerIdempotency(api, pool, config.idempotencyTtlMs);
@@ -234,9 +246,17 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       registerApiKeyRoutes(api, ctx);
       registerEventTypeRoutes(api, ctx);
       registerPortalAccessRoutes(api, ctx);
+      registerSendExampleRoute(api, ctx);
     },
     { prefix: "/api/v1" },
   );
+  if (options.dashboard !== false) {
+    await registerDashboard(app, {
+      ...ctx,
+      calls,
+      checkKey: options.checkKey ?? makeKeyChecker(pool, config.adminKey),
+    });
+  }
   // a portal link's own token, not an API key, authorizes its logout
   await app.register(async (api) => registerPortalLogout(api, ctx), { prefix: "/api/v1" });
 

@@ -7,6 +7,7 @@
 import { WORK_CHANNEL } from "../../queue/work-channel.ts";
 import type { Queryable } from "../pool.ts";
 
+/** Writes the message and its one delivery; its creation time, or null if no such endpoint. */
 export async function insertTestMessage(
   db: Queryable,
   m: {
@@ -18,13 +19,13 @@ export async function insertTestMessage(
     payload: string;
     defaultMaxAttempts: number;
   },
-): Promise<boolean> {
-  const { rows } = await db.query<{ n: number }>(
+): Promise<Date | null> {
+  const { rows } = await db.query<{ created_at: Date | null }>(
     `with msg as (
        insert into messages (id, app_id, event_type, payload, tags)
        select $1::text, e.app_id, $4::text, $5::text, array['test']
        from endpoints e where e.id = $3::text and e.app_id = $2::text
-       returning id, app_id
+       returning id, app_id, created_at
      ),
      delivery as (
        insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at)
@@ -32,10 +33,10 @@ export async function insertTestMessage(
        from msg m join endpoints e on e.id = $3::text
        returning message_id
      )
-     select count(*)::int as n, (select count(*) from (select pg_notify('${WORK_CHANNEL}', '')
-       from delivery limit 1) w) as woken
-     from delivery`,
+     select (select created_at from msg) as created_at,
+            (select count(*) from (select pg_notify('${WORK_CHANNEL}', '') from delivery limit 1) w)
+              as woken`,
     [m.id, m.appId, m.endpointId, m.eventType, m.payload, m.defaultMaxAttempts],
   );
-  return (rows[0]?.n ?? 0) > 0;
+  return rows[0]?.created_at ?? null;
 }

@@ -1,0 +1,4 @@
+import type { FastifyInstance } from "fastify";
+import type { DashboardDeps } from "../plugin.ts";
+
+export function registerEndpointListPage(_app: FastifyInstance, _deps: DashboardDeps): void {}

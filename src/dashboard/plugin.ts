@@ -1,0 +1,159 @@
+/**
+ * The operator dashboard at /dashboard (docs/dashboard.md): server-rendered pages behind a
+ * session, built on the API. It registers the static assets, the sign-in, and one module
+ * per page; every page reads through the API routes in-process (api/in-process.ts) as the
+ * signed-in principal, or through ops/ functions scoped to that principal where no route
+ * gives the view a page needs.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { CheckKey } from "../api/auth.ts";
+import type { ApiContext } from "../api/context.ts";
+import type { InProcessCalls } from "../api/in-process.ts";
+import { ApiError } from "../errors.ts";
+import { registerAssetRoutes } from "./assets.ts";
+import { CsrfError, checkCsrf } from "./csrf.ts";
+import { html } from "./html.ts";
+import { sendPage } from "./layout.ts";
+import { registerDeadLetterPages } from "./pages/dead-letters.ts";
+import { registerEndpointPages } from "./pages/endpoint.ts";
+import { registerEndpointListPage } from "./pages/endpoints.ts";
+import { registerMessagePages } from "./pages/messages.ts";
+import { registerOverviewPage } from "./pages/overview.ts";
+import { registerSignInPages } from "./pages/sign-in.ts";
+import { makeSessions, type Sessions } from "./session.ts";
+
+export interface DashboardOptions extends ApiContext {
+  calls: InProcessCalls;
+  checkKey: CheckKey;
+}
+
+/** What every page module is given. */
+export interface DashboardDeps extends DashboardOptions {
+  sessions: Sessions;
+}
+
+/** Form posts: URL-encoded fields into a plain object (the first value of a repeated name). */
+function parseForm(text: string): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  for (const [k, v] of new URLSearchParams(text)) if (!(k in out)) out[k] = v;
+  return out;
+}
+
+const PUBLIC_PATHS = new Set(["/dashboard/sign-in"]);
+
+/** The signed-in session of a request that passed the dashboard's hook. */
+export function sessionOf(request: FastifyRequest) {
+  const session = request.dashboardSession;
+  if (!session) throw new Error("dashboard route without a session");
+  return session;
+}
+
+export async function registerDashboard(
+  app: FastifyInstance,
+  options: DashboardOptions,
+): Promise<void> {
+  registerAssetRoutes(app);
+  app.get("/", { schema: { hide: true } }, async (_request, reply) =>
+    reply.redirect("/dashboard", 302),
+  );
+  const sessions = makeSessions({
+    db: options.pool,
+    checkKey: options.checkKey,
+    envAdminKey: options.config.adminKey,
+    ttlMs: options.config.dashboardSessionTtlMs,
+  });
+  const deps: DashboardDeps = { ...options, sessions };
+
+  await app.register(
+    async (dash) => {
+      dash.addContentTypeParser(
+        "application/x-www-form-urlencoded",
+        { parseAs: "string", bodyLimit: 64 * 1024 },
+        (_request, body, done) => done(null, parseForm(body as string)),
+      );
+      dash.decorateRequest("dashboardSession", null);
+
+      dash.addHook("onRequest", async (request, reply) => {
+        const path = request.url.split("?")[0]!;
+        if (PUBLIC_PATHS.has(path)) return;
+        const session = await sessions.read(request);
+        if (session) {
+          request.dashboardSession = session;
+          return;
+        }
+        if (request.method === "GET" || request.method === "HEAD") {
+          return reply.redirect(`/dashboard/sign-in?next=${encodeURIComponent(request.url)}`, 303);
+        }
+        return sendPage(
+          reply,
+          {
+            title: "Signed out",
+            principal: null,
+            body: html`<h1>Signed out</h1><p>Your session has ended. <a href="/dashboard/sign-in">Sign in</a> again.</p>`,
+          },
+          401,
+        );
+      });
+      // After the body is parsed: every state-changing request carries the session's token.
+      dash.addHook("preHandler", async (request) => {
+        if (request.method === "GET" || request.method === "HEAD") return;
+        const session = request.dashboardSession;
+        if (session) checkCsrf(request, session.csrfToken);
+      });
+
+      dash.setErrorHandler((err: FastifyError | Error, request, reply) =>
+        errorPage(err, request, reply),
+      );
+      dash.setNotFoundHandler((request, reply) =>
+        sendPage(
+          reply,
+          {
+            title: "Not found",
+            principal: request.dashboardSession?.principal ?? null,
+            csrfToken: request.dashboardSession?.csrfToken,
+            body: html`<h1>Not found</h1><p>There is no page at <code>${request.url.split("?")[0]}</code>.</p>`,
+          },
+          404,
+        ),
+      );
+
+      registerSignInPages(dash, deps);
+      registerOverviewPage(dash, deps);
+      registerEndpointListPage(dash, deps);
+      registerEndpointPages(dash, deps);
+      registerDeadLetterPages(dash, deps);
+      registerMessagePages(dash, deps);
+    },
+    { prefix: "/dashboard" },
+  );
+}
+
+function errorPage(err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
+  let status = 500;
+  let detail = "Something went wrong on our side; the error is in the server's log.";
+  if (err instanceof CsrfError) {
+    status = 403;
+    detail = `Refused: ${err.message}. Reload the page and try again.`;
+  } else if (err instanceof ApiError) {
+    status = err.status;
+    detail = err.message;
+  } else if ((err as FastifyError).validation) {
+    status = 400;
+    detail = err.message;
+  } else if (((err as FastifyError).statusCode ?? 500) < 500) {
+    status = (err as FastifyError).statusCode!;
+    detail = err.message;
+  } else {
+    request.log.error({ err }, "dashboard request failed");
+  }
+  return sendPage(
+    reply,
+    {
+      title: `Error ${status}`,
+      principal: request.dashboardSession?.principal ?? null,
+      csrfToken: request.dashboardSession?.csrfToken,
+      body: html`<h1>Error ${status}</h1><p class="error" role="alert">${detail}</p>`,
+    },
+    status,
+  );
+}
