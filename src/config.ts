@@ -176,7 +176,7 @@ export type ConfigOverrides = Partial<
   worker?: Partial<WorkerConfig>;
 };
 
-/** HOOKRELAY_PUBLIC_URL: an http(s) URL without query or fragment; kept without a trailing slash. */
+/** HOOKRELAY_PUBLIC_URL: an http(s) origin (no path: the portal is served at /portal). */
 function publicUrlOf(raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
   let url: URL;
@@ -185,11 +185,11 @@ function publicUrlOf(raw: string | undefined): string | undefined {
   } catch {
     throw new ConfigError(`HOOKRELAY_PUBLIC_URL must be a URL, got "${raw}"`);
   }
-  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash)
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.href !== `${url.origin}/`)
     throw new ConfigError(
-      `HOOKRELAY_PUBLIC_URL must be an http(s) URL with no query, got "${raw}"`,
+      `HOOKRELAY_PUBLIC_URL must be an http(s) origin such as https://hooks.example.com, got "${raw}"`,
     );
-  return url.href.replace(/\/+$/, "");
+  return url.origin;
 }
 
 // One CSP source expression: a keyword, a scheme, or an origin with an optional wildcard

@@ -100,11 +100,11 @@ describe("POST /auth/app-portal-access/{app}", () => {
   });
 
   test("HOOKRELAY_PUBLIC_URL is the link's base", async () => {
-    const other = await startHarness({ publicUrl: "https://hooks.example.com/relay" });
+    const other = await startHarness({ publicUrl: "https://hooks.example.com" });
     try {
       const app = await other.call("POST", `${V1}/app`, { name: "x" });
       const out = await other.call("POST", `${V1}/auth/app-portal-access/${app.body.id}`);
-      expect(out.body.url).toBe(`https://hooks.example.com/relay/portal/#token=${out.body.token}`);
+      expect(out.body.url).toBe(`https://hooks.example.com/portal/#token=${out.body.token}`);
     } finally {
       await other.close();
     }
@@ -183,6 +183,7 @@ describe("configuration", () => {
     expect(loadConfig({ HOOKRELAY_PUBLIC_URL: "https://x.example/" }).publicUrl).toBe(
       "https://x.example",
     );
-    expect(() => loadConfig({ HOOKRELAY_PUBLIC_URL: "ftp://x" })).toThrow(/PUBLIC_URL/);
+    for (const bad of ["ftp://x", "https://x.example/relay", "https://x.example/?a=1", "x"])
+      expect(() => loadConfig({ HOOKRELAY_PUBLIC_URL: bad }), bad).toThrow(/PUBLIC_URL/);
   });
 });
