@@ -19,6 +19,7 @@ import { registerDashboard } from "../dashboard/plugin.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Metrics } from "../ops/metrics.ts";
+import { registerPortal } from "../portal/plugin.ts";
 import { type Authenticate, type CheckKey, makeKeyChecker } from "./auth.ts";
 import { checkBody } from "./body-check.ts";
 import type { ApiContext } from "./context.ts";
@@ -53,6 +54,8 @@ export interface ApiOptions extends ApiContext {
   docs?: boolean;
   /** serve the operator dashboard at /dashboard (default true; the CLI skips it) */
   dashboard?: boolean;
+  /** serve the tenant portal at /portal (default true; the CLI skips it) */
+  portal?: boolean;
   /**
    * What the dashboard's sign-in checks a typed key with; default: the stored keys and
    * config.adminKey, as makeAuthenticator checks bearer keys.
@@ -257,6 +260,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       checkKey: options.checkKey ?? makeKeyChecker(pool, config.adminKey),
     });
   }
+  if (options.portal !== false) await registerPortal(app, { ...ctx, calls });
   // a portal link's own token, not an API key, authorizes its logout
   await app.register(async (api) => registerPortalLogout(api, ctx), { prefix: "/api/v1" });
 

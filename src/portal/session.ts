@@ -13,6 +13,8 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../api/auth.ts";
+import { csrfTokenFor } from "../dashboard/csrf.ts";
+import { setCookie } from "../dashboard/session.ts";
 import type { Queryable } from "../db/pool.ts";
 import {
   deletePortalSession,
@@ -29,6 +31,13 @@ import {
 } from "../security/portal-token.ts";
 
 export const PORTAL_COOKIE = "hookrelay_portal";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** the portal session (set by the portal's hook), or null */
+    portalSession: PortalSession | null;
+  }
+}
 const COOKIE_PATH = "/portal";
 
 /** A live portal session: the app it reaches and what it may do there. */
@@ -37,8 +46,10 @@ export interface PortalSession {
   tokenId: string;
   capabilities: readonly string[];
   expiresAt: Date;
-  /** the cookie's secret (the CSRF token is derived from it) */
+  /** the cookie's secret */
   secret: string;
+  /** the token every state-changing request of this session carries (dashboard/csrf.ts) */
+  csrfToken: string;
   /** the API's principal for the same reach: an app-scoped one */
   principal: Principal;
 }
@@ -49,6 +60,7 @@ const sessionOf = (grant: PortalGrant, secret: string): PortalSession => ({
   capabilities: grant.capabilities,
   expiresAt: grant.expires_at,
   secret,
+  csrfToken: csrfTokenFor(secret),
   principal: { role: "app", keyId: `portal:${grant.token_id}`, appId: grant.app_id },
 });
 
@@ -91,7 +103,7 @@ export function makePortalSessions(db: Queryable): PortalSessions {
       const secret = generatePortalSessionSecret();
       await insertPortalSession(db, portalSecretHash(secret), grant.token_id);
       const maxAge = Math.max(1, Math.ceil((grant.expires_at.getTime() - Date.now()) / 1000));
-      reply.header("set-cookie", cookie(secret, maxAge, secure));
+      setCookie(reply, cookie(secret, maxAge, secure));
       return sessionOf(grant, secret);
     },
 
@@ -106,7 +118,7 @@ export function makePortalSessions(db: Queryable): PortalSessions {
 
     async close(session, reply, secure) {
       await deletePortalSession(db, portalSecretHash(session.secret));
-      reply.header("set-cookie", cookie("", 0, secure));
+      setCookie(reply, cookie("", 0, secure));
     },
   };
 }

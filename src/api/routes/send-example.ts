@@ -45,10 +45,7 @@ export function exampleOf(schemasText: string | null, index = 0): string | null 
   return null;
 }
 
-export function registerSendExampleRoute(
-  app: FastifyInstance,
-  { pool, config }: ApiContext,
-): void {
+export function registerSendExampleRoute(app: FastifyInstance, { pool, config }: ApiContext): void {
   app.post<{
     Params: { appId: string; endpointId: string };
     Body: { eventType: string; exampleIndex?: number };
