@@ -14,12 +14,14 @@ import type { Config } from "./config.ts";
 import type { EmbeddedDatabase } from "./db/embedded.ts";
 import { migrate } from "./db/migrate.ts";
 import { makePool, type Pool } from "./db/pool.ts";
+import { purgeDashboardSessions } from "./db/queries/dashboard-sessions.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
 import type { Logger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
+import { rollUpCharts } from "./ops/chart-rollup.ts";
 import {
   type Maintenance,
   type MaintenanceTask,
@@ -95,6 +97,18 @@ export function maintenanceTasks(
       run: (pool) => reconcileInFlight(pool).then(() => undefined),
     },
     { ...purgeIdempotencyKeys(config.idempotencyTtlMs), everyMs: every },
+    {
+      // the dashboard's charts (docs/dashboard.md, "Chart data"); an hour past the window
+      name: "chart-rollup",
+      everyMs: config.health.statsIntervalMs,
+      run: (pool) =>
+        rollUpCharts(pool, { keepMs: config.health.windowMs + 3_600_000 }).then(() => undefined),
+    },
+    {
+      name: "purge-dashboard-sessions",
+      everyMs: every,
+      run: (pool) => purgeDashboardSessions(pool).then(() => undefined),
+    },
     {
       name: "retention",
       everyMs: every,

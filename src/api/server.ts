@@ -39,6 +39,7 @@ import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
 import { registerPortalAccessRoutes, registerPortalLogout } from "./routes/portal-access.ts";
 import { registerSendExampleRoute } from "./routes/send-example.ts";
+import { registerStatsRoutes } from "./routes/stats.ts";
 
 export interface ApiOptions extends ApiContext {
   logger: Logger;
@@ -250,6 +251,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       registerEventTypeRoutes(api, ctx);
       registerPortalAccessRoutes(api, ctx);
       registerSendExampleRoute(api, ctx);
+      registerStatsRoutes(api, ctx);
     },
     { prefix: "/api/v1" },
   );

@@ -9,6 +9,17 @@
 import client from "prom-client";
 import type { Pool } from "../db/pool.ts";
 import { waitingSinceSql } from "../queue/delivery-states.ts";
+import type { Alert } from "./alerts.ts";
+
+/** Every alert kind, so the gauge shows 0 for a kind with no open alert (not a gap). */
+const ALERT_KINDS = Object.keys({
+  dead_letters_growing: true,
+  oldest_pending: true,
+  endpoint_slow: true,
+  circuit_open: true,
+  endpoint_gone: true,
+} satisfies Record<Alert["kind"], true>);
+
 import type { DeliveryResult } from "../queue/record-results.ts";
 
 export interface Metrics {
@@ -109,6 +120,17 @@ export function makeMetrics(options: {
     },
   });
   new client.Gauge({
+    name: "hookrelay_alerts_open",
+    help: "Open alerts by kind, as the maintenance runner last raised them (docs/operations.md).",
+    labelNames: ["kind"],
+    registers: [registry],
+    async collect() {
+      const q = await readQueue();
+      for (const kind of new Set([...ALERT_KINDS, ...Object.keys(q?.alerts ?? {})]))
+        this.set({ kind }, q?.alerts[kind] ?? 0);
+    },
+  });
+  new client.Gauge({
     name: "hookrelay_metrics_scrape_ok",
     help: "1 when this scrape could read the database.",
     registers: [registry],
@@ -155,6 +177,8 @@ interface QueueSnapshot {
   oldest: number | null;
   circuits: Record<string, number>;
   dead: number;
+  /** open alerts by kind */
+  alerts: Record<string, number>;
 }
 
 async function queueSnapshot(pool: Pool): Promise<QueueSnapshot> {
@@ -167,6 +191,9 @@ async function queueSnapshot(pool: Pool): Promise<QueueSnapshot> {
         where queued) as oldest,
       (select coalesce(json_object_agg(circuit_state, n), '{}') from (
          select circuit_state, count(*)::int as n from endpoint_health group by circuit_state) c) as circuits,
-      (select count(*)::int from deliveries where dead_lettered) as dead`);
+      (select count(*)::int from deliveries where dead_lettered) as dead,
+      (select coalesce(json_object_agg(kind, n), '{}') from (
+         select kind, count(*)::int as n from alerts
+         where resolved_at is null group by kind) a) as alerts`);
   return rows[0];
 }
