@@ -195,8 +195,12 @@ describe("junk at every route", () => {
     const ok = [...stats.byStatus].filter(([s]) => s < 300).reduce((n, [, c]) => n + c, 0);
     expect(ok).toBeGreaterThan(250);
     expect(routes.filter((r) => !stats.routesHit.has(`${r.method} ${r.path}`))).toEqual([]);
-    // most routes answered 2xx at least once: the junk reached their handlers
-    expect(stats.routesOk.size).toBeGreaterThan(routes.length * 0.75);
+    // most API routes answered 2xx at least once: the junk reached their handlers (the
+    // dashboard's and portal's pages need a browser session, which their own tests open)
+    const browserFace = (route: string) => / \/(dashboard|portal)(\/|$)/.test(route);
+    const apiRoutes = routes.filter((r) => !browserFace(` ${r.path}`));
+    const apiOk = [...stats.routesOk].filter((r) => !browserFace(r));
+    expect(apiOk.length).toBeGreaterThan(apiRoutes.length * 0.75);
   });
 
   test("a few thousand more requests: the heap stays bounded", async () => {

@@ -25,8 +25,19 @@ export function discoveredRoutes(app: FastifyInstance): string[] {
  * requeue   acts on rows chosen by the body: limited to the key's app
  * catalogue global, not tenant data (event types): any key reads, admin writes
  * public    no authentication (docs, liveness, metrics)
+ * portal    a tenant-portal page or action (docs/portal.md): a session opened with one
+ *           app's link; another app's ids in the path → 404, lists show the app's own
+ *           rows only (portal-isolation.test.ts); `body` is the form's fields
  */
-export type Kind = "app" | "delivery" | "admin" | "list" | "requeue" | "catalogue" | "public";
+export type Kind =
+  | "app"
+  | "delivery"
+  | "admin"
+  | "list"
+  | "requeue"
+  | "catalogue"
+  | "public"
+  | "portal";
 
 export interface Fixture {
   rx: string;
@@ -147,6 +158,45 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["POST", `${V1}/auth/app/:appId/expire-all`, { kind: "app", body: () => ({ expiry: 3600 }) }],
   // authorized by a portal link's own token, not an API key
   ["POST", `${V1}/auth/logout`, { kind: "public" }],
+  [
+    "POST",
+    `${V1}/app/:appId/endpoint/:endpointId/send-example`,
+    { kind: "app", body: () => ({ eventType: "hookrelay.ping" }) },
+  ],
+  // the tenant portal: its landing page and the link's exchange need no session
+  ["GET HEAD", "/portal", { kind: "public" }],
+  ["GET HEAD", "/portal/", { kind: "public" }],
+  ["POST", "/portal/session", { kind: "public" }],
+  ["POST", "/portal/sign-out", { kind: "portal" }],
+  ["GET HEAD", "/portal/endpoints", { kind: "portal" }],
+  ["GET HEAD", "/portal/endpoints/new", { kind: "portal" }],
+  [
+    "POST",
+    "/portal/endpoints",
+    { kind: "portal", body: (f) => ({ url: `${f.rx}/planted-by-a`, description: "by A" }) },
+  ],
+  ["GET HEAD", "/portal/endpoints/:endpointId", { kind: "portal" }],
+  ["GET HEAD", "/portal/endpoints/:endpointId/edit", { kind: "portal" }],
+  ["GET HEAD", "/portal/endpoints/:endpointId/chart-data", { kind: "portal" }],
+  [
+    "POST",
+    "/portal/endpoints/:endpointId",
+    { kind: "portal", body: (f) => ({ url: `${f.rx}/hijacked-by-a`, description: "by A" }) },
+  ],
+  ["POST", "/portal/endpoints/:endpointId/disable", { kind: "portal" }],
+  ["POST", "/portal/endpoints/:endpointId/enable", { kind: "portal" }],
+  ["POST", "/portal/endpoints/:endpointId/delete", { kind: "portal" }],
+  ["POST", "/portal/endpoints/:endpointId/secret", { kind: "portal" }],
+  ["POST", "/portal/endpoints/:endpointId/secret/rotate", { kind: "portal" }],
+  [
+    "POST",
+    "/portal/endpoints/:endpointId/test",
+    { kind: "portal", body: () => ({ eventType: "hookrelay.ping" }) },
+  ],
+  ["GET HEAD", "/portal/messages", { kind: "portal" }],
+  ["GET HEAD", "/portal/messages/:msgId", { kind: "portal" }],
+  ["POST", "/portal/messages/:msgId/endpoints/:endpointId/resend", { kind: "portal" }],
+  ["GET HEAD", "/portal/event-types", { kind: "portal" }],
 ];
 
 export const RULES = new Map<string, Rule & { method: string; path: string }>();
