@@ -339,6 +339,7 @@ CREATE INDEX latency_samples_endpoint_idx ON public.latency_samples USING btree 
 CREATE UNIQUE INDEX messages_app_id_event_id_key ON public.messages USING btree (app_id, event_id);
 CREATE INDEX messages_app_idx ON public.messages USING btree (app_id, id);
 CREATE INDEX messages_created_brin ON public.messages USING brin (created_at);
+CREATE INDEX messages_event_id_idx ON public.messages USING btree (event_id) WHERE (event_id IS NOT NULL);
 CREATE INDEX messages_expires_idx ON public.messages USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 CREATE UNIQUE INDEX messages_pkey ON public.messages USING btree (id);
 CREATE UNIQUE INDEX portal_sessions_pkey ON public.portal_sessions USING btree (secret_hash);

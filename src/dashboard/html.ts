@@ -31,12 +31,11 @@ const ENTITIES: Record<string, string> = {
   '"': "&quot;",
   "'": "&#39;",
   "`": "&#96;",
-  "=": "&#61;",
 };
 
 /** The text, escaped for an HTML text node or a quoted attribute value. */
 export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"'`=]/g, (c) => ENTITIES[c]!);
+  return text.replace(/[&<>"'`]/g, (c) => ENTITIES[c]!);
 }
 
 /** Values as markup: Html as it is, arrays item by item, anything else escaped. */

@@ -84,6 +84,7 @@ export function renderPage(o: PageOptions): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <meta name="htmx-config" content="${JSON.stringify({ includeIndicatorStyles: false, allowEval: false, allowScriptTags: false })}">
 ${o.csrfToken && html`<meta name="csrf-token" content="${o.csrfToken}">`}
 <title>${o.title} · ${o.brand ?? "hookrelay"}</title>

@@ -14,6 +14,7 @@ import { registerAssetRoutes } from "./assets.ts";
 import { CsrfError, checkCsrf } from "./csrf.ts";
 import { html } from "./html.ts";
 import { sendPage } from "./layout.ts";
+import { registerChartData } from "./pages/chart-data.ts";
 import { registerDeadLetterPages } from "./pages/dead-letters.ts";
 import { registerEndpointPages } from "./pages/endpoint.ts";
 import { registerEndpointListPage } from "./pages/endpoints.ts";
@@ -119,6 +120,7 @@ export async function registerDashboard(
 
       registerSignInPages(dash, deps);
       registerOverviewPage(dash, deps);
+      registerChartData(dash, deps);
       registerEndpointListPage(dash, deps);
       registerEndpointPages(dash, deps);
       registerDeadLetterPages(dash, deps);

@@ -1,4 +1,101 @@
+/**
+ * GET /dashboard/dead-letters?endpoint_id=&status_code=&error_kind=&since=&iterator=: the
+ * dead-letter analysis per endpoint (pattern and suggested action) and the dead letters,
+ * both from the API (GET /dead-letters/analysis, GET /dead-letters) with the same filters.
+ * Requeue goes through the endpoint's confirmation page (pages/endpoint.ts), which states
+ * how many rows and at what pace.
+ */
 import type { FastifyInstance } from "fastify";
-import type { DashboardDeps } from "../plugin.ts";
+import { ApiError } from "../../errors.ts";
+import { badge, count, time } from "../format.ts";
+import { dashboardPath, html } from "../html.ts";
+import { sendPage } from "../layout.ts";
+import { type DashboardDeps, sessionOf } from "../plugin.ts";
+import { queryStrings } from "../query.ts";
 
-export function registerDeadLetterPages(_app: FastifyInstance, _deps: DashboardDeps): void {}
+const FILTERS = ["endpoint_id", "status_code", "error_kind", "since"] as const;
+
+export function registerDeadLetterPages(
+  app: FastifyInstance,
+  { calls, redactor }: DashboardDeps,
+): void {
+  app.get("/dead-letters", { schema: { hide: true } }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { principal } = session;
+    const q = queryStrings(request.query);
+    const filter = new URLSearchParams();
+    for (const name of FILTERS) {
+      const v = q[name]?.trim();
+      if (v)
+        filter.set(name, name === "since" && /^\d{4}-\d\d-\d\d$/.test(v) ? `${v}T00:00:00Z` : v);
+    }
+    const list = new URLSearchParams(filter);
+    list.set("limit", "50");
+    if (q.iterator) list.set("iterator", q.iterator);
+    const [analysis, dead] = await Promise.all([
+      calls.call(principal, "GET", `/api/v1/dead-letters/analysis?${filter}`),
+      calls.call(principal, "GET", `/api/v1/dead-letters?${list}`),
+    ]);
+    for (const res of [analysis, dead]) {
+      if (res.status >= 400) throw new ApiError(res.status, res.body.code, res.body.detail);
+    }
+    const rows = analysis.body.data as Record<string, unknown>[];
+    const letters = dead.body.data as Record<string, unknown>[];
+    const kept = Object.fromEntries(FILTERS.map((f) => [f, q[f]]));
+    const body = html`<h1>Dead letters</h1>
+<form class="filters" method="get" action="/dashboard/dead-letters" role="search" aria-label="Filter dead letters">
+  <label>Endpoint id<input name="endpoint_id" value="${q.endpoint_id ?? ""}" maxlength="256"></label>
+  <label>Status code<input name="status_code" value="${q.status_code ?? ""}" inputmode="numeric" maxlength="3" size="4"></label>
+  <label>Error kind<input name="error_kind" value="${q.error_kind ?? ""}" maxlength="64"></label>
+  <label>Died since<input name="since" type="date" value="${q.since?.slice(0, 10) ?? ""}"></label>
+  <button type="submit">Apply</button>
+</form>
+<section aria-labelledby="h-analysis"><h2 id="h-analysis">Analysis by endpoint</h2>
+${
+  rows.length === 0
+    ? html`<p class="muted">No dead letters match.</p>`
+    : html`<div class="table-wrap"><table data-testid="analysis">
+<thead><tr><th>Endpoint</th><th class="num">Dead</th><th>Pattern</th><th>Suggested action</th><th class="hide-narrow">Most common</th><th class="hide-narrow">First – last</th><th></th></tr></thead>
+<tbody>${rows.map(
+        (a) => html`<tr>
+  <td class="url"><a href="${dashboardPath(["endpoints", a.endpointId as string])}">${a.url}</a></td>
+  <td class="num">${count(a.deadCount as number)}</td>
+  <td>${badge("warning", String(a.pattern).replaceAll("_", " "))}</td>
+  <td class="text">${a.suggestedAction}</td>
+  <td class="hide-narrow text">${a.mostCommonStatusCode ?? "no status"}: ${a.mostCommonError ?? ""}</td>
+  <td class="hide-narrow">${time(a.firstDeadAt as string)} – ${time(a.lastDeadAt as string)}</td>
+  <td><a class="button" href="${dashboardPath(["endpoints", a.endpointId as string, "requeue"])}">Requeue…</a></td>
+</tr>`,
+      )}</tbody></table></div>`
+}
+</section>
+<section aria-labelledby="h-list"><h2 id="h-list">Dead letters</h2>
+<div class="table-wrap"><table data-testid="dead-letters">
+<thead><tr><th>Died</th><th>Delivery</th><th>Message</th><th class="hide-narrow">Endpoint</th><th class="num">Attempts</th><th>Last status</th><th>Last error</th></tr></thead>
+<tbody>${letters.map(
+      (d) => html`<tr>
+  <td>${time(d.deadAt as string)}</td>
+  <td><code>${d.deliveryId}</code></td>
+  <td><a href="${dashboardPath(["messages", d.messageId as string])}">${d.messageId}</a></td>
+  <td class="url hide-narrow"><a href="${dashboardPath(["endpoints", d.endpointId as string])}">${d.url}</a></td>
+  <td class="num">${d.attempts}</td>
+  <td>${d.statusCode ?? d.errorKind ?? ""}</td>
+  <td class="text">${d.error ? redactor.text(String(d.error)) : ""}</td>
+</tr>`,
+    )}</tbody></table></div>
+${letters.length === 0 ? html`<p class="muted">None.</p>` : ""}
+<nav class="pager" aria-label="Pages">${
+      dead.body.done
+        ? ""
+        : html`<a href="${dashboardPath(["dead-letters"], { ...kept, iterator: dead.body.iterator })}" rel="next">Older →</a>`
+    }</nav>
+</section>`;
+    return sendPage(reply, {
+      title: "Dead letters",
+      principal,
+      csrfToken: session.csrfToken,
+      active: "/dashboard/dead-letters",
+      body,
+    });
+  });
+}

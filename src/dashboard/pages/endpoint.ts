@@ -1,4 +1,294 @@
-import type { FastifyInstance } from "fastify";
-import type { DashboardDeps } from "../plugin.ts";
+/**
+ * GET /dashboard/endpoints/{endpointId}: one endpoint (docs/dashboard.md, "Pages"): its
+ * configuration, circuit and history, latency and status-class charts, recent attempts,
+ * dead-letter analysis, and the actions. Each action is a form posted here, carried out
+ * by the API route that does it for API clients (disable/enable = PATCH endpoint, reset =
+ * POST circuit/reset, rotate = POST secret/rotate, requeue = POST /dead-letters/requeue),
+ * then back to this page (POST-redirect-GET) with what happened.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Principal } from "../../api/auth.ts";
+import { notFound } from "../../api/errors.ts";
+import type { InProcessResult } from "../../api/in-process.ts";
+import { ApiError } from "../../errors.ts";
+import { requeuePlan } from "../../ops/dead-letters.ts";
+import { CSRF_FIELD } from "../csrf.ts";
+import { age, badge, count, dash, ms, ownApp, percent, time } from "../format.ts";
+import { dashboardPath, type Html, html } from "../html.ts";
+import { sendPage } from "../layout.ts";
+import { type DashboardDeps, sessionOf } from "../plugin.ts";
+import { queryStrings } from "../query.ts";
+import { endpointAppId } from "../sql/message-lookup.ts";
 
-export function registerEndpointPages(_app: FastifyInstance, _deps: DashboardDeps): void {}
+/** What an action did, by the code in ?done= (never free text from the URL). */
+const DONE: Record<string, (n: string | undefined) => string> = {
+  disabled: () => "Endpoint disabled: its deliveries wait until it is enabled again.",
+  enabled: () => "Endpoint enabled.",
+  "circuit-reset": () => "Circuit reset to closed; waiting deliveries are due now.",
+  "secret-rotated": () =>
+    "Signing secret rotated; the previous one keeps signing beside it for 24 hours.",
+  requeued: (n) => `${Number(n) || 0} dead letters requeued.`,
+};
+
+/** The API's answer, or the ApiError it stands for (the error page shows it). */
+function ok(res: InProcessResult): InProcessResult {
+  if (res.status >= 400) {
+    throw new ApiError(res.status, res.body?.code ?? "error", res.body?.detail ?? "request failed");
+  }
+  return res;
+}
+
+/** The endpoint's app, if the principal may see it (404 otherwise). */
+async function appOf(deps: DashboardDeps, principal: Principal, endpointId: string) {
+  const appId = await endpointAppId(deps.pool, endpointId, ownApp(principal));
+  if (!appId) throw notFound("endpoint");
+  return appId;
+}
+
+const epPath = (id: string, ...rest: string[]) => dashboardPath(["endpoints", id, ...rest]);
+
+function actionForm(
+  endpointId: string,
+  action: string,
+  label: string,
+  csrf: string,
+  options: { confirm?: string; danger?: boolean } = {},
+): Html {
+  return html`<form method="post" action="${epPath(endpointId, action)}"${
+    options.confirm ? html` data-confirm="${options.confirm}"` : ""
+  }><input type="hidden" name="${CSRF_FIELD}" value="${csrf}"><button type="submit"${
+    options.danger ? html` class="danger"` : ""
+  }>${label}</button></form>`;
+}
+
+/** A pace in words: the strictest rate limit, or none. */
+export function paceText(perSecond: number | null, rows: number): string {
+  if (perSecond === null || perSecond <= 0) {
+    return "The endpoint has no rate limit: they go out as fast as the workers and its in-flight limit allow.";
+  }
+  const rate =
+    perSecond >= 1
+      ? `${perSecond.toFixed(perSecond % 1 ? 2 : 0)} per second`
+      : `${(perSecond * 60).toFixed(1)} per minute`;
+  return `They go out at ${rate} (the endpoint's rate limit), about ${age((rows / perSecond) * 1000)} for all of them.`;
+}
+
+export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps): void {
+  const { calls, redactor } = deps;
+  const api = (appId: string, endpointId: string, rest = "") =>
+    `/api/v1/app/${encodeURIComponent(appId)}/endpoint/${encodeURIComponent(endpointId)}${rest}`;
+
+  app.get<{ Params: { endpointId: string } }>(
+    "/endpoints/:endpointId",
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const { principal, csrfToken } = session;
+      const id = request.params.endpointId;
+      const appId = await appOf(deps, principal, id);
+      const [endpoint, health, attempts, analysis] = await Promise.all([
+        calls.call(principal, "GET", api(appId, id)).then(ok),
+        calls.call(principal, "GET", api(appId, id, "/health")).then(ok),
+        calls
+          .call(
+            principal,
+            "GET",
+            `/api/v1/app/${encodeURIComponent(appId)}/attempt/endpoint/${encodeURIComponent(id)}?limit=25`,
+          )
+          .then(ok),
+        calls
+          .call(
+            principal,
+            "GET",
+            `/api/v1/dead-letters/analysis?endpoint_id=${encodeURIComponent(id)}`,
+          )
+          .then(ok),
+      ]);
+      const e = endpoint.body;
+      const hl = health.body;
+      const done = queryStrings(request.query);
+      const flash = done.done && DONE[done.done] ? DONE[done.done]!(done.n) : null;
+      const dl = (analysis.body.data as Record<string, unknown>[])[0];
+      const circuit = hl.circuit;
+      const body = html`<h1>Endpoint <code>${e.id}</code></h1>
+${flash && html`<p class="notice" role="status">${flash}</p>`}
+<dl class="facts">
+  <dt>URL</dt><dd data-testid="url">${redactor.url(e.url)}</dd>
+  <dt>Description</dt><dd data-testid="description">${e.description || dash}</dd>
+  <dt>App</dt><dd>${hl.appId}</dd>
+  <dt>State</dt><dd>${e.disabled ? badge("disabled", `disabled (${e.disabledReason ?? "operator"})`) : badge("ok", "enabled")}${
+    hl.pausedUntil ? html` ${badge("warning", "paused")} until ${time(hl.pausedUntil)}` : ""
+  }</dd>
+  <dt>Circuit</dt><dd data-testid="circuit">${badge(circuit.state)} ${circuit.consecutiveFailures} consecutive failures (opens at ${circuit.effectiveFailureThreshold})${
+    circuit.state !== "closed" && circuit.openUntil
+      ? html`; open until ${time(circuit.openUntil)}`
+      : ""
+  }</dd>
+  <dt>Latency (24 h)</dt><dd>p50 ${ms(hl.latency.p50Ms)}, p95 ${ms(hl.latency.p95Ms)}, p99 ${ms(hl.latency.p99Ms)}; success ${percent(hl.latency.successRate)} of ${count(hl.latency.samples)} attempts${hl.slow ? html` ${badge("warning", "slow")}` : ""}</dd>
+  <dt>Queue</dt><dd>${count(hl.queue.pending)} waiting, ${count(hl.queue.inFlight)} in flight, ${count(hl.queue.deadLetter)} dead letters; oldest pending ${age(hl.queue.oldestPendingAgeMs)}</dd>
+  <dt>Rate limit</dt><dd>${
+    hl.limits.ratePerSecond || hl.limits.ratePerMinute || hl.limits.ratePerHour
+      ? [
+          hl.limits.ratePerSecond && `${hl.limits.ratePerSecond}/s `,
+          hl.limits.ratePerMinute && `${hl.limits.ratePerMinute}/min `,
+          hl.limits.ratePerHour && `${hl.limits.ratePerHour}/h`,
+        ]
+      : "none"
+  }; at most ${hl.limits.maxInFlight} in flight</dd>
+</dl>
+<section aria-labelledby="h-actions"><h2 id="h-actions">Actions</h2><div class="actions">
+  ${
+    e.disabled
+      ? actionForm(id, "enable", "Enable", csrfToken)
+      : actionForm(id, "disable", "Disable", csrfToken, {
+          confirm: "Disable this endpoint? Its deliveries wait until it is enabled again.",
+          danger: true,
+        })
+  }
+  ${actionForm(id, "reset-circuit", "Reset circuit", csrfToken)}
+  <a class="button" href="${epPath(id, "requeue")}">Requeue dead letters (${count(hl.queue.deadLetter)})…</a>
+  ${actionForm(id, "rotate-secret", "Rotate secret", csrfToken, {
+    confirm: "Rotate the signing secret? The old one keeps signing for 24 hours.",
+    danger: true,
+  })}
+</div></section>
+<section aria-labelledby="h-charts"><h2 id="h-charts">Last 24 hours</h2>
+<div class="charts">
+  <figure class="chart"><h3>Latency p50 / p95 / p99 per 5 minutes</h3>
+    <div data-chart="latency" data-src="${dashboardPath(["chart-data"], { endpoint_id: id, hours: 24, bucket_minutes: 5 })}" role="img" aria-label="Latency percentiles of this endpoint over 24 hours"></div></figure>
+  <figure class="chart"><h3>Attempts per 5 minutes by status class</h3>
+    <div data-chart="status" data-src="${dashboardPath(["chart-data"], { endpoint_id: id, hours: 24, bucket_minutes: 5 })}" role="img" aria-label="Attempts of this endpoint by status class over 24 hours"></div></figure>
+</div></section>
+${
+  dl &&
+  html`<section aria-labelledby="h-dead"><h2 id="h-dead">Dead letters</h2>
+<p>${count(dl.deadCount as number)} dead, pattern <strong>${String(dl.pattern).replaceAll("_", " ")}</strong>: ${dl.suggestedAction as string}</p>
+<p class="muted">Most common: ${dl.mostCommonStatusCode ?? "no status"}, ${dl.mostCommonError ? redactor.text(dl.mostCommonError as string) : "no error text"}; first ${time(dl.firstDeadAt as string)}, last ${time(dl.lastDeadAt as string)}.</p></section>`
+}
+<section aria-labelledby="h-attempts"><h2 id="h-attempts">Recent attempts</h2>
+<div class="table-wrap"><table data-testid="attempts">
+<thead><tr><th>Time</th><th>Message</th><th class="num">#</th><th>Status</th><th class="num">Latency</th><th>Error or response</th></tr></thead>
+<tbody>${(attempts.body.data as Record<string, unknown>[]).map(
+        (a) => html`<tr>
+  <td>${time(a.timestamp as string)}</td>
+  <td><a href="${dashboardPath(["messages", a.msgId as string])}">${a.msgId}</a></td>
+  <td class="num">${a.attemptNumber}</td>
+  <td>${badge(a.statusText === "success" ? "ok" : "critical", a.responseStatusCode ? String(a.responseStatusCode) : String(a.errorKind ?? "error"))}</td>
+  <td class="num">${ms(a.responseDurationMs as number)}</td>
+  <td class="text">${a.error ? redactor.text(a.error as string) : a.response ? redactor.text(String(a.response).slice(0, 200)) : ""}</td>
+</tr>`,
+      )}</tbody></table></div>
+${(attempts.body.data as unknown[]).length === 0 ? html`<p class="muted">No attempts yet.</p>` : ""}
+</section>
+<section aria-labelledby="h-circuit"><h2 id="h-circuit">Circuit history</h2>
+${
+  (circuit.history as unknown[]).length === 0
+    ? html`<p class="muted">No transitions yet.</p>`
+    : html`<ul class="timeline" data-testid="circuit-history">${(
+        circuit.history as Record<string, string>[]
+      ).map(
+        (t) =>
+          html`<li>${time(t.at)}: ${badge(t.from)} → ${badge(t.to)} <span class="muted">${t.reason}</span></li>`,
+      )}</ul>`
+}
+</section>`;
+      return sendPage(reply, {
+        title: `Endpoint ${e.id}`,
+        principal,
+        csrfToken,
+        active: "/dashboard/endpoints",
+        charts: true,
+        body,
+      });
+    },
+  );
+
+  type Req = FastifyRequest<{ Params: { endpointId: string } }>;
+  const action =
+    (fn: (principal: Principal, appId: string, id: string) => Promise<string>) =>
+    async (request: Req, reply: FastifyReply) => {
+      const { principal } = sessionOf(request);
+      const id = request.params.endpointId;
+      const appId = await appOf(deps, principal, id);
+      const done = await fn(principal, appId, id);
+      return reply.redirect(`${epPath(id)}?${done}`, 303);
+    };
+  const opts = { schema: { hide: true } };
+
+  app.post<{ Params: { endpointId: string } }>(
+    "/endpoints/:endpointId/disable",
+    opts,
+    action(async (p, appId, id) => {
+      ok(await calls.call(p, "PATCH", api(appId, id), { disabled: true }));
+      return "done=disabled";
+    }),
+  );
+  app.post<{ Params: { endpointId: string } }>(
+    "/endpoints/:endpointId/enable",
+    opts,
+    action(async (p, appId, id) => {
+      ok(await calls.call(p, "PATCH", api(appId, id), { disabled: false }));
+      return "done=enabled";
+    }),
+  );
+  app.post<{ Params: { endpointId: string } }>(
+    "/endpoints/:endpointId/reset-circuit",
+    opts,
+    action(async (p, appId, id) => {
+      ok(await calls.call(p, "POST", api(appId, id, "/circuit/reset")));
+      return "done=circuit-reset";
+    }),
+  );
+  app.post<{ Params: { endpointId: string } }>(
+    "/endpoints/:endpointId/rotate-secret",
+    opts,
+    action(async (p, appId, id) => {
+      ok(await calls.call(p, "POST", api(appId, id, "/secret/rotate"), {}));
+      return "done=secret-rotated";
+    }),
+  );
+  app.post<{ Params: { endpointId: string } }>(
+    "/endpoints/:endpointId/requeue",
+    opts,
+    action(async (p, _appId, id) => {
+      const res = ok(
+        await calls.call(p, "POST", "/api/v1/dead-letters/requeue", { endpointId: id }),
+      );
+      return `done=requeued&n=${Number(res.body.requeued) || 0}`;
+    }),
+  );
+
+  // The confirmation: how many rows a requeue takes and the pace they go out at.
+  app.get<{ Params: { endpointId: string } }>(
+    "/endpoints/:endpointId/requeue",
+    opts,
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const { principal, csrfToken } = session;
+      const id = request.params.endpointId;
+      const appId = await appOf(deps, principal, id);
+      const endpoint = ok(await calls.call(principal, "GET", api(appId, id))).body;
+      const [plan] = await requeuePlan(deps.pool, { endpointId: id, appId: ownApp(principal) });
+      const rows = plan?.deliveries ?? 0;
+      const body = html`<h1>Requeue dead letters</h1>
+<p>Endpoint <a href="${epPath(id)}"><code>${id}</code></a>: ${redactor.url(endpoint.url)}</p>
+${
+  rows === 0
+    ? html`<p data-testid="requeue-plan">This endpoint has no dead letters to requeue.</p>`
+    : html`<p data-testid="requeue-plan">This requeues <strong>${count(rows)}</strong> dead ${rows === 1 ? "letter" : "letters"} with a fresh attempt budget and the same message ids. ${paceText(plan!.perSecond, rows)}</p>
+<form method="post" action="${epPath(id, "requeue")}">
+  <input type="hidden" name="${CSRF_FIELD}" value="${csrfToken}">
+  <button type="submit" class="primary">Requeue ${count(rows)}</button>
+  <a href="${epPath(id)}">Cancel</a>
+</form>`
+}`;
+      return sendPage(reply, {
+        title: "Requeue dead letters",
+        principal,
+        csrfToken,
+        active: "/dashboard/endpoints",
+        body,
+      });
+    },
+  );
+}

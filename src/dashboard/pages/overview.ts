@@ -1,19 +1,108 @@
-/** GET /dashboard: the overview (docs/dashboard.md, "Pages"). */
+/**
+ * GET /dashboard: the overview (docs/dashboard.md, "Pages"): the health summary with the
+ * oldest pending first, open alerts, attempts per minute by outcome and latency
+ * percentiles over 24 h, and the slowest and most failing endpoints.
+ */
 import type { FastifyInstance } from "fastify";
-import { html } from "../html.ts";
+import type { Alert } from "../../ops/alerts.ts";
+import type { HealthSummary } from "../../ops/health-summary.ts";
+import { age, badge, count, ms, ownApp, percent } from "../format.ts";
+import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
 import { type DashboardDeps, sessionOf } from "../plugin.ts";
+import { type EndpointTableRow, endpointTable } from "../sql/endpoint-table.ts";
 
-export function registerOverviewPage(app: FastifyInstance, { calls }: DashboardDeps): void {
+/** The chart panels of one scope (the overview's: everything the principal sees). */
+export function chartPanels(query: Record<string, string> = {}): Html {
+  const src = dashboardPath(["chart-data"], { hours: 24, bucket_minutes: 5, ...query });
+  return html`<div class="charts">
+  <figure class="chart"><h3>Attempts per minute by outcome (24 h)</h3>
+    <div data-chart="outcomes" data-src="${src}" role="img" aria-label="Attempts per minute by outcome over 24 hours"></div></figure>
+  <figure class="chart"><h3>Attempt latency p50 / p95 / p99 (24 h)</h3>
+    <div data-chart="latency" data-src="${src}" role="img" aria-label="Attempt latency percentiles over 24 hours"></div></figure>
+</div>`;
+}
+
+function summaryCards(s: HealthSummary): Html {
+  const card = (label: string, value: unknown, lead = false) =>
+    html`<div class="card${lead ? " lead" : ""}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
+  return html`<div class="cards" data-testid="summary">
+  ${card("Oldest pending", s.oldestPending ? age(s.oldestPending.ageMs) : "none", true)}
+  ${card("Pending", count(s.pending))}
+  ${card("Awaiting retry", count(s.awaitingRetry))}
+  ${card("In flight", count(s.inFlight))}
+  ${card("Dead letters", count(s.deadLetter))}
+  ${card("Delivered, last hour", count(s.deliveredLastHour))}
+  ${card("Failed, last hour", count(s.failedLastHour))}
+  ${card("Avg delivery, last hour", ms(s.avgDeliveryMsLastHour))}
+</div>`;
+}
+
+function alertList(alerts: Alert[]): Html {
+  if (alerts.length === 0) return html`<p class="muted">No open alerts.</p>`;
+  return html`<ul class="alerts">${alerts.map(
+    (a) => html`<li>${badge(a.severity)} <strong>${a.kind.replaceAll("_", " ")}</strong>
+      ${
+        a.subject.type === "endpoint"
+          ? html`<a href="${dashboardPath(["endpoints", a.subject.id])}">${a.subject.id}</a>`
+          : ""
+      }: ${a.message} <span class="muted">since ${a.since}</span></li>`,
+  )}</ul>`;
+}
+
+/** A short table of endpoints (top slow, top failing). */
+export function shortEndpointTable(rows: EndpointTableRow[], maskUrl: (u: string) => string): Html {
+  if (rows.length === 0) return html`<p class="muted">None.</p>`;
+  return html`<div class="table-wrap"><table>
+<thead><tr><th>Endpoint</th><th class="hide-narrow">App</th><th>Circuit</th><th class="num">Success</th><th class="num">p95</th><th class="num">Backlog</th></tr></thead>
+<tbody>${rows.map(
+    (r) => html`<tr>
+  <td class="url"><a href="${dashboardPath(["endpoints", r.id])}">${maskUrl(r.url)}</a></td>
+  <td class="hide-narrow">${r.app_name}</td>
+  <td>${badge(r.circuit_state)}</td>
+  <td class="num">${percent(r.success_rate)}</td>
+  <td class="num">${ms(r.p95_ms)}</td>
+  <td class="num">${count(r.pending)}</td>
+</tr>`,
+  )}</tbody></table></div>`;
+}
+
+export function registerOverviewPage(
+  app: FastifyInstance,
+  { calls, pool, redactor }: DashboardDeps,
+): void {
   app.get("/", { schema: { hide: true } }, async (request, reply) => {
     const session = sessionOf(request);
-    const summary = await calls.call(session.principal, "GET", "/api/v1/health/summary");
+    const { principal } = session;
+    const appId = ownApp(principal);
+    const top = { appId, state: null, slow: false, limit: 5, offset: 0 } as const;
+    const [summary, alerts, slow, failing] = await Promise.all([
+      calls.call(principal, "GET", "/api/v1/health/summary"),
+      calls.call(principal, "GET", "/api/v1/alerts"),
+      endpointTable(pool, { ...top, sort: "p95", descending: true }),
+      endpointTable(pool, { ...top, sort: "success", descending: false }),
+    ]);
+    const s = summary.body as HealthSummary;
+    const maskUrl = (u: string) => redactor.url(u);
     return sendPage(reply, {
       title: "Overview",
-      principal: session.principal,
+      principal,
       csrfToken: session.csrfToken,
       active: "/dashboard",
-      body: html`<h1>Overview</h1><pre>${JSON.stringify(summary.body, null, 2)}</pre>`,
+      charts: true,
+      body: html`<h1>Overview</h1>
+<section aria-labelledby="h-summary"><h2 id="h-summary">Health</h2>${summaryCards(s)}</section>
+<section aria-labelledby="h-alerts"><h2 id="h-alerts">Open alerts</h2>${alertList(alerts.body.data as Alert[])}</section>
+<section aria-labelledby="h-charts"><h2 id="h-charts">Last 24 hours</h2>${chartPanels()}</section>
+<section aria-labelledby="h-slow"><h2 id="h-slow">Slowest endpoints (p95)</h2>${shortEndpointTable(
+        slow.rows.filter((r) => r.p95_ms !== null),
+        maskUrl,
+      )}</section>
+<section aria-labelledby="h-failing"><h2 id="h-failing">Most failing endpoints</h2>${shortEndpointTable(
+        failing.rows.filter((r) => r.success_rate !== null && r.success_rate < 1),
+        maskUrl,
+      )}</section>
+`,
     });
   });
 }

@@ -57,3 +57,8 @@ create table chart_rollup_state (
 
 -- A new mark starts a day back, so the first runs fill the charts' 24 h from history.
 insert into chart_rollup_state (rolled_until) values (date_trunc('minute', now() - interval '24 hours'));
+
+-- Message lookup by the producer's eventId across apps (an admin does not know the app);
+-- the unique (app_id, event_id) index cannot answer without the app. Partial: messages
+-- without an eventId cost nothing here.
+create index messages_event_id_idx on messages (event_id) where event_id is not null;

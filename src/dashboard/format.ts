@@ -1,0 +1,52 @@
+/** How the dashboard shows numbers, times and states (every value escaped by html). */
+import type { Principal } from "../api/auth.ts";
+import { type Html, html } from "./html.ts";
+
+export const dash = html`<span class="muted">–</span>`;
+
+/** 1234 → "1,234". */
+export const count = (n: number | null | undefined): Html | string =>
+  n === null || n === undefined ? dash : n.toLocaleString("en-US");
+
+/** Milliseconds as "850 ms" or "2.3 s". */
+export function ms(value: number | null | undefined): Html | string {
+  if (value === null || value === undefined) return dash;
+  if (value < 1000) return `${Math.round(value)} ms`;
+  return `${(value / 1000).toFixed(value < 10_000 ? 2 : 1)} s`;
+}
+
+/** A duration as "45 s", "12 min", "3.5 h", "2.1 d". */
+export function age(valueMs: number | null | undefined): Html | string {
+  if (valueMs === null || valueMs === undefined) return dash;
+  const s = valueMs / 1000;
+  if (s < 90) return `${Math.round(s)} s`;
+  if (s < 90 * 60) return `${Math.round(s / 60)} min`;
+  if (s < 36 * 3600) return `${(s / 3600).toFixed(1)} h`;
+  return `${(s / 86_400).toFixed(1)} d`;
+}
+
+/** Age of a point in time from now. */
+export const since = (at: Date | string | null | undefined): Html | string =>
+  at ? age(Date.now() - new Date(at).getTime()) : dash;
+
+/** 0.9876 → "98.8%". */
+export const percent = (rate: number | null | undefined): Html | string =>
+  rate === null || rate === undefined ? dash : `${(rate * 100).toFixed(1)}%`;
+
+/** A time as ISO in UTC, in a <time> element. */
+export function time(at: Date | string | null | undefined): Html {
+  if (!at) return dash;
+  const iso = new Date(at).toISOString();
+  return html`<time datetime="${iso}">${iso.replace("T", " ").slice(0, 19)} UTC</time>`;
+}
+
+/** A state as a coloured badge (the class is one of a fixed set, the text escaped). */
+export function badge(state: string | null | undefined, text?: string): Html {
+  const known =
+    /^(closed|open|half_open|ok|warning|critical|delivered|failed|pending|dead_letter|disabled|in_flight|canceled)$/;
+  const cls = state && known.test(state) ? state : "";
+  return html`<span class="badge ${cls}">${text ?? state ?? "–"}</span>`;
+}
+
+/** The app a principal is limited to (null for admin). */
+export const ownApp = (p: Principal): string | null => (p.role === "app" ? p.appId : null);

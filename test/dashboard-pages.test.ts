@@ -1,0 +1,188 @@
+/**
+ * The dashboard's pages and actions through app.inject (docs/dashboard.md, "Pages"): what
+ * each page shows after real deliveries, scoping by the key signed in with, escaping of
+ * hostile strings, and each action carried out by the API route behind it. The browser
+ * tests (dashboard-browser*.test.ts) check the same in Chromium.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createApiKey } from "../src/api/auth.ts";
+import { apiCalls, unique, V1 } from "./helpers/api-calls.ts";
+import { type DashboardClient, dashboardClient } from "./helpers/dashboard-client.ts";
+import { type Harness, startHarness } from "./helpers/harness.ts";
+import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
+
+let h: Harness;
+let rx: Receiver;
+let admin: DashboardClient;
+const { createApp, createEndpoint, sendMessage } = apiCalls(() => ({ h, rx }));
+
+const XSS = `<script>alert(1)</script>"><img src=x onerror=alert(2)>`;
+
+let appA: { id: string };
+let appB: { id: string };
+let epA: { id: string; url: string };
+let epFailing: { id: string };
+let epB: { id: string };
+
+beforeAll(async () => {
+  rx = await startReceiver((req) => ({ status: req.path.startsWith("/fail") ? 500 : 200 }));
+  h = await startHarness({ delivery: { maxAttempts: 2 } as never });
+  appA = await createApp({ name: `A ${XSS}` });
+  appB = await createApp({ name: "B" });
+  epA = await createEndpoint(appA.id, { description: `desc ${XSS}` });
+  epFailing = await createEndpoint(appA.id, { url: `${rx.url}/fail/${unique("x")}` });
+  epB = await createEndpoint(appB.id);
+  h.startWorker();
+  for (let i = 0; i < 3; i++) {
+    await sendMessage(appA.id, {
+      eventType: "order.paid",
+      eventId: `evt-a-${i}`,
+      payload: { i, note: XSS, email: "someone@example.com" },
+    });
+  }
+  await sendMessage(appB.id, { eventType: "order.paid", eventId: "evt-b", payload: {} });
+  await waitFor(async () => {
+    const { rows } = await h.db.pool.query(
+      "select count(*) filter (where status in ('delivered', 'dead_letter'))::int as n, count(*)::int as total from deliveries",
+    );
+    return rows[0].n === rows[0].total;
+  });
+  admin = dashboardClient(h.api);
+  await admin.signIn(h.adminKey);
+});
+afterAll(async () => {
+  await h?.close();
+  await rx?.close();
+});
+
+describe("pages", () => {
+  test("overview: summary, alerts, chart panels and endpoint lists", async () => {
+    const res = await admin.get("/dashboard");
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain("Oldest pending");
+    expect(res.body).toMatch(/Dead letters<\/div><div class="value">3</);
+    expect(res.body).toContain('data-chart="outcomes"');
+    expect(res.body).toContain("Most failing endpoints");
+    const data = await admin.get("/dashboard/chart-data?hours=1&bucket_minutes=1");
+    expect(data.statusCode).toBe(200);
+    const buckets = data.json().data as { attempts: number }[];
+    expect(buckets.reduce((n, b) => n + b.attempts, 0)).toBe(3 + 3 * 2 + 1);
+  });
+
+  test("endpoints: every endpoint for admin, only its app's for an app key", async () => {
+    const all = await admin.get("/dashboard/endpoints");
+    for (const ep of [epA, epFailing, epB])
+      expect(all.body).toContain(`/dashboard/endpoints/${ep.id}`);
+    const { key } = await createApiKey(h.db.pool, { role: "app", appId: appB.id });
+    const b = dashboardClient(h.api);
+    await b.signIn(key);
+    const mine = await b.get("/dashboard/endpoints");
+    expect(mine.body).toContain(`/dashboard/endpoints/${epB.id}`);
+    expect(mine.body).not.toContain(epA.id);
+    expect((await b.get(`/dashboard/endpoints/${epA.id}`)).statusCode).toBe(404);
+    expect((await b.get(`/dashboard/endpoints?app=${appA.id}`)).statusCode).toBe(404);
+    expect((await b.get("/dashboard/messages?q=evt-a-1")).body).toContain("No message has");
+    const chart = await b.get(`/dashboard/chart-data?endpoint_id=${epA.id}`);
+    expect(chart.statusCode).toBe(404);
+  });
+
+  test("endpoints: filter, sort and page are in the URL", async () => {
+    const open = await admin.get("/dashboard/endpoints?state=disabled");
+    expect(open.body).toContain("0–0 of 0 endpoints");
+    const byApp = await admin.get(`/dashboard/endpoints?app=${appB.id}`);
+    expect(byApp.body).toContain("1–1 of 1 endpoints");
+    const sorted = await admin.get("/dashboard/endpoints?sort=p95&dir=desc");
+    expect(sorted.body).toMatch(/aria-sort="descending"><a href="[^"]*sort=p95"/);
+    // junk in the query is ignored or refused, never a 500
+    for (const q of ["sort=x&dir=y&page=-1", "state=a&state=b", "page=99999999999", "app[]=x"]) {
+      expect((await admin.get(`/dashboard/endpoints?${q}`)).statusCode).toBeLessThan(500);
+    }
+  });
+
+  test("hostile strings render as text", async () => {
+    const pages = [
+      await admin.get("/dashboard/endpoints"),
+      await admin.get(`/dashboard/endpoints/${epA.id}`),
+      await admin.get("/dashboard/messages?q=evt-a-1"),
+    ];
+    for (const res of pages) {
+      expect(res.statusCode).toBe(200);
+      expect(res.body).not.toContain("<script>alert");
+      expect(res.body).not.toContain("<img src=x");
+      expect(res.body).toContain("&lt;script&gt;alert(1)&lt;/script&gt;");
+    }
+  });
+
+  test("message lookup by eventId: masked payload and the attempts of every delivery", async () => {
+    const res = await admin.get("/dashboard/messages?q=evt-a-2");
+    expect(res.body).toContain('data-testid="payload"');
+    expect(res.body).not.toContain("someone@example.com");
+    expect(res.body).toContain("***");
+    // two endpoints: one delivered at once, one dead after 2 attempts
+    expect(res.body.match(/data-testid="delivery"/g)).toHaveLength(2);
+    expect(res.body.match(/<li class="success">/g)).toHaveLength(1);
+    expect(res.body.match(/<li class="failure">/g)).toHaveLength(2);
+  });
+});
+
+describe("actions", () => {
+  test("disable and enable go through PATCH endpoint", async () => {
+    await admin.get(`/dashboard/endpoints/${epB.id}`);
+    const res = await admin.post(`/dashboard/endpoints/${epB.id}/disable`);
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe(`/dashboard/endpoints/${epB.id}?done=disabled`);
+    const url = `${V1}/app/${appB.id}/endpoint/${epB.id}`;
+    expect((await h.call("GET", url)).body.disabled).toBe(true);
+    expect((await admin.get(res.headers.location as string)).body).toContain("Endpoint disabled");
+    await admin.post(`/dashboard/endpoints/${epB.id}/enable`);
+    expect((await h.call("GET", url)).body.disabled).toBe(false);
+  });
+
+  test("rotate secret and reset circuit", async () => {
+    const secretUrl = `${V1}/app/${appB.id}/endpoint/${epB.id}/secret`;
+    const before = (await h.call("GET", secretUrl)).body.key;
+    await admin.get(`/dashboard/endpoints/${epB.id}`);
+    await admin.post(`/dashboard/endpoints/${epB.id}/rotate-secret`);
+    expect((await h.call("GET", secretUrl)).body.key).not.toBe(before);
+    await h.db.pool.query(
+      "update endpoint_health set circuit_state = 'open', opened_at = now() where endpoint_id = $1",
+      [epB.id],
+    );
+    expect((await admin.get(`/dashboard/endpoints/${epB.id}`)).body).toMatch(
+      /data-testid="circuit"><span class="badge open">open/,
+    );
+    await admin.post(`/dashboard/endpoints/${epB.id}/reset-circuit`);
+    const health = await h.call("GET", `${V1}/app/${appB.id}/endpoint/${epB.id}/health`);
+    expect(health.body.circuit.state).toBe("closed");
+  });
+
+  test("requeue states the rows and the pace, then requeues them", async () => {
+    await h.call("PATCH", `${V1}/app/${appA.id}/endpoint/${epFailing.id}`, { rateLimit: 2 });
+    const confirm = await admin.get(`/dashboard/endpoints/${epFailing.id}/requeue`);
+    expect(confirm.body).toMatch(/This requeues <strong>3<\/strong> dead letters/);
+    expect(confirm.body).toContain("2 per second (the endpoint&#39;s rate limit)");
+    const res = await admin.post(`/dashboard/endpoints/${epFailing.id}/requeue`);
+    expect(res.headers.location).toBe(`/dashboard/endpoints/${epFailing.id}?done=requeued&n=3`);
+  });
+
+  test("resend a message to one endpoint", async () => {
+    const page = await admin.get("/dashboard/messages?q=evt-a-0");
+    const msgId = /\/dashboard\/messages\/(msg_\w+)\/resend/.exec(page.body)![1]!;
+    const before = rx.requests.length;
+    const res = await admin.post(`/dashboard/messages/${msgId}/resend`, { endpoint_id: epA.id });
+    expect(res.statusCode).toBe(303);
+    await waitFor(() => rx.requests.length > before);
+  });
+
+  test("an action of another app's endpoint is 404 and changes nothing", async () => {
+    const { key } = await createApiKey(h.db.pool, { role: "app", appId: appB.id });
+    const b = dashboardClient(h.api);
+    await b.signIn(key);
+    await b.get("/dashboard");
+    const res = await b.post(`/dashboard/endpoints/${epA.id}/disable`);
+    expect(res.statusCode).toBe(404);
+    expect((await h.call("GET", `${V1}/app/${appA.id}/endpoint/${epA.id}`)).body.disabled).toBe(
+      false,
+    );
+  });
+});
