@@ -131,3 +131,100 @@ describe("a customer manages endpoints", () => {
     await worker.stop();
   });
 });
+
+describe("headers: embedding, cookies, caching", () => {
+  const exchange = (api: Harness["api"], token: string, headers: Record<string, string> = {}) =>
+    api.inject({
+      method: "POST",
+      url: "/portal/session",
+      headers: { "content-type": "application/json", ...headers },
+      payload: JSON.stringify({ token }),
+    });
+
+  test("over http: an HttpOnly cookie for /portal, SameSite=Lax, expiring with the link; frame-ancestors 'self' by default", async () => {
+    const token = await link({ expiry: 600 });
+    const res = await exchange(h.api, token);
+    expect(res.statusCode).toBe(204);
+    const cookie = String(res.headers["set-cookie"]);
+    expect(cookie).toMatch(
+      /^hookrelay_portal=[A-Za-z0-9_-]{43}; Path=\/portal; HttpOnly; Max-Age=(59\d|600); SameSite=Lax$/,
+    );
+    const c = await openPortal(h.api, token);
+    const page = await c.get("/portal/endpoints");
+    const csp = String(page.headers["content-security-policy"]);
+    expect(csp).toContain("frame-ancestors 'self'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(page.headers["x-frame-options"]).toBeUndefined();
+    expect(page.headers["cache-control"]).toBe("no-store");
+    expect(page.headers["referrer-policy"]).toBe("same-origin");
+    // no inline script anywhere: every script element has a src
+    expect(page.body.match(/<script(?![^>]*\ssrc=)[^>]*>/g)).toBeNull();
+  });
+
+  test("behind https (HOOKRELAY_PUBLIC_URL): SameSite=None; Secure; Partitioned, and the configured frame ancestors", async () => {
+    const other = await startHarness({
+      publicUrl: "https://hooks.example.com",
+      portalFrameAncestors: ["https://app.example.com", "https://*.example.org"],
+    });
+    try {
+      const app = await other.call("POST", `${V1}/app`, { name: "x" });
+      const made = await other.call("POST", `${V1}/auth/app-portal-access/${app.body.id}`, {});
+      const res = await exchange(other.api, made.body.token);
+      expect(String(res.headers["set-cookie"])).toMatch(
+        /; HttpOnly; Max-Age=\d+; SameSite=None; Secure; Partitioned$/,
+      );
+      const landing = await other.api.inject({ method: "GET", url: "/portal/" });
+      expect(landing.headers["content-security-policy"]).toContain(
+        "frame-ancestors https://app.example.com https://*.example.org",
+      );
+    } finally {
+      await other.close();
+    }
+  });
+
+  test("the exchange takes JSON from this origin only, and refuses dead or junk tokens alike", async () => {
+    const token = await link();
+    const form = await h.api.inject({
+      method: "POST",
+      url: "/portal/session",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      payload: `token=${token}`,
+    });
+    expect(form.statusCode).toBe(403);
+    expect(form.headers["set-cookie"]).toBeUndefined();
+    const foreign = await exchange(h.api, token, { origin: "https://evil.example" });
+    expect(foreign.statusCode).toBe(403);
+    expect(foreign.headers["set-cookie"]).toBeUndefined();
+    for (const junk of ["", "hrpt_short", `hrpt_${"A".repeat(43)}`, "x".repeat(128)]) {
+      const res = await exchange(h.api, junk);
+      expect(res.statusCode, junk).toBe(401);
+      expect(res.headers["set-cookie"]).toBeUndefined();
+    }
+  });
+
+  test("a hostile endpoint description and payload are text on every page that shows them", async () => {
+    const hostile = `<script>alert(1)</script>"><img src=x onerror=alert(1)>`;
+    const ep = await h.call("POST", `${V1}/app/${appId}/endpoint`, {
+      url: `${rx.url}/hostile`,
+      description: hostile,
+    });
+    const msg = await h.call("POST", `${V1}/app/${appId}/msg`, {
+      eventType: "order.paid",
+      payload: { note: hostile },
+    });
+    const c = await openPortal(h.api, await link());
+    for (const path of [
+      "/portal/endpoints",
+      `/portal/endpoints/${ep.body.id}`,
+      `/portal/endpoints/${ep.body.id}/edit`,
+      `/portal/messages/${msg.body.id}`,
+    ]) {
+      const page = await c.get(path);
+      expect(page.statusCode, path).toBe(200);
+      expect(page.body, path).not.toContain("<script>alert");
+      expect(page.body, path).not.toContain("<img src");
+      expect(page.body, path).toContain("&lt;script&gt;alert(1)&lt;/script&gt;");
+    }
+  });
+});
