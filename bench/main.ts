@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: starts its own PostgreSQL and receiver, runs scenarios 1-9 of the
+ * `npm run bench`: starts its own PostgreSQL and receiver, runs scenarios 1-11 of the
  * performance issue `--runs` times (default 3), prints the medians as a table and writes
  * everything to bench/results/<timestamp>.json. See docs/performance.md.
  *
@@ -24,6 +24,7 @@ import { type ReceiverControl, startReceiver } from "./lib/receiver.ts";
 import { figures, type RunResult, table } from "./lib/report.ts";
 import { type Backlog, dropBacklog, measureBacklog, prepareBacklog } from "./scenarios/backlog.ts";
 import { runCeiling } from "./scenarios/ceiling.ts";
+import { type DashboardData, measureDashboard, prepareDashboard } from "./scenarios/dashboard.ts";
 import { runDelivery } from "./scenarios/delivery.ts";
 import { runIngest } from "./scenarios/ingest.ts";
 import { runLatency } from "./scenarios/latency.ts";
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
 
   const { only } = opts;
   let backlog: Backlog | null = null;
+  let dashboard: DashboardData | null = null;
   const runs: RunResult[] = [];
   // pg_stat_statements per scenario of the first run: which statements dominate.
   const statements: Record<string, StatementStat[]> = {};
@@ -87,6 +89,13 @@ async function main(): Promise<void> {
         `8 backlog: seeding ${opts.backlogSmall} and ${opts.backlogLarge} pending deliveries`,
       );
       backlog = await prepareBacklog(ctx);
+    }
+    if (only.has(11)) {
+      ctx.log("11 dashboard: seeding endpoints, deliveries and a day of attempts at 100/s");
+      dashboard = await prepareDashboard(ctx);
+      ctx.log(
+        `11 dashboard: seeded in ${Math.round(dashboard.seedMs)} ms, rolled up in ${Math.round(dashboard.rollupMs)} ms`,
+      );
     }
     for (let run = 1; run <= opts.runs; run++) {
       const r: RunResult = {};
@@ -141,10 +150,15 @@ async function main(): Promise<void> {
         const b = backlog;
         r.backlog = await step("8 backlog", () => measureBacklog(ctx, b));
       }
+      if (dashboard) {
+        const d = dashboard;
+        r.dashboard = await step("11 dashboard", () => measureDashboard(ctx, d));
+      }
       runs.push(r);
     }
   } finally {
     if (backlog) await dropBacklog(backlog).catch(() => undefined);
+    await dashboard?.db.drop().catch(() => undefined);
   }
 
   const figs = figures(runs);
@@ -180,6 +194,13 @@ async function main(): Promise<void> {
         statements,
         claimPlanLargeBacklog: backlog?.largePlan ?? null,
         backlogSeedMs: backlog?.seedMs ?? null,
+        dashboard: dashboard && {
+          attempts: dashboard.attempts,
+          endpoints: dashboard.endpoints,
+          deliveries: dashboard.deliveries,
+          seedMs: dashboard.seedMs,
+          rollupMs: dashboard.rollupMs,
+        },
       },
       runs,
     };

@@ -21,6 +21,7 @@ const SCENARIOS = [
   "8 backlog",
   "9 memory",
   "10 compiled vs source",
+  "11 dashboard",
 ];
 
 function runQuickBench(): Promise<{ code: number | null; stdout: string; stderr: string }> {

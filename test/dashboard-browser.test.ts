@@ -9,7 +9,14 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
 import { apiCalls, unique, V1 } from "./helpers/api-calls.ts";
-import { chartPoints, launchBrowser, signIn, watchPage } from "./helpers/browser.ts";
+import {
+  chartPoints,
+  focusedText,
+  launchBrowser,
+  sidewaysOverflow,
+  signIn,
+  watchPage,
+} from "./helpers/browser.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
@@ -89,7 +96,7 @@ describe("dashboard in Chromium", () => {
     expect(points).toHaveLength(2);
     for (const n of points) expect(n).toBeGreaterThan(0);
     // uPlot drew into a canvas of the panel's width
-    const width = await page.$eval("[data-chart] canvas", (c) => (c as HTMLCanvasElement).width);
+    const width = await page.$eval("[data-chart] canvas", (c) => Number(c.getAttribute("width")));
     expect(width).toBeGreaterThan(200);
     await expect(page.locator('[data-testid="summary"]').textContent()).resolves.toContain(
       "Oldest pending",
@@ -200,13 +207,13 @@ describe("dashboard in Chromium", () => {
   test("keyboard: the skip link and the sections are reachable with Tab", async () => {
     await signIn(page, base, h.adminKey);
     await page.keyboard.press("Tab");
-    await expect(page.evaluate(() => document.activeElement?.textContent)).resolves.toBe(
-      "Skip to content",
-    );
+    await expect(focusedText(page)).resolves.toBe("Skip to content");
     const reached: string[] = [];
     for (let i = 0; i < 6; i++) {
       await page.keyboard.press("Tab");
-      reached.push((await page.evaluate(() => document.activeElement?.textContent?.trim())) ?? "");
+      reached.push(
+        await page.evaluate<string>("document.activeElement?.textContent?.trim() ?? ''"),
+      );
     }
     expect(reached).toEqual(
       expect.arrayContaining(["Endpoints", "Dead letters", "Message lookup"]),
@@ -223,9 +230,7 @@ describe("dashboard in Chromium", () => {
       "/dashboard/dead-letters",
     ]) {
       await page.goto(`${base}${url}`);
-      const overflow = await page.evaluate(
-        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
-      );
+      const overflow = await sidewaysOverflow(page);
       expect(overflow, url).toBeLessThanOrEqual(0);
     }
   });

@@ -19,7 +19,7 @@ export interface BenchOptions {
   quick: boolean;
   runs: number;
   write: boolean;
-  /** scenario numbers to run (1-9); 9 needs 3, 7 compares with 3 */
+  /** scenario numbers to run (1-11); 9 needs 3, 7 compares with 3 */
   only: Set<number>;
   /** endpoints (and apps, one endpoint each); each has its own receiver port */
   endpoints: number;
@@ -59,7 +59,7 @@ const HELP = `npm run bench -- [options]
   --quick              tiny sizes, 1 run: proves the harness works (no meaningful figures)
   --runs <n>           runs per figure; each figure is the median (default 3)
   --no-write           do not write bench/results/<timestamp>.json
-  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-10)
+  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-11)
   --messages <n>       scenario 3 messages (default 50000)
   --concurrency <n>    requests in flight per hookrelay worker and in the ceiling (default 1024)
   --clients <n>        scenario 5 concurrent clients (default 64)
@@ -106,10 +106,10 @@ export function parseOptions(argv: string[]): BenchOptions {
   };
   const quick = values.quick;
   const only = new Set(
-    (values.only ?? "1,2,3,4,5,6,7,8,9,10")
+    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11")
       .split(",")
       .map((s) => Number(s.trim()))
-      .filter((n) => n >= 1 && n <= 10),
+      .filter((n) => n >= 1 && n <= 11),
   );
   // 9 (memory) is sampled during 3; 7 and 10 are ratios of 3.
   if (only.has(9) || only.has(7) || only.has(10)) only.add(3);

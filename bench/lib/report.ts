@@ -5,6 +5,7 @@
  */
 import type { BacklogRun } from "../scenarios/backlog.ts";
 import type { CeilingRun } from "../scenarios/ceiling.ts";
+import type { DashboardRun } from "../scenarios/dashboard.ts";
 import type { DeliveryRun } from "../scenarios/delivery.ts";
 import type { IngestRun } from "../scenarios/ingest.ts";
 import type { LatencyRun } from "../scenarios/latency.ts";
@@ -24,6 +25,7 @@ export interface RunResult {
   backlog?: BacklogRun;
   /** scenario 3's single worker, run from src/ through tsx */
   source1?: DeliveryRun;
+  dashboard?: DashboardRun;
 }
 
 export interface Figure {
@@ -174,8 +176,40 @@ export function figures(runs: RunResult[]): Figure[] {
   add("10 compiled vs source", "worker CPU compiled / source", "x", (r) =>
     vs(r.hookrelay1?.cpuPerThousand.ms.worker, r.source1?.cpuPerThousand.ms.worker),
   );
+  add(
+    "11 dashboard",
+    "chart buckets, 1 endpoint (24 h at 100/s)",
+    "ms",
+    (r) => r.dashboard?.chartEndpointMs,
+    atMost(100, "< 100"),
+  );
+  add("11 dashboard", "chart buckets, everything", "ms", (r) => r.dashboard?.chartAllMs);
+  for (const page of DASHBOARD_PAGES) {
+    add("11 dashboard", `server: ${page}`, "ms", (r) => r.dashboard?.server[page]);
+  }
+  for (const page of DASHBOARD_PAGES) {
+    add(
+      "11 dashboard",
+      `browser load, charts drawn: ${page}`,
+      "ms",
+      (r) => r.dashboard?.browser?.[page],
+      atMost(1000, "< 1000"),
+    );
+  }
   return out;
 }
+
+/** The pages scenario 11 times, in its order. */
+const DASHBOARD_PAGES = [
+  "overview",
+  "endpoints",
+  "endpoints by p95",
+  "endpoints by backlog",
+  "endpoints, page 150",
+  "endpoint detail",
+  "dead letters",
+  "message lookup",
+];
 
 function fmt(v: number, unit: string): string {
   if (!Number.isFinite(v)) return "n/a";

@@ -42,15 +42,45 @@ export async function signIn(page: Page, baseUrl: string, key: string): Promise<
   await Promise.all([page.waitForURL(`${baseUrl}/dashboard`), page.click("button[type=submit]")]);
 }
 
-/** Waits until every chart on the page is drawn; returns each chart's count of buckets with data. */
-export async function chartPoints(page: Page): Promise<number[]> {
+/**
+ * The little of the page's DOM these helpers read. This project's TypeScript has no DOM
+ * types; the functions below run in the page (Playwright sends their source), where
+ * `document` is the real one. (Not strings: the dashboard's CSP forbids eval, which
+ * Playwright would need for a string predicate.)
+ */
+interface PageElement {
+  getAttribute(name: string): string | null;
+  textContent: string | null;
+}
+declare const document: {
+  querySelectorAll(selector: string): ArrayLike<PageElement>;
+  activeElement: PageElement | null;
+  documentElement: { scrollWidth: number; clientWidth: number };
+};
+
+/** Resolves when every chart on the page is drawn (or failed). */
+export async function chartsDrawn(page: Page): Promise<void> {
   await page.waitForFunction(() =>
-    [...document.querySelectorAll("[data-chart]")].every(
-      (el) =>
-        el.getAttribute("data-state") === "drawn" || el.getAttribute("data-state") === "error",
+    Array.from(document.querySelectorAll("[data-chart]")).every((el) =>
+      ["drawn", "error"].includes(el.getAttribute("data-state") ?? ""),
     ),
   );
-  return page.$$eval("[data-chart]", (els) =>
-    els.map((el) => Number(el.getAttribute("data-points") ?? "-1")),
+}
+
+/** Waits until every chart on the page is drawn; returns each chart's count of buckets with data. */
+export async function chartPoints(page: Page): Promise<number[]> {
+  await chartsDrawn(page);
+  return page.evaluate(() =>
+    Array.from(document.querySelectorAll("[data-chart]")).map((el) =>
+      Number(el.getAttribute("data-points") ?? "-1"),
+    ),
   );
 }
+
+/** The text of the focused element. */
+export const focusedText = (page: Page): Promise<string> =>
+  page.evaluate(() => document.activeElement?.textContent?.trim() ?? "");
+
+/** How far the page scrolls sideways (0: it fits the viewport). */
+export const sidewaysOverflow = (page: Page): Promise<number> =>
+  page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);

@@ -43,6 +43,7 @@ async function serve(roles: Roles, flags: ServeFlags): Promise<void> {
   const out = (line: string) => process.stdout.write(`${line}\n`);
   if (runtime.apiUrl) {
     out(`hookrelay API listening on ${runtime.apiUrl} (OpenAPI UI at ${runtime.apiUrl}/docs)`);
+    out(`dashboard: ${runtime.apiUrl}/dashboard (sign in with an API key)`);
   }
   if (runtime.embedded) {
     const shown = flags.showDbPassword

@@ -19,6 +19,7 @@ import { sendPage } from "../layout.ts";
 import { type DashboardDeps, sessionOf } from "../plugin.ts";
 import { queryStrings } from "../query.ts";
 import { endpointAppId } from "../sql/message-lookup.ts";
+import { chartHours, chartSrc, rangeLinks } from "./overview.ts";
 
 /** What an action did, by the code in ?done= (never free text from the URL). */
 const DONE: Record<string, (n: string | undefined) => string> = {
@@ -86,6 +87,7 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
       const { principal, csrfToken } = session;
       const id = request.params.endpointId;
       const appId = await appOf(deps, principal, id);
+      const hours = chartHours(request.query);
       const [endpoint, health, attempts, analysis] = await Promise.all([
         calls.call(principal, "GET", api(appId, id)).then(ok),
         calls.call(principal, "GET", api(appId, id, "/health")).then(ok),
@@ -152,12 +154,13 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
     danger: true,
   })}
 </div></section>
-<section aria-labelledby="h-charts"><h2 id="h-charts">Last 24 hours</h2>
+<section aria-labelledby="h-charts"><h2 id="h-charts">${hours === 1 ? "Last hour" : `Last ${hours} hours`}</h2>
+${rangeLinks(["endpoints", id], hours)}
 <div class="charts">
-  <figure class="chart"><h3>Latency p50 / p95 / p99 per 5 minutes</h3>
-    <div data-chart="latency" data-src="${dashboardPath(["chart-data"], { endpoint_id: id, hours: 24, bucket_minutes: 5 })}" role="img" aria-label="Latency percentiles of this endpoint over 24 hours"></div></figure>
-  <figure class="chart"><h3>Attempts per 5 minutes by status class</h3>
-    <div data-chart="status" data-src="${dashboardPath(["chart-data"], { endpoint_id: id, hours: 24, bucket_minutes: 5 })}" role="img" aria-label="Attempts of this endpoint by status class over 24 hours"></div></figure>
+  <figure class="chart"><h3>Latency p50 / p95 / p99 per bucket</h3>
+    <div data-chart="latency" data-src="${chartSrc(hours, { endpoint_id: id })}" role="img" aria-label="Latency percentiles of this endpoint over ${hours} hours"></div></figure>
+  <figure class="chart"><h3>Attempts per bucket by status class</h3>
+    <div data-chart="status" data-src="${chartSrc(hours, { endpoint_id: id })}" role="img" aria-label="Attempts of this endpoint by status class over ${hours} hours"></div></figure>
 </div></section>
 ${
   dl &&

@@ -10,16 +10,40 @@ import { age, badge, count, ms, ownApp, percent } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
 import { type DashboardDeps, sessionOf } from "../plugin.ts";
+import { queryStrings } from "../query.ts";
 import { type EndpointTableRow, endpointTable } from "../sql/endpoint-table.ts";
 
+/** The chart ranges a page offers (?hours=), with the bucket each uses. */
+const RANGES: Record<number, number> = { 1: 1, 6: 5, 24: 5 };
+
+/** The range a page's ?hours= asks for (24 h unless 1 or 6). */
+export const chartHours = (query: unknown): number => {
+  const hours = Number(queryStrings(query).hours);
+  return hours in RANGES ? hours : 24;
+};
+
+/** Links to the other ranges of the same page. */
+export function rangeLinks(path: readonly string[], hours: number): Html {
+  return html`<p class="ranges">Range: ${Object.keys(RANGES).map((h) =>
+    Number(h) === hours
+      ? html`<strong aria-current="true">${h} h</strong> `
+      : html`<a href="${dashboardPath(path, { hours: h })}">${h} h</a> `,
+  )}</p>`;
+}
+
+/** The chart source URL of a scope and range. */
+export const chartSrc = (hours: number, query: Record<string, string> = {}) =>
+  dashboardPath(["chart-data"], { hours, bucket_minutes: RANGES[hours] ?? 5, ...query });
+
 /** The chart panels of one scope (the overview's: everything the principal sees). */
-export function chartPanels(query: Record<string, string> = {}): Html {
-  const src = dashboardPath(["chart-data"], { hours: 24, bucket_minutes: 5, ...query });
+export function chartPanels(hours: number): Html {
+  const src = chartSrc(hours);
+  const per = RANGES[hours] === 1 ? "minute" : `${RANGES[hours]} minutes`;
   return html`<div class="charts">
-  <figure class="chart"><h3>Attempts per minute by outcome (24 h)</h3>
-    <div data-chart="outcomes" data-src="${src}" role="img" aria-label="Attempts per minute by outcome over 24 hours"></div></figure>
-  <figure class="chart"><h3>Attempt latency p50 / p95 / p99 (24 h)</h3>
-    <div data-chart="latency" data-src="${src}" role="img" aria-label="Attempt latency percentiles over 24 hours"></div></figure>
+  <figure class="chart"><h3>Attempts per minute by outcome (${hours} h)</h3>
+    <div data-chart="outcomes" data-src="${src}" role="img" aria-label="Attempts per minute by outcome over ${hours} hours"></div></figure>
+  <figure class="chart"><h3>Attempt latency p50 / p95 / p99 per ${per} (${hours} h)</h3>
+    <div data-chart="latency" data-src="${src}" role="img" aria-label="Attempt latency percentiles over ${hours} hours"></div></figure>
 </div>`;
 }
 
@@ -75,6 +99,7 @@ export function registerOverviewPage(
     const session = sessionOf(request);
     const { principal } = session;
     const appId = ownApp(principal);
+    const hours = chartHours(request.query);
     const top = { appId, state: null, slow: false, limit: 5, offset: 0 } as const;
     const [summary, alerts, slow, failing] = await Promise.all([
       calls.call(principal, "GET", "/api/v1/health/summary"),
@@ -93,7 +118,7 @@ export function registerOverviewPage(
       body: html`<h1>Overview</h1>
 <section aria-labelledby="h-summary"><h2 id="h-summary">Health</h2>${summaryCards(s)}</section>
 <section aria-labelledby="h-alerts"><h2 id="h-alerts">Open alerts</h2>${alertList(alerts.body.data as Alert[])}</section>
-<section aria-labelledby="h-charts"><h2 id="h-charts">Last 24 hours</h2>${chartPanels()}</section>
+<section aria-labelledby="h-charts"><h2 id="h-charts">${hours === 1 ? "Last hour" : `Last ${hours} hours`}</h2>${rangeLinks([], hours)}${chartPanels(hours)}</section>
 <section aria-labelledby="h-slow"><h2 id="h-slow">Slowest endpoints (p95)</h2>${shortEndpointTable(
         slow.rows.filter((r) => r.p95_ms !== null),
         maskUrl,
