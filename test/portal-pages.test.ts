@@ -228,3 +228,32 @@ describe("headers: embedding, cookies, caching", () => {
     }
   });
 });
+
+describe("many endpoints", () => {
+  test("the list pages by 100, and every page shows its endpoints' health", async () => {
+    const many = (await h.call("POST", `${V1}/app`, { name: "Many" })).body.id;
+    await h.db.pool.query(
+      `insert into endpoints (id, app_id, url)
+       select 'ep_' || lpad(i::text, 22, '0'), $1, 'https://example.com/' || i
+       from generate_series(1, 330) i`,
+      [many],
+    );
+    const res = await h.call("POST", `${V1}/auth/app-portal-access/${many}`, {});
+    const c = await openPortal(h.api, res.body.token);
+    let page = await c.get("/portal/endpoints");
+    const rows = (body: string) => (body.match(/<tr>/g)?.length ?? 0) - 1;
+    const badges = (body: string) => body.match(/class="badge closed"/g)?.length ?? 0;
+    const seen: number[] = [];
+    for (;;) {
+      expect(badges(page.body), "each row has its circuit: the same page of health rows").toBe(
+        rows(page.body),
+      );
+      seen.push(rows(page.body));
+      const next = /href="(\/portal\/endpoints\?iterator=[^"]+)"/.exec(page.body)?.[1];
+      if (!next) break;
+      page = await c.get(next.replaceAll("&amp;", "&"));
+    }
+    expect(seen).toEqual([100, 100, 100, 30]);
+    expect(page.body).toContain("https://example.com/330");
+  });
+});

@@ -126,7 +126,8 @@ export function registerEndpointPages(app: FastifyInstance, deps: PortalDeps): v
       const health = await deps.api(
         session,
         "GET",
-        `/api/v1/health/endpoints?limit=250&app_id=${encodeURIComponent(session.appId)}`,
+        // the same page of the same order (both list by endpoint id, ascending)
+        `/api/v1/health/endpoints${query}&app_id=${encodeURIComponent(session.appId)}`,
       );
       // biome-ignore lint/suspicious/noExplicitAny: the health listing's documented shape
       const byId = new Map<string, any>(health.data.map((h: any) => [h.endpointId, h]));
