@@ -110,11 +110,13 @@ describe("GET /api/v1/stats/buckets", () => {
 
   test("the rollup gives the same buckets as the attempts themselves", async () => {
     const before = (await get(`endpoint_id=${ep.id}&hours=1&bucket_minutes=5`)).body.data;
+    const minutesBefore = (await get(`endpoint_id=${ep.id}&hours=1&bucket_minutes=1`)).body.data;
     const allBefore = (await get("hours=1&bucket_minutes=5")).body.data;
     const rolled = await rollUpCharts(h.db.pool, { keepMs: 25 * 3_600_000 });
-    // every settled attempt (older than 2 minutes) went into the rollup; the 404s did not
+    // every settled attempt (older than a minute) went into the rollup; the 404s did not
     expect(rolled).toBe(rows.length - 50 + 1);
     const after = (await get(`endpoint_id=${ep.id}&hours=1&bucket_minutes=5`)).body.data;
+    const minutesAfter = (await get(`endpoint_id=${ep.id}&hours=1&bucket_minutes=1`)).body.data;
     const allAfter = (await get("hours=1&bucket_minutes=5")).body.data;
     const strip = (d: { t: string }[]) => d.map(({ t, ...rest }) => [t, rest]);
     // (the range may have moved on by a bucket between the calls: compare the common ones)
@@ -123,6 +125,16 @@ describe("GET /api/v1/stats/buckets", () => {
       return strip(a.filter((x) => times.has(x.t)));
     };
     expect(common(after, before)).toEqual(common(before, after));
+    expect(common(minutesAfter, minutesBefore)).toEqual(common(minutesBefore, minutesAfter));
+    // both spans were written: 5-minute rows for 5-minute charts, 1-minute rows for the rest
+    const spans = await h.db.pool.query(
+      "select span, sum(success + failure)::int as n from chart_counts where scope = $1 group by span order by span",
+      [`ep:${ep.id}`],
+    );
+    expect(spans.rows).toEqual([
+      { span: 1, n: rows.length - 50 },
+      { span: 5, n: rows.length - 50 },
+    ]);
     expect(common(allAfter, allBefore)).toEqual(common(allBefore, allAfter));
     // a second rollup right away has nothing new and changes nothing
     expect(await rollUpCharts(h.db.pool, { keepMs: 25 * 3_600_000 })).toBe(0);

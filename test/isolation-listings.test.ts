@@ -138,6 +138,7 @@ describe("listings with app A's key show app A only", () => {
       `${V1}/dead-letters/requeue-plan`,
       `${V1}/health/endpoints`,
       `${V1}/health/summary`,
+      `${V1}/stats/buckets`,
     ]);
     for (const rule of byKind("list").filter((r) => r.method === "HEAD")) {
       expect((await as(A.key, "HEAD", rule.path)).status, rule.path).toBe(200);

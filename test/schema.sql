@@ -64,6 +64,7 @@ table attempts (
 
 table chart_counts (
   scope text not null,
+  span smallint not null,
   bucket timestamp with time zone not null,
   success integer not null,
   failure integer not null,
@@ -73,15 +74,18 @@ table chart_counts (
   s5xx integer not null,
   error integer not null,
   latency_sum_ms bigint not null,
-  constraint chart_counts_pkey PRIMARY KEY (scope, bucket)
+  constraint chart_counts_pkey PRIMARY KEY (scope, span, bucket),
+  constraint chart_counts_span_check CHECK ((span = ANY (ARRAY[1, 5])))
 );
 
 table chart_latency (
   scope text not null,
+  span smallint not null,
   bucket timestamp with time zone not null,
   bin smallint not null,
   n integer not null,
-  constraint chart_latency_pkey PRIMARY KEY (scope, bucket, bin)
+  constraint chart_latency_pkey PRIMARY KEY (scope, span, bucket, bin),
+  constraint chart_latency_span_check CHECK ((span = ANY (ARRAY[1, 5])))
 );
 
 table chart_rollup_state (
@@ -310,8 +314,8 @@ CREATE INDEX attempts_created_brin ON public.attempts USING brin (created_at);
 CREATE INDEX attempts_endpoint_idx ON public.attempts USING btree (endpoint_id, id);
 CREATE INDEX attempts_message_idx ON public.attempts USING btree (message_id, id);
 CREATE UNIQUE INDEX attempts_pkey ON public.attempts USING btree (id);
-CREATE UNIQUE INDEX chart_counts_pkey ON public.chart_counts USING btree (scope, bucket);
-CREATE UNIQUE INDEX chart_latency_pkey ON public.chart_latency USING btree (scope, bucket, bin);
+CREATE UNIQUE INDEX chart_counts_pkey ON public.chart_counts USING btree (scope, span, bucket);
+CREATE UNIQUE INDEX chart_latency_pkey ON public.chart_latency USING btree (scope, span, bucket, bin);
 CREATE UNIQUE INDEX chart_rollup_state_pkey ON public.chart_rollup_state USING btree (id);
 CREATE INDEX circuit_events_endpoint_idx ON public.circuit_events USING btree (endpoint_id, id);
 CREATE UNIQUE INDEX circuit_events_pkey ON public.circuit_events USING btree (id);

@@ -4,19 +4,24 @@
  * or everything, over the latency window (24 h).
  *
  * Set-based and bounded whatever the traffic: the maintenance runner rolls the attempts up
- * into per-minute rows (chart_counts, and a latency histogram in chart_latency, migration
- * 0012) for three scopes at once, 'all', 'app:<id>' and 'ep:<id>', with one GROUPING SETS
- * statement per step. A chart reads at most 1,440 minute rows a day of its scope, plus the
- * few minutes after the rollup's mark straight from the attempts, so it is current to the
- * second. Percentiles come from the merged histogram: bin 0 is 0 ms, bin k >= 1 holds
+ * into 1-minute and 5-minute rows (chart_counts, and a latency histogram in chart_latency,
+ * migration 0012) for three scopes at once, 'all', 'app:<id>' and 'ep:<id>', with one
+ * GROUPING SETS statement per step. A chart of 5-minute multiples reads 288 rows a day of
+ * its scope (others the 1-minute rows), plus the minutes after the rollup's mark straight
+ * from the attempts, so it is current to the second. A 5-minute row may hold only the
+ * minutes before the mark; the rest of it comes from the attempts. Percentiles come from the merged histogram: bin 0 is 0 ms, bin k >= 1 holds
  * [1.1^(k-1), 1.1^k) ms and is read as its geometric middle, so they are within 5%.
  */
 
 import { namedSql } from "../db/named-sql.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
 
-/** Attempts created this long ago may still be committing: the rollup stays behind. */
-const SETTLE = "2 minutes";
+/**
+ * Attempts created this long ago may still be committing: the rollup stays behind. (The
+ * result writer's statements commit within milliseconds; one that committed later than
+ * this would be missing from the charts only, never from the attempts.)
+ */
+const SETTLE = "1 minute";
 /** At most this much history per rollup statement (the first runs catch up a day). */
 const STEP = "60 minutes";
 
@@ -35,18 +40,23 @@ bounds as (
   from state
 ),
 src as materialized (
-  select a.endpoint_id, a.app_id, date_trunc('minute', a.created_at) as bucket,
-         a.outcome, a.status_code, a.latency_ms, ${binOf("a.latency_ms")} as bin
+  select a.endpoint_id, a.app_id, a.created_at, a.outcome, a.status_code, a.latency_ms,
+         ${binOf("a.latency_ms")} as bin
   from attempts a, bounds b
   where a.created_at >= b.from_t and a.created_at < b.to_t
 ),
+-- each attempt in its 1-minute and its 5-minute bucket
+spans as (
+  select s.*, w.span, date_bin(w.span * interval '1 minute', s.created_at, '2000-01-01') as bucket
+  from src s cross join (values (1::smallint), (5::smallint)) w(span)
+),
 counted as (
   insert into chart_counts as c
-    (scope, bucket, success, failure, s2xx, s3xx, s4xx, s5xx, error, latency_sum_ms)
+    (scope, span, bucket, success, failure, s2xx, s3xx, s4xx, s5xx, error, latency_sum_ms)
   select case when grouping(endpoint_id) = 0 then 'ep:' || endpoint_id
               when grouping(app_id) = 0 then 'app:' || app_id
               else 'all' end,
-         bucket,
+         span, bucket,
          count(*) filter (where outcome = 'success'),
          count(*) filter (where outcome = 'failure'),
          count(*) filter (where status_code between 200 and 299),
@@ -55,10 +65,11 @@ counted as (
          count(*) filter (where status_code >= 500),
          count(*) filter (where status_code is null or status_code < 200),
          sum(latency_ms)
-  from src
-  group by grouping sets ((bucket), (app_id, bucket), (endpoint_id, bucket))
-  -- a minute is rolled once (the mark moves by whole minutes); adding keeps a repeat exact
-  on conflict (scope, bucket) do update set
+  from spans
+  group by grouping sets ((span, bucket), (app_id, span, bucket), (endpoint_id, span, bucket))
+  -- a minute is rolled once (the mark moves by whole minutes), but a 5-minute bucket over
+  -- several steps: adding makes it whole
+  on conflict (scope, span, bucket) do update set
     success = c.success + excluded.success, failure = c.failure + excluded.failure,
     s2xx = c.s2xx + excluded.s2xx, s3xx = c.s3xx + excluded.s3xx, s4xx = c.s4xx + excluded.s4xx,
     s5xx = c.s5xx + excluded.s5xx, error = c.error + excluded.error,
@@ -66,14 +77,15 @@ counted as (
   returning 1
 ),
 binned as (
-  insert into chart_latency as l (scope, bucket, bin, n)
+  insert into chart_latency as l (scope, span, bucket, bin, n)
   select case when grouping(endpoint_id) = 0 then 'ep:' || endpoint_id
               when grouping(app_id) = 0 then 'app:' || app_id
               else 'all' end,
-         bucket, bin, count(*)
-  from src
-  group by grouping sets ((bucket, bin), (app_id, bucket, bin), (endpoint_id, bucket, bin))
-  on conflict (scope, bucket, bin) do update set n = l.n + excluded.n
+         span, bucket, bin, count(*)
+  from spans
+  group by grouping sets ((span, bucket, bin), (app_id, span, bucket, bin),
+                          (endpoint_id, span, bucket, bin))
+  on conflict (scope, span, bucket, bin) do update set n = l.n + excluded.n
   returning 1
 ),
 moved as (
@@ -129,22 +141,24 @@ export interface ChartBucket {
   p99Ms: number | null;
 }
 
+// The rollup's mark is read first and passed in: with its value in the statement the
+// planner sees how recent the tail is (a BRIN range scan of the newest pages), and the
+// statement is not a named prepared one, so each run is planned with its own values.
 const BUCKETS_SQL = namedSql<{
   scope: string;
   endpointId: string | null;
   appId: string | null;
   since: Date;
   until: Date;
+  mark: Date;
+  span: number;
   bucketSeconds: number;
-}>(
-  `
-with mark as (select rolled_until from chart_rollup_state),
--- the tail: attempts after the rollup's mark, read directly
-tail as (
+}>(`
+with tail as (
   select date_bin($bucketSeconds::int * interval '1 second', a.created_at, $since::timestamptz) as t,
          a.outcome, a.status_code, a.latency_ms
-  from attempts a, mark m
-  where a.created_at >= greatest($since::timestamptz, m.rolled_until)
+  from attempts a
+  where a.created_at >= greatest($since::timestamptz, $mark::timestamptz)
     and a.created_at < $until::timestamptz
     and ($endpointId::text is null or a.endpoint_id = $endpointId::text)
     and ($appId::text is null or a.app_id = $appId::text)
@@ -156,9 +170,9 @@ counts as (
   from (
     select date_bin($bucketSeconds::int * interval '1 second', c.bucket, $since::timestamptz) as t,
            c.success, c.failure, c.s2xx, c.s3xx, c.s4xx, c.s5xx, c.error, c.latency_sum_ms
-    from chart_counts c, mark m
-    where c.scope = $scope::text and c.bucket >= $since::timestamptz
-      and c.bucket < least($until::timestamptz, m.rolled_until)
+    from chart_counts c
+    where c.scope = $scope::text and c.span = $span::smallint and c.bucket >= $since::timestamptz
+      and c.bucket < least($until::timestamptz, $mark::timestamptz)
     union all
     select t, count(*) filter (where outcome = 'success'), count(*) filter (where outcome = 'failure'),
            count(*) filter (where status_code between 200 and 299),
@@ -176,9 +190,9 @@ bins as (
   from (
     select date_bin($bucketSeconds::int * interval '1 second', l.bucket, $since::timestamptz) as t,
            l.bin::int as bin, l.n::bigint as n
-    from chart_latency l, mark m
-    where l.scope = $scope::text and l.bucket >= $since::timestamptz
-      and l.bucket < least($until::timestamptz, m.rolled_until)
+    from chart_latency l
+    where l.scope = $scope::text and l.span = $span::smallint and l.bucket >= $since::timestamptz
+      and l.bucket < least($until::timestamptz, $mark::timestamptz)
     union all
     select t, ${binOf("latency_ms")}, count(*) from tail group by 1, 2
   ) u
@@ -205,17 +219,16 @@ from generate_series($since::timestamptz, $until::timestamptz - interval '1 micr
                      $bucketSeconds::int * interval '1 second') g(t)
 left join counts c on c.t = g.t
 left join pct p on p.t = g.t
-order by g.t`,
-  "hookrelay_chart_buckets",
-);
+order by g.t`);
 
 /** A bin's latency in ms: 0 for bin 0, else the geometric middle of its range. */
 const binMs = (bin: number | null): number | null =>
   bin === null ? null : bin === 0 ? 0 : Math.round(1.1 ** (bin - 0.5) * 10) / 10;
 
 /**
- * The buckets of `scope` from `since` (aligned by the caller) to `until`, each
- * `bucketSeconds` long; empty buckets are listed too (zero counts, null latency).
+ * The buckets of `scope` from `since` (aligned by the caller to whole minutes, or to the
+ * bucket) to `until`, each `bucketSeconds` long; empty buckets are listed too (zero
+ * counts, null latency).
  */
 export async function chartBuckets(
   db: Queryable,
@@ -227,11 +240,17 @@ export async function chartBuckets(
     : scope.appId
       ? `app:${scope.appId}`
       : "all";
+  const mark = await db.query<{ rolled_until: Date }>(
+    "select rolled_until from chart_rollup_state",
+  );
   const { rows } = await db.query(
     BUCKETS_SQL.query({
       scope: key,
       endpointId: scope.endpointId,
       appId: scope.endpointId ? null : scope.appId,
+      mark: mark.rows[0]?.rolled_until ?? range.since,
+      // 5-minute rows when the buckets are made of them (since is aligned to the bucket)
+      span: range.bucketSeconds % 300 === 0 && range.since.getTime() % 300_000 === 0 ? 5 : 1,
       ...range,
     }),
   );

@@ -25,6 +25,9 @@ export function discoveredRoutes(app: FastifyInstance): string[] {
  * requeue   acts on rows chosen by the body: limited to the key's app
  * catalogue global, not tenant data (event types): any key reads, admin writes
  * public    no authentication (docs, liveness, metrics)
+ * dashboard the dashboard's pages (docs/dashboard.md): a session cookie, not a bearer key;
+ *           they read through the API as the signed-in key, and their scoping is tested in
+ *           dashboard-pages.test.ts
  * portal    a tenant-portal page or action (docs/portal.md): a session opened with one
  *           app's link; another app's ids in the path → 404, lists show the app's own
  *           rows only (portal-isolation.test.ts); `body` is the form's fields
@@ -37,6 +40,7 @@ export type Kind =
   | "requeue"
   | "catalogue"
   | "public"
+  | "dashboard"
   | "portal";
 
 export interface Fixture {
@@ -61,6 +65,25 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["GET HEAD", "/docs/static/swagger-initializer.js", { kind: "public" }],
   ["GET HEAD", "/healthz", { kind: "public" }],
   ["GET HEAD", "/metrics", { kind: "public" }],
+  ["GET HEAD", "/", { kind: "public" }],
+  ["GET HEAD", "/dashboard/assets/:hash/:name", { kind: "public" }],
+  ["GET HEAD POST", "/dashboard/sign-in", { kind: "public" }],
+  // the dashboard
+  ["GET HEAD", "/dashboard", { kind: "dashboard" }],
+  ["GET HEAD", "/dashboard/", { kind: "dashboard" }],
+  ["GET HEAD", "/dashboard/chart-data", { kind: "dashboard" }],
+  ["GET HEAD", "/dashboard/dead-letters", { kind: "dashboard" }],
+  ["GET HEAD", "/dashboard/endpoints", { kind: "dashboard" }],
+  ["GET HEAD", "/dashboard/endpoints/:endpointId", { kind: "dashboard" }],
+  ["GET HEAD POST", "/dashboard/endpoints/:endpointId/requeue", { kind: "dashboard" }],
+  ["POST", "/dashboard/endpoints/:endpointId/disable", { kind: "dashboard" }],
+  ["POST", "/dashboard/endpoints/:endpointId/enable", { kind: "dashboard" }],
+  ["POST", "/dashboard/endpoints/:endpointId/reset-circuit", { kind: "dashboard" }],
+  ["POST", "/dashboard/endpoints/:endpointId/rotate-secret", { kind: "dashboard" }],
+  ["GET HEAD", "/dashboard/messages", { kind: "dashboard" }],
+  ["GET HEAD", "/dashboard/messages/:msgId", { kind: "dashboard" }],
+  ["POST", "/dashboard/messages/:msgId/resend", { kind: "dashboard" }],
+  ["POST", "/dashboard/sign-out", { kind: "dashboard" }],
   // applications
   ["GET HEAD", `${V1}/app`, { kind: "list" }],
   ["POST", `${V1}/app`, { kind: "admin", body: () => ({ name: "made by an app key" }) }],
@@ -113,6 +136,8 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["GET HEAD", `${V1}/alerts`, { kind: "list" }],
   ["GET HEAD", `${V1}/dead-letters`, { kind: "list" }],
   ["GET HEAD", `${V1}/dead-letters/analysis`, { kind: "list" }],
+  // chart buckets: an app key gets its own app's (dashboard-charts.test.ts)
+  ["GET HEAD", `${V1}/stats/buckets`, { kind: "list" }],
   [
     "POST",
     `${V1}/dead-letters/requeue`,

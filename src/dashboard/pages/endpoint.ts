@@ -4,14 +4,14 @@
  * dead-letter analysis, and the actions. Each action is a form posted here, carried out
  * by the API route that does it for API clients (disable/enable = PATCH endpoint, reset =
  * POST circuit/reset, rotate = POST secret/rotate, requeue = POST /dead-letters/requeue),
- * then back to this page (POST-redirect-GET) with what happened.
+ * then back to this page (POST-redirect-GET) with what happened. The requeue's confirmation
+ * states what GET /dead-letters/requeue-plan says it would take, and at what pace.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../api/auth.ts";
 import { notFound } from "../../api/errors.ts";
 import type { InProcessResult } from "../../api/in-process.ts";
 import { ApiError } from "../../errors.ts";
-import { requeuePlan } from "../../ops/dead-letters.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import { age, badge, count, dash, ms, ownApp, percent, time } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
@@ -271,7 +271,14 @@ ${
       const id = request.params.endpointId;
       const appId = await appOf(deps, principal, id);
       const endpoint = ok(await calls.call(principal, "GET", api(appId, id))).body;
-      const [plan] = await requeuePlan(deps.pool, { endpointId: id, appId: ownApp(principal) });
+      const planned = ok(
+        await calls.call(
+          principal,
+          "GET",
+          `/api/v1/dead-letters/requeue-plan?endpoint_id=${encodeURIComponent(id)}`,
+        ),
+      ).body as { endpoints: { deliveries: number; perSecond: number | null }[] };
+      const plan = planned.endpoints[0];
       const rows = plan?.deliveries ?? 0;
       const body = html`<h1>Requeue dead letters</h1>
 <p>Endpoint <a href="${epPath(id)}"><code>${id}</code></a>: ${redactor.url(endpoint.url)}</p>
