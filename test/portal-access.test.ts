@@ -46,11 +46,17 @@ describe("POST /auth/app-portal-access/{app}", () => {
     expect(grant!.capabilities).toContain("ManageEndpoint");
   });
 
-  test("only the token's hash is stored", async () => {
-    const out = await svix.authentication.appPortalAccess(appId, {});
+  test("only the token's hash is stored, nowhere the token (not as an idempotent replay either)", async () => {
+    // the svix client sends an idempotency-key with every POST
+    const out = await svix.authentication.appPortalAccess(appId, {}, { idempotencyKey: "k-1" });
     const { rows } = await h.db.pool.query("select * from portal_tokens");
     expect(JSON.stringify(rows)).not.toContain(out.token);
     expect(JSON.stringify(rows)).toContain(portalSecretHash(out.token));
+    const keys = await h.db.pool.query("select * from idempotency_keys");
+    expect(JSON.stringify(keys.rows)).not.toContain(out.token);
+    // a repeat is a new link, not the old one replayed
+    const again = await svix.authentication.appPortalAccess(appId, {}, { idempotencyKey: "k-1" });
+    expect(again.token).not.toBe(out.token);
   });
 
   test("expiry in seconds, 60 s to 7 days; outside that a 422 naming the field", async () => {

@@ -109,6 +109,9 @@ export function registerPortalAccessRoutes(app: FastifyInstance, { pool, config 
   app.post<{ Params: { appId: string }; Body: PortalAccessIn | null | undefined }>(
     "/auth/app-portal-access/:appId",
     {
+      // the answer holds the link's token, which is stored only as a hash: never replayed
+      // (svix clients send an idempotency-key on every POST); a retry makes another link
+      config: { idempotency: false },
       schema: {
         tags: ["portal"],
         summary: "A short-lived link to the app's portal",
