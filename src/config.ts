@@ -103,6 +103,11 @@ export interface Config {
   sensitiveFields: string[];
   /** dbPoolSize: connections per process. Default 10. */
   dbPoolSize: number;
+  /**
+   * dbStartupWaitMs: how long a starting process waits for an unreachable database (one
+   * restarting, failing over, or started at the same moment) before it gives up. Default 60_000.
+   */
+  dbStartupWaitMs: number;
   /** bodyLimitBytes: largest accepted API request body. Default 1 MiB. */
   bodyLimitBytes: number;
   /** idempotencyTtlMs: how long an idempotency-key's response is replayed. Default 24 h. */
@@ -118,8 +123,13 @@ export interface Config {
   /** dashboardSessionTtlMs: how long a dashboard sign-in lasts. Default 8 h. */
   dashboardSessionTtlMs: number;
   /**
-   * publicUrl: the URL browsers reach this API at (scheme, host, port, optional path), for
-   * the portal links it issues; an https one also makes the portal's cookies Secure.
+   * operationalWebhookUrl: Svix-shaped operational events (docs/operational-webhooks.md) are
+   * delivered here, signed, through the queue. Unset: none are raised.
+   */
+  operationalWebhookUrl: string | undefined;
+  /**
+   * publicUrl: the origin browsers reach this API at (scheme, host, port), for the portal
+   * links it issues; an https one also makes the portal's cookies Secure.
    * Default: the scheme and Host of the request that asked for the link.
    */
   publicUrl: string | undefined;
@@ -248,6 +258,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       .map((s) => s.trim())
       .filter(Boolean) ?? [...DEFAULT_SENSITIVE_FIELDS],
     dbPoolSize: int("HOOKRELAY_DB_POOL_SIZE", 10, 2),
+    dbStartupWaitMs: int("HOOKRELAY_DB_STARTUP_WAIT_MS", 60_000, 0),
     bodyLimitBytes: int("HOOKRELAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024),
     idempotencyTtlMs: int("HOOKRELAY_IDEMPOTENCY_TTL_MS", 24 * 3600_000, 1),
     apiRateLimitPerSecond: int("HOOKRELAY_API_RATE_LIMIT", 10_000, 0),
@@ -255,6 +266,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     metricsPort: int("HOOKRELAY_METRICS_PORT", 0),
     metricsMaxEndpoints: int("HOOKRELAY_METRICS_MAX_ENDPOINTS", 100, 0),
     dashboardSessionTtlMs: int("HOOKRELAY_DASHBOARD_SESSION_TTL_MS", 8 * 3_600_000, 60_000),
+    operationalWebhookUrl: str("HOOKRELAY_OPERATIONAL_WEBHOOK_URL"),
     publicUrl: publicUrlOf(str("HOOKRELAY_PUBLIC_URL")),
     portalFrameAncestors: frameAncestorsOf(str("HOOKRELAY_PORTAL_FRAME_ANCESTORS")),
     delivery: {

@@ -3,7 +3,9 @@
  * transaction, and sign or check webhooks. It loads no HTTP server, no embedded database
  * and no CLI, and sets nothing process-wide; the server is `hookrelay/server`.
  */
-export { generateSecret, secretKey, signatureHeader } from "./delivery/sign.ts";
+export { ed25519PublicKey, generateEd25519Secret } from "./delivery/ed25519-keys.ts";
+export { generateSecret, type SigningKey, secretKey, signatureHeader } from "./delivery/sign.ts";
+export { signingKeyOf } from "./delivery/signing-key.ts";
 export { ConfigError, DatabaseError, HookRelayError } from "./errors.ts";
 export {
   type EnqueueResult,

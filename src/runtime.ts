@@ -15,9 +15,12 @@ import type { EmbeddedDatabase } from "./db/embedded.ts";
 import { migrate } from "./db/migrate.ts";
 import { makePool, type Pool } from "./db/pool.ts";
 import { purgeDashboardSessions } from "./db/queries/dashboard-sessions.ts";
+import { ping } from "./db/queries/ping.ts";
+import { isDatabaseUnavailable } from "./db/unavailable.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
+import { makeBackoff } from "./lib/backoff.ts";
 import type { Logger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
@@ -29,8 +32,10 @@ import {
   purgeIdempotencyKeys,
 } from "./ops/maintenance.ts";
 import { makeMetrics } from "./ops/metrics.ts";
+import { ensureOperationalEndpoint } from "./ops/operational-webhook.ts";
 import { purgeExpired } from "./ops/retention.ts";
 import { type EnqueueBatcher, makeEnqueueBatcher } from "./queue/enqueue-batcher.ts";
+import type { OperationalTarget } from "./queue/operational-events.ts";
 import { makeRedactor, type Redactor } from "./security/redact.ts";
 import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
@@ -71,6 +76,35 @@ export async function openDatabase(config: Config, logger: Logger) {
   }
   const pool = makePool({ connectionString, max: config.dbPoolSize, logger });
   return { pool, connectionString, embedded };
+}
+
+/**
+ * Runs a start-up step, retrying it with backoff while the database is unreachable (a
+ * restart or failover, or a database started at the same moment as this process), for at
+ * most `waitMs` in all: a worker that a supervisor restarts mid-failover then does not
+ * exit again at once (docs/reliability.md). Any other error (a wrong password, say) fails
+ * at once.
+ */
+export async function whileDatabaseStarts<T>(
+  step: () => Promise<T>,
+  deadline: number,
+  logger: Logger,
+): Promise<T> {
+  const backoff = makeBackoff({ baseMs: 200, capMs: 5_000 });
+  for (;;) {
+    try {
+      const result = await step();
+      if (backoff.failures > 0) logger.info("database reachable");
+      return result;
+    } catch (err) {
+      const left = deadline - performance.now();
+      if (!isDatabaseUnavailable(err) || left <= 0) throw err;
+      const delay = Math.min(backoff.next(), left);
+      if (backoff.failures === 1)
+        logger.warn({ err }, "database unreachable at start; waiting for it");
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }
 
 /** The periodic housekeeping every deployment runs (in one process at a time). */
@@ -170,8 +204,24 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         "HOOKRELAY_ENCRYPTION_KEY is not set: endpoint signing secrets are stored unencrypted",
       );
     }
-    const applied = await migrate(pool);
+    const startDeadline = performance.now() + config.dbStartupWaitMs;
+    const starting = <T>(step: () => Promise<T>) =>
+      whileDatabaseStarts(step, startDeadline, logger);
+    const applied = await starting(async () => {
+      await ping(pool);
+      return migrate(pool);
+    });
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
+    // Operational webhooks: the operator app's endpoint, pointed at the configured URL.
+    let operational: OperationalTarget | null = null;
+    if (config.operationalWebhookUrl) {
+      operational = await ensureOperationalEndpoint(
+        pool,
+        config.operationalWebhookUrl,
+        secretBox,
+        config.delivery.maxAttempts,
+      );
+    }
 
     let generatedAdminKey: string | null = null;
     let apiUrl: string | null = null;
@@ -181,7 +231,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
       inFlight: () => worker?.inFlight ?? 0,
     });
     if (roles.api) {
-      if (!config.adminKey) generatedAdminKey = await ensureFirstAdminKey(pool);
+      if (!config.adminKey) generatedAdminKey = await starting(() => ensureFirstAdminKey(pool));
       batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts);
       batcher.start();
       api = await buildApi({
@@ -193,6 +243,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         redactor,
         batcher,
         metrics,
+        operational,
         authenticate: makeAuthenticator(pool, config.adminKey),
       });
       await api.listen({ host: config.host, port: config.port });
@@ -221,10 +272,11 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         onClaim: (size) => metrics.recordClaim(size),
         secretBox,
         redactor,
+        operational,
       });
       worker = w;
       listener = makeWorkListener({ connectionString, onWork: () => w.wake(), logger });
-      await listener.start();
+      await starting(() => listener!.start());
       w.start();
       maintenance = makeMaintenance({
         pool,

@@ -33,7 +33,7 @@ describe("unauthenticated routes", () => {
   test("GET /healthz is 200 without auth", async () => {
     const res = await h.api.inject({ method: "GET", url: "/healthz" });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ status: "ok" });
+    expect(res.json()).toEqual({ status: "ok", database: "reachable" });
   });
 
   test("GET /docs/json is an OpenAPI document listing the API", async () => {

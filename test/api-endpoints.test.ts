@@ -182,7 +182,8 @@ describe("endpoints", () => {
     const ep = await createEndpoint(app.id);
     const s1 = await h.call("GET", `${V1}/app/${app.id}/endpoint/${ep.id}/secret`);
     expect(s1.status).toBe(200);
-    expect(Object.keys(s1.body)).toEqual(["key"]);
+    expect(Object.keys(s1.body)).toEqual(["key", "publicKey", "signatureScheme"]);
+    expect(s1.body).toMatchObject({ publicKey: null, signatureScheme: "v1" });
     expect(s1.body.key).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
     const bytes = Buffer.from(s1.body.key.slice(6), "base64").length;
     expect(bytes).toBeGreaterThanOrEqual(24);

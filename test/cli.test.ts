@@ -407,6 +407,43 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     );
   });
 
+  test("endpoint add --signature-scheme v1a, endpoint secret, rotate-secret --scheme v1+v1a", async ({
+    expect,
+  }) => {
+    const r = await cli([
+      "endpoint",
+      "add",
+      Y.uid,
+      "http://127.0.0.1:9/ed",
+      "--signature-scheme",
+      "v1a",
+    ]);
+    expect(r.code, show(r)).toBe(0);
+    const m = /^created (ep_\w+)\npublic key \(Ed25519, v1a\): (whpk_\S+)\n$/.exec(r.stdout);
+    expect(m, show(r)).not.toBeNull();
+    const shown = await cli(["endpoint", "secret", Y.uid, m![1]!]);
+    expect(shown.stdout).toBe(`public key (Ed25519, v1a): ${m![2]}\n`);
+    const rotated = await cli(["endpoint", "rotate-secret", Y.uid, m![1]!, "--scheme", "v1+v1a"]);
+    expect(rotated.code, show(rotated)).toBe(0);
+    const n =
+      /^new signing secret: (whsec_\S+)\nnew public key \(Ed25519, v1a\): (whpk_\S+)\n$/.exec(
+        rotated.stdout,
+      );
+    expect(n, show(rotated)).not.toBeNull();
+    expect(n![2]).not.toBe(m![2]);
+    const secret = await h.call("GET", `${V1}/app/${Y.id}/endpoint/${m![1]}/secret`);
+    expect(secret.body).toEqual({ key: n![1], publicKey: n![2], signatureScheme: "v1+v1a" });
+    const bad = await cli([
+      "endpoint",
+      "add",
+      Y.uid,
+      "http://127.0.0.1:9/ed2",
+      "--signature-scheme",
+      "v2",
+    ]);
+    expect(bad.code).toBe(2);
+  });
+
   test("send: the payload from a JSON file", async ({ expect }) => {
     const file = path.join(dir, "payload.json");
     await writeFile(file, '{\n  "order": 42,\n  "items": ["a", "b"],\n  "total": 9.5\n}\n');

@@ -115,6 +115,27 @@ describe("dashboard in Chromium", () => {
     expect(other?.status()).toBe(404);
   });
 
+  test("filters and sorting replace the table in place, and the address follows", async () => {
+    await signIn(page, base, h.adminKey);
+    await page.goto(`${base}/dashboard/endpoints`);
+    await page.evaluate(() => {
+      (globalThis as { marker?: number }).marker = 1;
+    });
+    await page.selectOption("select[name=state]", "open");
+    await page.waitForURL(/\/dashboard\/endpoints\?state=open/);
+    await expect(page.locator('[data-testid="range"]').textContent()).resolves.toBe(
+      "1–1 of 1 endpoints",
+    );
+    await page.click("th >> text=p95");
+    await page.waitForURL(/sort=p95/);
+    // the same document all along: htmx swapped the results, no page load happened
+    expect(await page.evaluate(() => (globalThis as { marker?: number }).marker)).toBe(1);
+    await page.goto(`${base}/dashboard/endpoints?state=open&sort=p95`);
+    await expect(page.locator('[data-testid="range"]').textContent()).resolves.toBe(
+      "1–1 of 1 endpoints",
+    );
+  });
+
   test("a failing endpoint shows its open circuit; its dead letters are requeued from the page and arrive", async () => {
     await signIn(page, base, h.adminKey);
     await page.goto(`${base}/dashboard/endpoints?state=open`);

@@ -153,6 +153,7 @@ table deliveries (
   requeued_by text,
   queued boolean,
   dead_lettered boolean,
+  failure_notified boolean not null default false,
   constraint deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
   constraint deliveries_message_id_endpoint_id_key UNIQUE (message_id, endpoint_id),
   constraint deliveries_message_id_fkey FOREIGN KEY (message_id) REFERENCES messages(id) ON DELETE CASCADE,
@@ -196,8 +197,12 @@ table endpoint_secrets (
   secret text not null,
   created_at timestamp with time zone not null default now(),
   expires_at timestamp with time zone,
+  scheme text not null default 'v1'::text,
+  public_key text,
   constraint endpoint_secrets_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
-  constraint endpoint_secrets_pkey PRIMARY KEY (id)
+  constraint endpoint_secrets_pkey PRIMARY KEY (id),
+  constraint endpoint_secrets_public_key_check CHECK (((scheme = 'v1a'::text) = (public_key IS NOT NULL))),
+  constraint endpoint_secrets_scheme_check CHECK ((scheme = ANY (ARRAY['v1'::text, 'v1a'::text])))
 );
 
 table endpoints (
@@ -225,8 +230,16 @@ table endpoints (
   rate_per_second integer,
   rate_per_minute integer,
   rate_per_hour integer,
+  method text not null default 'POST'::text,
+  body_format text not null default 'json'::text,
+  url_token text,
+  missing_fields text not null default 'fail'::text,
+  success_rule jsonb,
   constraint endpoints_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
   constraint endpoints_app_id_uid_key UNIQUE (app_id, uid),
+  constraint endpoints_body_format_check CHECK ((body_format = ANY (ARRAY['json'::text, 'form'::text]))),
+  constraint endpoints_method_check CHECK ((method = ANY (ARRAY['POST'::text, 'GET'::text, 'PUT'::text]))),
+  constraint endpoints_missing_fields_check CHECK ((missing_fields = ANY (ARRAY['fail'::text, 'empty'::text]))),
   constraint endpoints_pkey PRIMARY KEY (id)
 );
 

@@ -377,3 +377,45 @@ describe("svix client against hookrelay", () => {
     expect(Array.isArray(page.data)).toBe(true);
   });
 });
+
+// Postback endpoints (README.md, Postbacks). The svix client sends only the fields of its
+// own models: a URL template passes (it is a URL), hookrelay's postback fields do not, so
+// they are set through hookrelay's API or CLI; the client then reads and patches such an
+// endpoint without disturbing them.
+describe("postback endpoints with the svix client", () => {
+  test("endpoint.create with a URL template delivers to the rendered URL; a GET endpoint set up by the API keeps its method through endpoint.get and endpoint.patch", async () => {
+    const pbApp = await svix.application.create({ name: "Postbacks", uid: `pb-${uid}` });
+    const templated = await svix.endpoint.create(pbApp.id, {
+      url: `${rx.url}/svix-pb?cid={click_id}&payout={payout}`,
+    });
+    expect(templated.url).toBe(`${rx.url}/svix-pb?cid={click_id}&payout={payout}`);
+    const sent = await svix.message.create(pbApp.id, {
+      eventType: "conversion",
+      payload: { click_id: "c 1", payout: 7.5 },
+    });
+    await waitFor(
+      () => rx.requests.some((r) => r.path === "/svix-pb?cid=c%201&payout=7.5"),
+      10_000,
+      "the templated delivery",
+    );
+    expect(rx.requests.find((r) => r.path.startsWith("/svix-pb"))!.headers["webhook-id"]).toBe(
+      sent.id,
+    );
+
+    const made = await h.call("POST", `/api/v1/app/${pbApp.id}/endpoint`, {
+      url: `${rx.url}/svix-get?cid={click_id}`,
+      method: "GET",
+      urlToken: "tok-123",
+    });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const got = await svix.endpoint.get(pbApp.id, made.body.id);
+    expect(got.url).toBe(`${rx.url}/svix-get?cid={click_id}`);
+    await svix.endpoint.patch(pbApp.id, made.body.id, { description: "patched by svix" });
+    const after = await h.call("GET", `/api/v1/app/${pbApp.id}/endpoint/${made.body.id}`);
+    expect(after.body).toMatchObject({
+      description: "patched by svix",
+      method: "GET",
+      urlToken: "***",
+    });
+  });
+});

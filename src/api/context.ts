@@ -6,6 +6,7 @@
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import type { EnqueueBatcher } from "../queue/enqueue-batcher.ts";
+import type { OperationalTarget } from "../queue/operational-events.ts";
 import type { Redactor } from "../security/redact.ts";
 import type { SecretBox } from "../security/secret-box.ts";
 import type { SsrfGuard } from "../security/ssrf-guard.ts";
@@ -21,4 +22,6 @@ export interface ApiContext {
   redactor: Redactor;
   /** writes accepted messages, many per transaction; started and stopped by its owner */
   batcher: EnqueueBatcher;
+  /** where endpoint events go (docs/operational-webhooks.md); null or absent: off */
+  operational?: OperationalTarget | null;
 }

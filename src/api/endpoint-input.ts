@@ -6,33 +6,41 @@
 import type { EndpointFields } from "../db/queries/endpoints.ts";
 import { InvalidSecretError, secretKey } from "../delivery/sign.ts";
 import { badRequest, validationError } from "./errors.ts";
+import {
+  POSTBACK_REPLACE_DEFAULTS,
+  type PostbackIn,
+  postbackColumns,
+  postbackProperties,
+  urlToCheck,
+} from "./postback-input.ts";
 import { metadataSchema, nameListSchema, uidSchema } from "./schemas.ts";
 
-export type EndpointIn = Partial<{
-  url: string;
-  description: string;
-  eventTypes: string[] | null;
-  filterTypes: string[] | null;
-  channels: string[] | null;
-  disabled: boolean;
-  metadata: Record<string, string>;
-  headers: Record<string, string> | null;
-  uid: string | null;
-  throttleRate: number | null;
-  rateLimit: number | null;
-  secret: string | null;
-  version: number;
-  timeoutMs: number | null;
-  maxAttempts: number | null;
-  retryBaseMs: number | null;
-  retryCapMs: number | null;
-  maxInFlight: number | null;
-  failureThreshold: number | null;
-  cooldownMs: number | null;
-  ratePerSecond: number | null;
-  ratePerMinute: number | null;
-  ratePerHour: number | null;
-}>;
+export type EndpointIn = PostbackIn &
+  Partial<{
+    url: string;
+    description: string;
+    eventTypes: string[] | null;
+    filterTypes: string[] | null;
+    channels: string[] | null;
+    disabled: boolean;
+    metadata: Record<string, string>;
+    headers: Record<string, string> | null;
+    uid: string | null;
+    throttleRate: number | null;
+    rateLimit: number | null;
+    secret: string | null;
+    version: number;
+    timeoutMs: number | null;
+    maxAttempts: number | null;
+    retryBaseMs: number | null;
+    retryCapMs: number | null;
+    maxInFlight: number | null;
+    failureThreshold: number | null;
+    cooldownMs: number | null;
+    ratePerSecond: number | null;
+    ratePerMinute: number | null;
+    ratePerHour: number | null;
+  }>;
 
 /** Headers the signature scheme or HTTP itself owns; endpoints may not set them. */
 const RESERVED_HEADERS = new Set([
@@ -87,6 +95,8 @@ const endpointProperties = {
   ratePerSecond: nullableInt(1, 1_000_000),
   ratePerMinute: nullableInt(1, 60_000_000),
   ratePerHour: nullableInt(1, 1_000_000_000),
+  // postback endpoints: method, bodyFormat, urlToken, missingFields, successRule
+  ...postbackProperties,
 } as const;
 export const endpointIn = {
   type: "object",
@@ -127,6 +137,8 @@ export function toColumns(body: EndpointIn): Partial<EndpointFields> {
   if (body.ratePerSecond !== undefined) cols.rate_per_second = body.ratePerSecond;
   if (body.ratePerMinute !== undefined) cols.rate_per_minute = body.ratePerMinute;
   if (body.ratePerHour !== undefined) cols.rate_per_hour = body.ratePerHour;
+  // postback endpoints
+  Object.assign(cols, postbackColumns(body));
   if (
     typeof cols.retry_base_ms === "number" &&
     typeof cols.retry_cap_ms === "number" &&
@@ -156,12 +168,16 @@ export const REPLACE_DEFAULTS: Partial<EndpointFields> = {
   rate_per_second: null,
   rate_per_minute: null,
   rate_per_hour: null,
+  // postback endpoints
+  ...POSTBACK_REPLACE_DEFAULTS,
 };
 
 export function checkUrl(raw: string): string {
   let url: URL;
+  // (a URL template: checked with its placeholders filled; its host is literal)
+  const checked = urlToCheck(raw);
   try {
-    url = new URL(raw);
+    url = new URL(checked);
   } catch {
     throw validationError(`url is not a valid absolute URL`);
   }

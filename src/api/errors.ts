@@ -25,6 +25,8 @@ export const API_ERRORS = {
   idempotency_key_reused: 422,
   rate_limited: 429,
   internal_error: 500,
+  /** the database cannot be reached right now (restart, failover); Retry-After says when to retry */
+  database_unavailable: 503,
 } as const;
 
 export type ApiErrorCode = keyof typeof API_ERRORS;
@@ -45,6 +47,16 @@ export const notFound = (what: string) => apiError("not_found", `${what} not fou
 export const forbidden = (detail: string) => apiError("forbidden", detail);
 export const conflict = (detail: string, options?: { cause?: unknown }) =>
   apiError("conflict", detail, options);
+
+/** Seconds a client is asked to wait (Retry-After) while the database is unreachable. */
+export const DATABASE_RETRY_AFTER_S = 2;
+
+/** The 503 for a request that failed because the database is unreachable (docs/reliability.md). */
+export const databaseUnavailable = (cause: unknown) =>
+  apiError("database_unavailable", "the database cannot be reached right now; retry later", {
+    cause,
+    headers: { "retry-after": String(DATABASE_RETRY_AFTER_S) },
+  });
 
 /** True for the 404 of notFound(): a lookup that found nothing (PUT then creates). */
 export const isNotFound = (err: unknown): boolean =>

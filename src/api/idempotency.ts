@@ -4,6 +4,10 @@
  * 422; a repeat while the first is still running is 409. A 5xx is not stored, so the
  * client's retry runs the request again. A route whose answer holds a secret kept nowhere
  * else in clear opts out (`config: { idempotency: false }`).
+ *
+ * If the database becomes unreachable between the request's work and the storing of its
+ * answer, the answer still goes out as it is (a 202 means the message was committed): the
+ * key is then left taken, and taken over once abandoned (db/queries/idempotency-keys.ts).
  */
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -14,6 +18,7 @@ import {
   storeResponse,
   takeIdempotencyKey,
 } from "../db/queries/idempotency-keys.ts";
+import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { apiError, badRequest } from "./errors.ts";
 
 declare module "fastify" {
@@ -76,9 +81,14 @@ export function registerIdempotency(app: FastifyInstance, db: Queryable, ttlMs: 
     const idem = request.idempotency;
     if (!idem) return payload;
     request.idempotency = undefined;
-    if (reply.statusCode >= 500) await releaseIdempotencyKey(db, idem);
-    else
-      await storeResponse(db, idem, reply.statusCode, typeof payload === "string" ? payload : "");
+    try {
+      if (reply.statusCode >= 500) await releaseIdempotencyKey(db, idem);
+      else
+        await storeResponse(db, idem, reply.statusCode, typeof payload === "string" ? payload : "");
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      request.log.warn({ err }, "idempotency-key answer not stored: database unreachable");
+    }
     return payload;
   });
 }

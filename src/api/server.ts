@@ -16,6 +16,7 @@ import Fastify, {
 } from "fastify";
 import secureJson from "secure-json-parse";
 import { registerDashboard } from "../dashboard/plugin.ts";
+import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Metrics } from "../ops/metrics.ts";
@@ -23,7 +24,13 @@ import { registerPortal } from "../portal/plugin.ts";
 import { type Authenticate, type CheckKey, makeKeyChecker } from "./auth.ts";
 import { checkBody } from "./body-check.ts";
 import type { ApiContext } from "./context.ts";
-import { API_ERRORS, type ApiErrorCode, apiError, badRequest } from "./errors.ts";
+import {
+  API_ERRORS,
+  type ApiErrorCode,
+  apiError,
+  badRequest,
+  databaseUnavailable,
+} from "./errors.ts";
 import { registerIdempotency } from "./idempotency.ts";
 import { makeInProcessCalls } from "./in-process.ts";
 import { makeKeyRateLimiter } from "./key-rate-limit.ts";
@@ -187,6 +194,12 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
         : err.message;
       return reply.code(API_ERRORS.validation_error).send({ code: "validation_error", detail });
     }
+    if (isDatabaseUnavailable(err)) {
+      // a restart or failover: the client retries (docs/reliability.md), no 500
+      request.log.warn({ err }, "request failed: database unreachable");
+      const unavailable = databaseUnavailable(err);
+      return reply.code(unavailable.status).headers(unavailable.headers).send(unavailable.toJSON());
+    }
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const code = FRAMEWORK_CODES[err.code] ?? "bad_request";
@@ -226,6 +239,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     secretBox: options.secretBox,
     redactor: options.redactor,
     batcher: options.batcher,
+    operational: options.operational ?? null,
   };
   // The dashboard calls the API's routes in-process as its signed-in principal.
   const calls = makeInProcessCalls(() => app);

@@ -34,11 +34,14 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
       sql: await readFile(path.join(dir, file), "utf8"),
     });
   }
-  // Numbers increase; gaps are allowed (numbers are reserved for work merged later).
+  // Numbers rise strictly; a gap is allowed: numbers are handed out to branches in
+  // advance, and one may be merged before a lower one (each is recorded by its number).
   migrations.forEach((m, i) => {
     const before = migrations[i - 1];
-    if (before && m.id <= before.id)
-      throw new DatabaseError(`migration ${m.name}: number ${m.id} is taken by ${before.name}`);
+    if (m.id < 1 || (before !== undefined && m.id <= before.id))
+      throw new DatabaseError(
+        `migration ${m.name}: its number must be above ${before?.name ?? "0"}'s (no two alike)`,
+      );
   });
   return migrations;
 }

@@ -1,5 +1,5 @@
 /**
- * One HTTP attempt: POST through a shared undici Agent (keep-alive pools per origin), under
+ * One HTTP attempt: a POST (or an endpoint's GET or PUT) through a shared undici Agent (keep-alive pools per origin), under
  * one absolute deadline that covers connect, headers and body, so a receiver that drips
  * bytes cannot outlive its timeout. Redirects are never followed (undici does not follow
  * them unless asked). At most 64 KiB of the response is read, 1 KiB kept.
@@ -22,8 +22,16 @@ export const MAX_RESPONSE_STORED_BYTES = 1024;
 
 export interface OutboundRequest {
   url: string;
+  /** default POST */
+  method?: "POST" | "GET" | "PUT";
+  /**
+   * A rendered URL template's origin and request target (delivery/url-template.ts), sent
+   * as they are; without them `url` is parsed (once per URL, cached).
+   */
+  target?: { origin: string; path: string };
   headers: Record<string, string>;
-  body: string;
+  /** null: no body (GET) */
+  body: string | null;
   /** timeoutMs: absolute deadline of the whole attempt. */
   timeoutMs: number;
   /**
@@ -114,7 +122,7 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
   async function send(request: OutboundRequest): Promise<AttemptResult> {
     const startedAt = new Date();
     const t0 = performance.now();
-    const target = targetOf(request.url);
+    const target = request.target ?? targetOf(request.url);
     if (target === null)
       return failure(startedAt, t0, "permanent", ErrorKind.invalidRequest, "invalid endpoint URL");
     const controller = request.abort ?? new AttemptAbort();
@@ -123,9 +131,9 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
       const pending = agent.request({
         origin: target.origin,
         path: target.path,
-        method: "POST",
+        method: request.method ?? "POST",
         headers: request.headers,
-        body: request.body,
+        body: request.body ?? undefined,
         signal: controller,
       });
       // undici looks at the signal only once the request has a socket; the deadline must

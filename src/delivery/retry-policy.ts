@@ -27,6 +27,11 @@ export const ErrorKind = {
   invalidRequest: "invalid_request",
   /** the endpoint's signing secret could not be opened (encryption key missing): nothing was sent */
   signing: "signing",
+  // postback endpoints (README.md, Postbacks)
+  /** the payload lacks a field the endpoint's URL template needs: nothing was sent */
+  missingField: "missing_field",
+  /** a 2xx whose body broke the endpoint's success rule */
+  bodyRule: "body_rule",
 } as const;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 

@@ -1,13 +1,15 @@
 /**
- * Standard Webhooks signatures (SHA-256 HMAC, `v1,<base64>`).
+ * Standard Webhooks signatures (docs/delivery.md, Signing):
  *
- *   signature = base64(HMAC-SHA256(key, "{webhook-id}.{webhook-timestamp}.{raw body}"))
+ *   v1   base64(HMAC-SHA256(key, "{webhook-id}.{webhook-timestamp}.{raw body}"))
+ *   v1a  base64(Ed25519 signature of the same content)
  *
- * Secrets are `whsec_` + base64 of 24-64 random bytes; the HMAC key is the decoded bytes.
- * During a rotation grace period several secrets sign at once and the header carries one
- * `v1,...` per secret, space-separated.
+ * HMAC secrets are `whsec_` + base64 of 24-64 random bytes; the HMAC key is the decoded
+ * bytes. Ed25519 keys are `whsk_` secret keys (delivery/ed25519-keys.ts). During a rotation
+ * grace period several keys sign at once and the header carries one signature per key,
+ * space-separated.
  */
-import { createHmac, randomBytes } from "node:crypto";
+import { createHmac, type KeyObject, randomBytes, sign } from "node:crypto";
 import { HookRelayError } from "../errors.ts";
 
 export const SECRET_PREFIX = "whsec_";
@@ -48,13 +50,32 @@ export function signOne(key: Buffer, msgId: string, timestamp: number, body: str
   return `v1,${hmac.digest("base64")}`;
 }
 
-/** The `webhook-signature` header value: one signature per key, space-separated. */
-export function signatureHeader(
-  keys: readonly Buffer[],
+/** One `v1a,<base64>` signature with an Ed25519 private key. */
+export function signOneV1a(
+  privateKey: KeyObject,
   msgId: string,
   timestamp: number,
   body: string,
 ): string {
-  if (keys.length === 1) return signOne(keys[0]!, msgId, timestamp, body); // no rotation under way: the usual case
-  return keys.map((key) => signOne(key, msgId, timestamp, body)).join(" ");
+  const content = Buffer.from(`${msgId}.${timestamp}.${body}`, "utf8");
+  return `v1a,${sign(null, content, privateKey).toString("base64")}`;
+}
+
+/** A key that signs: an HMAC key (bytes, `v1`) or an Ed25519 private key (`v1a`). */
+export type SigningKey = Buffer | KeyObject;
+
+const signWith = (key: SigningKey, msgId: string, timestamp: number, body: string) =>
+  Buffer.isBuffer(key)
+    ? signOne(key, msgId, timestamp, body)
+    : signOneV1a(key, msgId, timestamp, body);
+
+/** The `webhook-signature` header value: one signature per key, space-separated. */
+export function signatureHeader(
+  keys: readonly SigningKey[],
+  msgId: string,
+  timestamp: number,
+  body: string,
+): string {
+  if (keys.length === 1) return signWith(keys[0]!, msgId, timestamp, body); // no rotation under way: the usual case
+  return keys.map((key) => signWith(key, msgId, timestamp, body)).join(" ");
 }

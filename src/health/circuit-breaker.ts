@@ -27,6 +27,11 @@ export interface AttemptOutcome {
   success: boolean;
   startedAt: Date;
   pauseMs: number | null;
+  /**
+   * Nothing reached the endpoint (a payload without a field its URL template needs): the
+   * result says nothing about the endpoint's health and neither opens nor closes its circuit.
+   */
+  notSent?: boolean;
 }
 
 /** Folds a batch of attempt outcomes into one outcome per endpoint, in endpoint id order. */
@@ -46,6 +51,7 @@ export function summarizeOutcomes(attempts: readonly AttemptOutcome[]): Endpoint
     let lastFailAt: Date | null = null;
     let pauseMs: number | null = null;
     for (const a of list) {
+      if (a.notSent) continue;
       if (a.success) {
         anyOk = true;
         trailing = 0;

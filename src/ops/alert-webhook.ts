@@ -14,12 +14,25 @@ import type { Alert } from "./alerts.ts";
 export const OPERATOR_APP_UID = "hookrelay-operator";
 export const OPERATOR_ENDPOINT_UID = "alerts";
 
-/** Creates (or re-points) the operator app and endpoint; returns the app id. */
-export async function ensureOperatorEndpoint(
+/** One endpoint of the operator app: its uid, URL, what it is for and what it receives. */
+export interface OperatorEndpointSpec {
+  uid: string;
+  url: string;
+  description: string;
+  eventTypes: readonly string[];
+  /** set when the endpoint is created (null: the server default); later, the API changes it */
+  maxAttempts?: number | null;
+}
+
+/**
+ * Creates (or re-points) the operator app and one endpoint of it, with a new HMAC secret
+ * when the endpoint is new; returns their ids.
+ */
+export async function ensureOperatorEndpointFor(
   pool: Pool,
-  url: string,
+  spec: OperatorEndpointSpec,
   secretBox: SecretBox,
-): Promise<string> {
+): Promise<{ appId: string; endpointId: string }> {
   return withTransaction(pool, async (client) => {
     await client.query("select pg_advisory_xact_lock(hashtext('hookrelay-operator'))");
     const app = await client.query(
@@ -30,12 +43,19 @@ export async function ensureOperatorEndpoint(
     );
     const appId: string = app.rows[0].id;
     const ep = await client.query(
-      `insert into endpoints (id, app_id, uid, url, description, event_types)
-       values ($1::text, $2::text, $3::text, $4::text, 'alerts raised and resolved',
-               array['alert.raised', 'alert.resolved'])
+      `insert into endpoints (id, app_id, uid, url, description, event_types, max_attempts)
+       values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text[], $7::integer)
        on conflict (app_id, uid) do update set url = excluded.url, updated_at = now()
        returning id, (xmax = 0) as created`,
-      [newId(ID_PREFIX.endpoint), appId, OPERATOR_ENDPOINT_UID, url],
+      [
+        newId(ID_PREFIX.endpoint),
+        appId,
+        spec.uid,
+        spec.url,
+        spec.description,
+        spec.eventTypes,
+        spec.maxAttempts ?? null,
+      ],
     );
     if (ep.rows[0].created) {
       await client.query(
@@ -43,8 +63,27 @@ export async function ensureOperatorEndpoint(
         [ep.rows[0].id, secretBox.seal(generateSecret())],
       );
     }
-    return appId;
+    return { appId, endpointId: ep.rows[0].id };
   });
+}
+
+/** Creates (or re-points) the operator app and its alerts endpoint; returns the app id. */
+export async function ensureOperatorEndpoint(
+  pool: Pool,
+  url: string,
+  secretBox: SecretBox,
+): Promise<string> {
+  const { appId } = await ensureOperatorEndpointFor(
+    pool,
+    {
+      uid: OPERATOR_ENDPOINT_UID,
+      url,
+      description: "alerts raised and resolved",
+      eventTypes: ["alert.raised", "alert.resolved"],
+    },
+    secretBox,
+  );
+  return appId;
 }
 
 /** Queues one message per raised or resolved alert. */

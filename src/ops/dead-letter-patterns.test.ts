@@ -77,8 +77,10 @@ describe("one fixture per pattern", () => {
 });
 
 describe("precedence: the first row of the table that matches wins", () => {
-  test("the table order is credentials, rate_limited, outage_cluster, gradual_accumulation", () => {
+  test("the table order is missing_field, body_rule, credentials, rate_limited, outage_cluster, gradual_accumulation", () => {
     expect(PATTERNS.map((p) => p.pattern)).toEqual([
+      "missing_field",
+      "body_rule",
       "credentials",
       "rate_limited",
       "outage_cluster",
@@ -157,5 +159,22 @@ describe("thresholds at their edges", () => {
 
   test("every suggested action is a non-empty sentence", () => {
     for (const p of PATTERNS) expect(p.suggestedAction).toMatch(/^[A-Z].{30,}\.$/);
+  });
+});
+
+describe("postback endpoints", () => {
+  test("missing_field: most deaths sent nothing for lack of a templated field; it comes before every other pattern", () => {
+    const p = detectPattern(
+      shape({ count: 12, missingField: 7, maxIn15Minutes: 12, credentials: 5 }),
+    );
+    expect(p.pattern).toBe("missing_field");
+    expect(p.suggestedAction).toMatch(/missingFields/);
+  });
+
+  test("body_rule: most deaths were 2xx answers whose body broke the success rule", () => {
+    const p = detectPattern(shape({ count: 4, bodyRule: 2 }));
+    expect(p.pattern).toBe("body_rule");
+    expect(p.suggestedAction).toMatch(/successRule/);
+    expect(detectPattern(shape({ count: 4, bodyRule: 1 })).pattern).toBe("mixed");
   });
 });

@@ -17,16 +17,41 @@ export interface DeadLetterShape {
   lastAt: Date;
   /** distinct hours in which deliveries died */
   distinctHours: number;
+  // postback endpoints (README.md, Postbacks)
+  /** dead letters whose payload lacked a field the URL template needs (error kind missing_field) */
+  missingField?: number;
+  /** ... whose 2xx body broke the endpoint's success rule (error kind body_rule) */
+  bodyRule?: number;
 }
 
 export interface Pattern {
-  pattern: "credentials" | "rate_limited" | "outage_cluster" | "gradual_accumulation" | "mixed";
+  pattern:
+    | "missing_field"
+    | "body_rule"
+    | "credentials"
+    | "rate_limited"
+    | "outage_cluster"
+    | "gradual_accumulation"
+    | "mixed";
   suggestedAction: string;
 }
 
 const HOUR = 3_600_000;
 
 export const PATTERNS: ReadonlyArray<Pattern & { matches(s: DeadLetterShape): boolean }> = [
+  // first: these name their cause for certain (nothing was sent, or the tracker said no)
+  {
+    pattern: "missing_field",
+    matches: (s) => (s.missingField ?? 0) / s.count >= 0.5,
+    suggestedAction:
+      "The messages lack fields the endpoint's URL template needs, so nothing was sent (the attempt's error names the placeholder): have the producer send them, or set missingFields to \"empty\" if the tracker accepts empty values, then requeue.",
+  },
+  {
+    pattern: "body_rule",
+    matches: (s) => (s.bodyRule ?? 0) / s.count >= 0.5,
+    suggestedAction:
+      "The receiver answered 2xx with a refusal in the body (the endpoint's successRule): read the stored responses (a duplicate, an unknown click id, a bad token), fix the cause, then requeue the ones worth sending again.",
+  },
   {
     pattern: "credentials",
     matches: (s) => s.credentials / s.count >= 0.5,

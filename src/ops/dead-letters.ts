@@ -4,6 +4,7 @@
  */
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { ErrorKind } from "../delivery/retry-policy.ts";
 import { CANCELABLE, cancelSet, requeueSet } from "../queue/delivery-states.ts";
 import { WORK_CHANNEL } from "../queue/work-channel.ts";
 import { detectPattern, type Pattern } from "./dead-letter-patterns.ts";
@@ -100,7 +101,8 @@ export interface EndpointDeadLetterAnalysis extends Pattern {
 
 const ANALYZE_SQL = namedSql<FilterParams>(
   `with dead as (
-       select d.endpoint_id, d.app_id, d.last_error, d.last_status_code, d.attempt_count, d.updated_at
+       select d.endpoint_id, d.app_id, d.last_error, d.last_error_kind, d.last_status_code,
+              d.attempt_count, d.updated_at
        from deliveries d where ${FILTER_SQL}
      ),
      windows as (
@@ -119,6 +121,8 @@ const ANALYZE_SQL = namedSql<FilterParams>(
             avg(d.attempt_count)::float8 as avg_attempts,
             (count(*) filter (where d.last_status_code in (401, 403)))::int as credentials,
             (count(*) filter (where d.last_status_code = 429))::int as rate_limited,
+            (count(*) filter (where d.last_error_kind = '${ErrorKind.missingField}'))::int as missing_field,
+            (count(*) filter (where d.last_error_kind = '${ErrorKind.bodyRule}'))::int as body_rule,
             count(distinct date_trunc('hour', d.updated_at))::int as distinct_hours,
             w.max_in_15
      from dead d
@@ -152,6 +156,8 @@ export async function analyzeDeadLetters(
       firstAt: r.first_at,
       lastAt: r.last_at,
       distinctHours: r.distinct_hours,
+      missingField: r.missing_field,
+      bodyRule: r.body_rule,
     }),
   }));
 }

@@ -2,8 +2,14 @@
  * Periodic housekeeping, run by exactly one process at a time: each tick tries a
  * session-level advisory lock and skips the tick if another process holds it. Tasks are a
  * list so later areas (percentiles, retention, alerts) plug in without touching the loop.
+ *
+ * A tick that fails because the database is unreachable (a restart, a failover) is logged
+ * and the runner waits for the next one; it never ends the loop or the process. The lock
+ * is PostgreSQL's session lock: if its connection dies, the server releases it, and the next
+ * tick of any process takes it again (docs/reliability.md).
  */
 import type { Pool } from "../db/pool.ts";
+import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { makeWakeableSleep } from "../lib/wakeable-sleep.ts";
 import type { Logger } from "../logger.ts";
 
@@ -38,6 +44,13 @@ export function makeMaintenance(options: {
 
   async function runOnce(): Promise<boolean> {
     const client = await pool.connect();
+    // Held idle while the tasks run: its loss must not become an unhandled 'error' event
+    // (makePool's pools listen already; this holds for any pool).
+    let lost: Error | undefined;
+    const onLost = (err: Error) => {
+      lost = err;
+    };
+    client.on("error", onLost);
     try {
       const { rows } = await client.query("select pg_try_advisory_lock($1::bigint) as locked", [
         MAINTENANCE_LOCK,
@@ -53,7 +66,10 @@ export function makeMaintenance(options: {
           try {
             await task.run(pool);
           } catch (err) {
-            logger.error({ err, task: task.name }, "maintenance task failed");
+            logger[isDatabaseUnavailable(err) ? "warn" : "error"](
+              { err, task: task.name },
+              "maintenance task failed",
+            );
           }
         }
       } finally {
@@ -61,7 +77,8 @@ export function makeMaintenance(options: {
       }
       return true;
     } finally {
-      client.release();
+      client.off("error", onLost);
+      client.release(lost);
     }
   }
 
@@ -70,7 +87,12 @@ export function makeMaintenance(options: {
       if (loop) return;
       loop = (async () => {
         while (!stopping) {
-          await runOnce().catch((err) => logger.error({ err }, "maintenance tick failed"));
+          await runOnce().catch((err) =>
+            logger[isDatabaseUnavailable(err) ? "warn" : "error"](
+              { err },
+              "maintenance tick failed",
+            ),
+          );
           await sleeper.sleep(options.intervalMs);
         }
       })();

@@ -5,6 +5,7 @@
  */
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import type { SuccessRuleRow } from "../db/queries/endpoints.ts";
 import {
   admitsClaimSql,
   claimRoomSql,
@@ -45,6 +46,17 @@ export interface ClaimedDelivery {
   secrets: string[];
   /** the single half-open probe of its endpoint's circuit */
   isProbe: boolean;
+  // postback endpoints (README.md, Postbacks)
+  /** the producer's eventId, if it gave one */
+  eventId: string | null;
+  method: "POST" | "GET" | "PUT";
+  bodyFormat: "json" | "form";
+  /** the value of {$token}, sealed */
+  urlToken: string | null;
+  missingFields: "fail" | "empty";
+  successRule: SuccessRuleRow | null;
+  /** an operational failing/exhausted event was sent about it (queue/operational-events.ts) */
+  failureNotified: boolean;
 }
 
 // One statement, in four steps:
@@ -158,7 +170,8 @@ claimed as (
   })}
   from picked p
   where d.id = p.id
-  returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger
+  returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger,
+            d.failure_notified
 ),
 lease as (
   insert into claims (token, worker_id, delivery_ids, lease_expires_at)
@@ -206,18 +219,21 @@ signing as (
 -- "offset 0" keeps each lookup a per-row index probe: flattened into a join, the planner
 -- may hash-join the whole messages table to find a few hundred rows.
 select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
-       m.event_type, m.payload,
+       c.failure_notified, m.event_type, m.payload, m.event_id,
        e.url, e.headers, coalesce(e.timeout_ms, $defaultTimeoutMs::int) as timeout_ms,
        e.retry_base_ms, e.retry_cap_ms,
+       e.method, e.body_format, e.url_token, e.missing_fields, e.success_rule,
        -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
        to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
        (h.before is not null and h.before <> 'closed') as is_probe
 from claimed c
 cross join lateral (
-  select event_type, payload from messages where id = c.message_id offset 0
+  select event_type, payload, event_id from messages where id = c.message_id offset 0
 ) m
 cross join lateral (
-  select url, headers, timeout_ms, retry_base_ms, retry_cap_ms from endpoints where id = c.endpoint_id offset 0
+  select url, headers, timeout_ms, retry_base_ms, retry_cap_ms,
+         method, body_format, url_token, missing_fields, success_rule
+  from endpoints where id = c.endpoint_id offset 0
 ) e
 left join signing s on s.endpoint_id = c.endpoint_id
 left join health h on h.endpoint_id = c.endpoint_id
@@ -253,5 +269,12 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     retryCapMs: r.retry_cap_ms,
     secrets: r.secrets,
     isProbe: r.is_probe,
+    eventId: r.event_id,
+    method: r.method,
+    bodyFormat: r.body_format,
+    urlToken: r.url_token,
+    missingFields: r.missing_fields,
+    successRule: r.success_rule,
+    failureNotified: r.failure_notified,
   }));
 }

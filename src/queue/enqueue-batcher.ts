@@ -8,7 +8,10 @@
  * and the workers are woken by the commit itself. The statement is enqueue-message.ts's.
  *
  * If a batch fails, its messages are retried one by one, so one bad message (say, its app
- * was just deleted) fails alone.
+ * was just deleted) fails alone. If it failed because the database is unreachable (a
+ * restart, a failover: db/unavailable.ts), every request of the batch is rejected with that
+ * error at once, which the API answers 503: the commit may or may not have happened, and a
+ * message is never acknowledged unless its commit was seen (docs/reliability.md).
  *
  * When a write cannot keep up (`secondWriterAt` or more messages wait behind it), a second
  * write starts beside it on another connection, so PostgreSQL's second core works on one
@@ -21,6 +24,7 @@
  * every message accepted before it is written (or has failed). Both are safe to call twice.
  */
 import type { Pool } from "../db/pool.ts";
+import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { HookRelayError } from "../errors.ts";
 import {
   type EnqueueResult,
@@ -87,7 +91,11 @@ export function makeEnqueueBatcher(
         queue = queue.slice(batch.length);
         try {
           await writeBatch(batch);
-        } catch {
+        } catch (err) {
+          if (isDatabaseUnavailable(err)) {
+            for (const w of batch) w.reject(err);
+            continue;
+          }
           // One by one: only the message that cannot be written fails.
           for (const w of batch) {
             enqueueMessage(pool, w.message, defaultMaxAttempts).then(w.resolve, w.reject);

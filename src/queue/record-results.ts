@@ -10,7 +10,9 @@
  * 2. it locks the endpoints' health rows (in id order) and applies the per-endpoint
  *    outcome (in-flight slots of the results that applied, failure counts, circuit
  *    transitions, Retry-After pauses);
- * 3. it disables the endpoints that answered 410 Gone.
+ * 3. it disables the endpoints that answered 410 Gone;
+ * 4. it writes the operational events the results raise (operational-events.ts) as
+ *    messages of the operator application, with their deliveries.
  *
  * The health rows are locked after the deliveries are written, and the statement commits
  * at once: a claim needs those rows and waits for them, so they are never held across a
@@ -28,7 +30,15 @@ import {
   circuitSettings,
   outcomeTransitionsSql,
 } from "../health/circuit-transitions.ts";
+import { ID_PREFIX, newId } from "../ids.ts";
 import { attemptSet, type DeliveryStatus, heldBy } from "./delivery-states.ts";
+import {
+  failureNotifiedSet,
+  type OperationalEvent,
+  type OperationalTarget,
+  operationalEventsSql,
+} from "./operational-events.ts";
+import { WORK_CHANNEL } from "./work-channel.ts";
 
 export interface DeliveryResult {
   deliveryId: number;
@@ -57,6 +67,10 @@ export interface DeliveryResult {
   pauseMs: number | null;
   /** the last result of its claim: the claim's lease row goes with this write */
   finishesClaim?: boolean;
+  /** nothing was sent (a missing template field): no latency sample, no circuit count */
+  notSent?: boolean;
+  /** the operational event this result raises (operational-events.ts attemptEvent) */
+  operationalEvent?: OperationalEvent | null;
 }
 
 /** Every array is a PostgreSQL array literal (src/db/array-literal.ts), one element per row. */
@@ -89,8 +103,16 @@ interface RecordParams extends CircuitSettings {
   lastOkAts: string;
   lastFailAts: string;
   pausesMs: string;
-  /** endpoints that answered 410 Gone */
+  /** endpoints that answered 410 Gone, the id of their endpoint.disabled event, the 410's time */
   goneEndpointIds: string;
+  goneMsgIds: string;
+  goneAts: string;
+  // operational webhooks (operational-events.ts): per result its event and that event's id
+  opEvents: string;
+  opMsgIds: string;
+  /** the operator application; null: operational webhooks are off */
+  opAppId: string | null;
+  opMaxAttempts: number;
 }
 
 const RECORD_SQL = namedSql<RecordParams>(
@@ -102,14 +124,15 @@ with r as (
     $attemptNumbers::integer[], $startedAts::timestamptz[], $latenciesMs::integer[],
     $statusCodes::integer[], $errorKinds::text[], $errors::text[], $responseBodies::text[],
     $outcomes::text[], $messageIds::text[], $endpointIds::text[], $appIds::text[],
-    $triggers::text[], $urls::text[], $isProbes::boolean[]
+    $triggers::text[], $urls::text[], $isProbes::boolean[], $opEvents::text[], $opMsgIds::text[]
   ) with ordinality as r(id, token, status, delay_ms, attempt_number, started_at,
          latency_ms, status_code, error_kind, error, response_body, outcome,
-         message_id, endpoint_id, app_id, trigger, url, is_probe, n)
+         message_id, endpoint_id, app_id, trigger, url, is_probe, op_event, op_msg_id, n)
 ),
 updated as (
   update deliveries d
-  set ${attemptSet("d", "r")}
+  set ${attemptSet("d", "r")},
+      ${failureNotifiedSet("d", "r")}
   from r
   where d.id = r.id and ${heldBy("d", "r.token")}
   returning d.id, d.endpoint_id
@@ -117,6 +140,8 @@ updated as (
 samples as (
   insert into latency_samples (endpoint_id, at, latency_ms, ok)
   select r.endpoint_id, r.started_at, r.latency_ms, r.outcome = 'success' from r
+  -- no request, no latency (a payload without a field the endpoint's URL template needs)
+  where r.error_kind is distinct from '${ErrorKind.missingField}'
 ),
 inserted as (
   insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,
@@ -126,6 +151,7 @@ inserted as (
          r.url, r.started_at, r.latency_ms, r.outcome, r.status_code, r.error_kind, r.error,
          r.response_body
   from r
+  returning id, delivery_id, attempt_number
 ),
 finished as (
   delete from claims where token = any ($finishedClaims::uuid[])
@@ -156,14 +182,18 @@ ${outcomeTransitionsSql},
 gone as (
   update endpoints e
   set disabled = true, disabled_reason = 'gone', updated_at = now()
-  where e.id in (
+  from unnest($goneEndpointIds::text[], $goneMsgIds::text[], $goneAts::timestamptz[])
+    as g(id, op_msg_id, fail_since)
+  where e.id = g.id and e.id in (
     select id from endpoints
     where id = any ($goneEndpointIds::text[]) and not disabled
     order by id
     for no key update
   )
-)
-select count(*)::int as changed from updated
+  returning e.id, e.app_id, e.uid, g.op_msg_id, g.fail_since
+),
+${operationalEventsSql(WORK_CHANNEL)}
+select (select count(*)::int from updated) as changed, (select count(*)::int from op_woken) as woken
 `,
   "hookrelay_record_results",
 );
@@ -173,8 +203,16 @@ export async function recordResults(
   db: Queryable,
   results: DeliveryResult[],
   health: HealthConfig,
+  operational: OperationalTarget | null = null,
 ): Promise<number> {
   if (results.length === 0) return 0;
+  const gone = new Map<string, Date>();
+  for (const r of results) {
+    if (r.errorKind !== ErrorKind.gone) continue;
+    const at = gone.get(r.endpointId);
+    if (!at || r.startedAt < at) gone.set(r.endpointId, r.startedAt);
+  }
+  const eventId = (raised: boolean) => (operational && raised ? newId(ID_PREFIX.message) : null);
   const col = <T>(f: (r: DeliveryResult) => T) => results.map(f);
   const outcomes = summarizeOutcomes(results);
   const per = <T>(f: (o: (typeof outcomes)[number]) => T) => outcomes.map(f);
@@ -206,9 +244,13 @@ export async function recordResults(
       lastFailAts: timestampArray(per((o) => o.lastFailAt)),
       pausesMs: plainArray(per((o) => (o.pauseMs === null ? null : Math.round(o.pauseMs)))),
       ...circuitSettings(health),
-      goneEndpointIds: textArray([
-        ...new Set(results.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId)),
-      ]),
+      goneEndpointIds: textArray([...gone.keys()]),
+      goneMsgIds: textArray([...gone.keys()].map(() => eventId(true))),
+      goneAts: timestampArray([...gone.values()]),
+      opEvents: textArray(col((r) => (operational ? (r.operationalEvent ?? null) : null))),
+      opMsgIds: textArray(col((r) => eventId(Boolean(r.operationalEvent)))),
+      opAppId: operational?.appId ?? null,
+      opMaxAttempts: operational?.defaultMaxAttempts ?? 1,
     }),
   );
   return rows[0].changed;

@@ -63,6 +63,8 @@ export interface Redactor {
   valuesIn(json: string): string[];
   /** text() plus every occurrence of the given values */
   textWithout(value: string, values: readonly string[]): string;
+  /** true for a field name whose values are masked (URL templates mask what they place) */
+  isSensitive(name: string): boolean;
 }
 
 const normalize = (name: string) => name.toLowerCase().replace(/[-_]/g, "");
@@ -197,6 +199,7 @@ export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELD
       for (const v of values) out = out.split(v).join(MASK);
       return text(out);
     },
+    isSensitive: sensitive,
   };
 }
 

@@ -24,6 +24,13 @@ function claim(extra: Partial<ClaimedDelivery> = {}): ClaimedDelivery {
     retryCapMs: null,
     secrets: [generateSecret()],
     isProbe: false,
+    eventId: null,
+    method: "POST",
+    bodyFormat: "json",
+    urlToken: null,
+    missingFields: "fail",
+    successRule: null,
+    failureNotified: false,
     ...extra,
   };
 }

@@ -1,21 +1,44 @@
 /**
  * Request preparation: turns a claimed delivery into the signed HTTP request the sender
- * makes (docs/delivery.md, Signing): the endpoint's URL and headers, the payload as the
- * body, and the Standard Webhooks headers signed with every secret that signs right now.
- * A secret that cannot be opened (sealed under a key this process lacks) means nothing can
- * be sent; that is an attempt outcome of its own (docs/delivery.md, What is retried).
+ * makes (docs/delivery.md, Signing): the endpoint's method, URL and headers, the body, and
+ * the Standard Webhooks headers signed with every secret that signs right now.
+ *
+ * Postback endpoints (README.md, Postbacks): a URL template is filled from the payload, the
+ * message and the endpoint's URL token (delivery/url-template.ts); GET sends no body, and
+ * `bodyFormat: "form"` sends the payload's top-level fields form-encoded. The signature
+ * covers the body as sent (empty for GET).
+ *
+ * Nothing is sent when a secret or URL token cannot be opened (sealed under a key this
+ * process lacks: a retried failure of kind `signing`), or when the payload lacks a field the
+ * template needs (a dead letter of kind `missing_field`, unless the endpoint renders missing
+ * fields empty): those are attempt outcomes of their own (docs/delivery.md, What is retried).
  */
+import { FORM_CONTENT_TYPE, formBody } from "../delivery/form-body.ts";
 import type { AttemptResult, OutboundRequest } from "../delivery/http-sender.ts";
 import { ErrorKind, Verdict } from "../delivery/retry-policy.ts";
-import { secretKey, signatureHeader } from "../delivery/sign.ts";
+import { type SigningKey, signatureHeader } from "../delivery/sign.ts";
+import { signingKeyOf } from "../delivery/signing-key.ts";
+import {
+  isTemplate,
+  parseUrlTemplate,
+  renderUrlTemplate,
+  type UrlTemplate,
+} from "../delivery/url-template.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
 import type { SecretBox } from "../security/secret-box.ts";
 
 export const USER_AGENT = "hookrelay/0.1 (+webhook delivery)";
 
-/** The request to send, or the outcome of an attempt that could not be signed. */
+/** The request to send, or the outcome of an attempt that could not be made. */
 export type Preparation =
-  | { ok: true; request: Omit<OutboundRequest, "abort"> }
+  | {
+      ok: true;
+      request: Omit<OutboundRequest, "abort">;
+      /** a rendered template's URL with its token and sensitive values masked; null: the endpoint's URL */
+      shownUrl: string | null;
+      /** values placed in the URL that must be masked wherever a response echoes them */
+      secrets: string[];
+    }
   | { ok: false; error: unknown; outcome: AttemptResult };
 
 export interface RequestPreparer {
@@ -23,64 +46,171 @@ export interface RequestPreparer {
   prepare(claim: ClaimedDelivery, nowMs?: number): Preparation;
 }
 
-// Keys derived from secrets are kept: a secret is opened and decoded once, not per request.
-// The cache is dropped whole when it grows past this (rotations leave old secrets behind).
-const KEY_CACHE_MAX = 10_000;
+// Keys derived from secrets (HMAC keys and Ed25519 private keys alike: the opened text's
+// prefix says which), opened URL tokens and parsed templates are kept: each is worked out
+// once, not per request. A cache is dropped whole when it grows past this (rotations leave
+// old secrets behind).
+const CACHE_MAX = 10_000;
 
-export function makeRequestPreparer(deps: { secretBox: SecretBox }): RequestPreparer {
-  const keyCache = new Map<string, Buffer>();
-
-  function keysFor(secrets: string[]): Buffer[] {
-    return secrets.map((secret) => {
-      let key = keyCache.get(secret);
-      if (!key) {
-        key = secretKey(deps.secretBox.open(secret));
-        if (keyCache.size > KEY_CACHE_MAX) keyCache.clear();
-        keyCache.set(secret, key);
-      }
-      return key;
-    });
+function cached<V>(cache: Map<string, V>, key: string, make: () => V): V {
+  let value = cache.get(key);
+  if (value === undefined) {
+    value = make();
+    if (cache.size > CACHE_MAX) cache.clear();
+    cache.set(key, value);
   }
+  return value;
+}
+
+export function makeRequestPreparer(deps: {
+  secretBox: SecretBox;
+  /** field names whose values a rendered URL masks in attempt rows (security/redact.ts) */
+  isSensitive?: (name: string) => boolean;
+}): RequestPreparer {
+  const keyCache = new Map<string, SigningKey>();
+  const tokenCache = new Map<string, string>();
+  const templates = new Map<string, UrlTemplate | Error>();
+  const isSensitive = deps.isSensitive ?? (() => false);
+
+  const keysFor = (secrets: string[]) =>
+    secrets.map((secret) =>
+      cached(keyCache, secret, () => signingKeyOf(deps.secretBox.open(secret))),
+    );
+
+  const templateOf = (url: string) =>
+    cached(templates, url, () => {
+      try {
+        return parseUrlTemplate(url);
+      } catch (err) {
+        return err as Error;
+      }
+    });
 
   return {
     prepare(claim, nowMs = Date.now()) {
       const timestamp = Math.floor(nowMs / 1000);
-      let keys: Buffer[];
+      let keys: SigningKey[];
+      let token: string | null = null;
       try {
         keys = keysFor(claim.secrets);
       } catch (error) {
-        return { ok: false, error, outcome: signingFailure(error) };
+        return { ok: false, error, outcome: signingFailure("signing secret", error) };
       }
+      try {
+        if (claim.urlToken !== null)
+          token = cached(tokenCache, claim.urlToken, () => deps.secretBox.open(claim.urlToken!));
+      } catch (error) {
+        return { ok: false, error, outcome: signingFailure("URL token", error) };
+      }
+
+      let target: OutboundRequest["target"];
+      let shownUrl: string | null = null;
+      let secrets: string[] = [];
+      if (isTemplate(claim.url)) {
+        const template = templateOf(claim.url);
+        if (template instanceof Error) {
+          // saved before templates were checked: it can never be sent
+          return notSent(
+            ErrorKind.invalidRequest,
+            `the URL template does not parse: ${template.message}`,
+          );
+        }
+        const rendered = renderUrlTemplate(
+          template,
+          {
+            payload: claim.payload,
+            messageId: claim.messageId,
+            eventType: claim.eventType,
+            eventId: claim.eventId,
+            attempt: claim.attemptCount + 1,
+            timestamp,
+            token,
+          },
+          { missing: claim.missingFields, sensitive: isSensitive },
+        );
+        if (!rendered.ok) {
+          return notSent(
+            ErrorKind.missingField,
+            `the URL template's ${rendered.placeholder} ${rendered.why}; nothing was sent`,
+          );
+        }
+        target = { origin: template.origin, path: rendered.path };
+        shownUrl = rendered.shown;
+        secrets = rendered.secrets;
+      }
+
+      let body: string | null;
+      let contentType: string | null;
+      if (claim.method === "GET") {
+        body = null;
+        contentType = null;
+      } else if (claim.bodyFormat === "form") {
+        body = formBody(claim.payload);
+        contentType = FORM_CONTENT_TYPE;
+        if (body === null) {
+          return notSent(
+            ErrorKind.invalidRequest,
+            "a form body is made of the payload's top-level fields, and this payload is not a JSON object; nothing was sent",
+          );
+        }
+      } else {
+        body = claim.payload;
+        contentType = "application/json";
+      }
+
+      const headers: Record<string, string> = {
+        ...claim.headers,
+        "user-agent": USER_AGENT,
+        "webhook-id": claim.messageId,
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": signatureHeader(keys, claim.messageId, timestamp, body ?? ""),
+      };
+      if (contentType !== null) headers["content-type"] = contentType;
       return {
         ok: true,
         request: {
           url: claim.url,
-          headers: {
-            ...claim.headers,
-            "content-type": "application/json",
-            "user-agent": USER_AGENT,
-            "webhook-id": claim.messageId,
-            "webhook-timestamp": String(timestamp),
-            "webhook-signature": signatureHeader(keys, claim.messageId, timestamp, claim.payload),
-          },
-          body: claim.payload,
+          method: claim.method,
+          ...(target && { target }),
+          headers,
+          body,
           timeoutMs: claim.timeoutMs,
         },
+        shownUrl,
+        secrets,
       };
     },
   };
 }
 
 /** The outcome of an attempt that could not be signed (no request was sent). */
-function signingFailure(err: unknown): AttemptResult {
+function signingFailure(what: string, err: unknown): AttemptResult {
   return {
     startedAt: new Date(),
     latencyMs: 0,
     statusCode: null,
     verdict: Verdict.transient,
     errorKind: ErrorKind.signing,
-    error: `signing secret could not be opened: ${(err as Error).message}`,
+    error: `${what} could not be opened: ${(err as Error).message}`,
     responseBody: null,
     retryAfterMs: null,
+  };
+}
+
+/** A request that cannot be made from this message: permanent, nothing sent. */
+function notSent(errorKind: ErrorKind, error: string): Preparation {
+  return {
+    ok: false,
+    error: new Error(error),
+    outcome: {
+      startedAt: new Date(),
+      latencyMs: 0,
+      statusCode: null,
+      verdict: Verdict.permanent,
+      errorKind,
+      error,
+      responseBody: null,
+      retryAfterMs: null,
+    },
   };
 }

@@ -22,6 +22,13 @@ const claim: ClaimedDelivery = {
   retryCapMs: 5_000,
   secrets: [],
   isProbe: true,
+  eventId: null,
+  method: "POST",
+  bodyFormat: "json",
+  urlToken: null,
+  missingFields: "fail",
+  successRule: null,
+  failureNotified: false,
 };
 
 const outcome = (extra: Partial<AttemptResult>): AttemptResult => ({
@@ -71,6 +78,7 @@ test("a success is recorded as delivered, attempt number one past the claim's co
       isProbe: true,
       pauseMs: null,
       finishesClaim: true,
+      operationalEvent: null,
     },
   ]);
 });
@@ -112,4 +120,33 @@ test("the last attempt's failure dead-letters; echoed payload values are masked 
     error: "HTTP 500 for ***",
     responseBody: "could not find order *** of ***",
   });
+});
+
+test("operational events: raised only with a target, never for the operator application's own deliveries", () => {
+  const target = { appId: "app_operator", defaultMaxAttempts: 5 };
+  const events = (claimed: ClaimedDelivery, operational: typeof target | null, status: number) => {
+    const written: DeliveryResult[] = [];
+    makeAttemptRecorder({
+      writer: { add: (x) => written.push(x) },
+      redactor: makeRedactor(["click_id"]),
+      defaults: { retryBaseMs: 10, retryCapMs: 100 },
+      operational,
+    }).record(
+      claimed,
+      "tok",
+      outcome({ statusCode: status, verdict: status === 200 ? "success" : "transient" }),
+      true,
+    );
+    return written[0]!.operationalEvent;
+  };
+  const last = { ...claim, attemptCount: 2, maxAttempts: 3 };
+  expect(events(last, target, 500)).toBe("message.attempt.exhausted");
+  expect(events(last, null, 500)).toBeNull();
+  expect(events({ ...last, appId: "app_operator" }, target, 500)).toBeNull();
+  const fourth = { ...claim, attemptCount: 3, maxAttempts: 8 };
+  expect(events(fourth, target, 500)).toBe("message.attempt.failing");
+  expect(events({ ...claim, failureNotified: true }, target, 200)).toBe(
+    "message.attempt.recovered",
+  );
+  expect(events({ ...claim, failureNotified: false }, target, 200)).toBeNull();
 });

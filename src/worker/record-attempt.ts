@@ -11,9 +11,10 @@ import {
   MAX_RESPONSE_STORED_BYTES,
   truncateUtf8,
 } from "../delivery/http-sender.ts";
-import { type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
+import { ErrorKind, type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
 import { afterAttempt } from "../queue/delivery-states.ts";
+import { attemptEvent, type OperationalTarget } from "../queue/operational-events.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import type { Redactor } from "../security/redact.ts";
 import type { ResultWriter } from "./result-writer.ts";
@@ -28,7 +29,16 @@ export interface AttemptRecorder {
     claimToken: string,
     outcome: AttemptResult,
     finishesClaim: boolean,
+    sent?: SentUrl,
   ): void;
+}
+
+/** What a rendered URL template adds to an attempt (worker/prepare-request.ts). */
+export interface SentUrl {
+  /** the rendered URL, token and sensitive values masked; null: the endpoint's own URL */
+  shownUrl: string | null;
+  /** values the URL carried that are masked wherever a response or error echoes them */
+  secrets: readonly string[];
 }
 
 // Masked URLs are kept per endpoint URL; dropped whole past this many.
@@ -40,8 +50,11 @@ export function makeAttemptRecorder(deps: {
   redactor: Redactor;
   /** the retry schedule of endpoints without their own */
   defaults: Pick<DeliveryDefaults, "retryBaseMs" | "retryCapMs">;
+  /** where operational events go; null or absent: none are raised */
+  operational?: OperationalTarget | null;
 }): AttemptRecorder {
   const { redactor, defaults } = deps;
+  const operational = deps.operational ?? null;
   const maskedUrls = new Map<string, string>();
 
   /**
@@ -49,7 +62,7 @@ export function makeAttemptRecorder(deps: {
    * and, since receivers echo them in prose, every value of the payload's sensitive fields.
    * Masked first, then cut to 1 KiB.
    */
-  function maskedTexts(payload: string, result: AttemptResult) {
+  function maskedTexts(payload: string, result: AttemptResult, secrets: readonly string[]) {
     if (result.error === null && result.responseBody === null)
       return { error: null, responseBody: null };
     // (valuesIn keeps values of 4+ characters: a shorter text cannot contain one)
@@ -57,6 +70,9 @@ export function makeAttemptRecorder(deps: {
       (result.error?.length ?? 0) >= 4 || (result.responseBody?.length ?? 0) >= 4
         ? redactor.valuesIn(payload)
         : [];
+    // longest first: a value that contains another is masked whole
+    if (secrets.length > 0)
+      values.push(...[...secrets].filter((v) => v.length >= 4).sort((a, b) => b.length - a.length));
     return {
       error: result.error === null ? null : redactor.textWithout(result.error, values),
       responseBody:
@@ -87,7 +103,7 @@ export function makeAttemptRecorder(deps: {
   }
 
   return {
-    record(claim, claimToken, result, finishesClaim) {
+    record(claim, claimToken, result, finishesClaim, sent) {
       const attemptNumber = claim.attemptCount + 1;
       const policy: RetryPolicy = {
         maxAttempts: claim.maxAttempts,
@@ -98,6 +114,17 @@ export function makeAttemptRecorder(deps: {
       // A Retry-After on 429/503 pauses the whole endpoint, not just this delivery.
       const pauseMs =
         result.retryAfterMs === null ? null : Math.min(policy.capMs, result.retryAfterMs);
+      const success = result.verdict === Verdict.success;
+      // the operator application's own deliveries report on nothing (no loop)
+      const operationalEvent =
+        operational === null || claim.appId === operational.appId
+          ? null
+          : attemptEvent({
+              attemptNumber,
+              nextStatus: next.status,
+              success,
+              failureNotified: claim.failureNotified,
+            });
       const recorded: DeliveryResult = {
         deliveryId: claim.id,
         claimToken,
@@ -105,19 +132,22 @@ export function makeAttemptRecorder(deps: {
         endpointId: claim.endpointId,
         appId: claim.appId,
         trigger: claim.trigger,
-        url: maskedUrl(claim.url),
+        // a rendered template's URL is new for every message: masked, not cached
+        url: sent?.shownUrl ? redactor.url(sent.shownUrl) : maskedUrl(claim.url),
         attemptNumber,
         nextStatus: next.status,
         retryDelayMs: next.retryDelayMs,
         startedAt: result.startedAt,
         latencyMs: result.latencyMs,
-        success: result.verdict === Verdict.success,
+        success,
         statusCode: result.statusCode,
         errorKind: result.errorKind,
-        ...maskedTexts(claim.payload, result),
+        ...maskedTexts(claim.payload, result, sent?.secrets ?? []),
         isProbe: claim.isProbe,
         pauseMs,
         finishesClaim,
+        ...(result.errorKind === ErrorKind.missingField && { notSent: true }),
+        operationalEvent,
       };
       deps.writer.add(recorded);
     },

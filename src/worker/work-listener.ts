@@ -1,9 +1,12 @@
 /**
- * A dedicated connection that LISTENs for new work and calls `onWork`. It reconnects after
- * a failure (with backoff); workers keep polling meanwhile, so a lost notification only
- * costs one poll interval.
+ * A dedicated connection that LISTENs for new work and calls `onWork`. When the connection
+ * is lost (a PostgreSQL restart or failover) it reconnects with backoff and jitter
+ * (lib/backoff.ts) until it succeeds or stop() is called; workers keep polling meanwhile,
+ * so a lost notification only costs one poll interval, and every reconnect calls `onWork`
+ * once for what arrived while nobody listened (docs/reliability.md).
  */
 import pg from "pg";
+import { makeBackoff } from "../lib/backoff.ts";
 import type { Logger } from "../logger.ts";
 import { WORK_CHANNEL } from "../queue/work-channel.ts";
 
@@ -16,32 +19,50 @@ export function makeWorkListener(options: {
   connectionString: string;
   onWork: () => void;
   logger: Logger;
+  /** reconnect waits: backoff from baseMs (default 100) up to capMs (default 5_000) */
+  reconnect?: { baseMs?: number; capMs?: number };
 }): WorkListener {
   let client: pg.Client | null = null;
   let stopped = true;
   let retryTimer: NodeJS.Timeout | null = null;
-  let backoffMs = 100;
+  const backoff = makeBackoff(options.reconnect);
 
   async function connect(): Promise<void> {
     const c = new pg.Client({
       connectionString: options.connectionString,
       application_name: "hookrelay-listener",
+      connectionTimeoutMillis: 10_000,
     });
-    c.on("notification", () => options.onWork());
-    c.on("error", (err) => {
+    let lost = false;
+    const onLost = (err?: Error) => {
+      // 'error' and 'end' both come for one loss; the first one counts
+      if (lost) return;
+      lost = true;
+      if (client === c) client = null;
+      if (stopped) return;
       options.logger.warn({ err }, "work listener connection lost; reconnecting");
       void c.end().catch(() => undefined);
-      if (client === c) client = null;
       scheduleReconnect();
-    });
-    await c.connect();
-    await c.query(`listen ${WORK_CHANNEL}`);
+    };
+    c.on("notification", () => options.onWork());
+    c.on("error", onLost);
+    c.on("end", () => onLost());
+    try {
+      await c.connect();
+      await c.query(`listen ${WORK_CHANNEL}`);
+    } catch (err) {
+      lost = true; // the caller retries; no second reconnect from the events above
+      await c.end().catch(() => undefined);
+      throw err;
+    }
     if (stopped) {
+      lost = true;
       await c.end();
       return;
     }
     client = c;
-    backoffMs = 100;
+    if (backoff.failures > 0) options.logger.info("work listener reconnected");
+    backoff.reset();
     // Work may have arrived while we were not listening.
     options.onWork();
   }
@@ -51,11 +72,13 @@ export function makeWorkListener(options: {
     retryTimer = setTimeout(() => {
       retryTimer = null;
       connect().catch((err) => {
-        options.logger.warn({ err }, "work listener reconnect failed");
-        backoffMs = Math.min(backoffMs * 2, 10_000);
+        options.logger.warn(
+          { err, failures: backoff.failures },
+          "work listener reconnect failed; retrying",
+        );
         scheduleReconnect();
       });
-    }, backoffMs);
+    }, backoff.next());
     retryTimer.unref();
   }
 
@@ -63,7 +86,12 @@ export function makeWorkListener(options: {
     async start() {
       if (!stopped) return;
       stopped = false;
-      await connect();
+      try {
+        await connect();
+      } catch (err) {
+        stopped = true; // not started: a later start() tries again
+        throw err;
+      }
     },
     async stop() {
       if (stopped) return;

@@ -11,6 +11,11 @@
  * interval it also hands back the rows of claims whose lease ran out (their worker died).
  * Each claim's lease row is deleted with the write of its last result.
  *
+ * Database outages (docs/reliability.md): a claim that fails waits a backoff with jitter
+ * before the next one instead of the poll interval; a claim whose answer was lost may have
+ * taken rows, which its lease hands back. Results that cannot be written stay with the
+ * result writer, which retries them until their lease ends.
+ *
  * stop(): no more claims; in-flight requests get until the drain deadline, their results
  * are written; requests still running then are aborted and their rows released (due
  * again at once, no attempt used). Safe to call twice.
@@ -19,10 +24,15 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
+import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { AttemptAbort, type HttpSender } from "../delivery/http-sender.ts";
+import { ErrorKind } from "../delivery/retry-policy.ts";
+import { applySuccessRule } from "../delivery/success-rule.ts";
+import { makeBackoff } from "../lib/backoff.ts";
 import { makeWakeableSleep } from "../lib/wakeable-sleep.ts";
 import type { Logger } from "../logger.ts";
 import { type ClaimedDelivery, claimDeliveries } from "../queue/claim-deliveries.ts";
+import type { OperationalTarget } from "../queue/operational-events.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import { releaseDeliveries, releaseExpiredClaims } from "../queue/release-deliveries.ts";
 import type { Redactor } from "../security/redact.ts";
@@ -54,6 +64,8 @@ export interface WorkerOptions {
   secretBox: SecretBox;
   /** masks sensitive values in stored error texts, response bodies and URLs */
   redactor: Redactor;
+  /** operational webhooks (queue/operational-events.ts); null or absent: off */
+  operational?: OperationalTarget | null;
 }
 
 interface Running {
@@ -63,6 +75,8 @@ interface Running {
   abort: AttemptAbort;
   /** stop() gave up on this request: its row is released, not recorded */
   released: boolean;
+  /** performance.now() at which the row's lease ends at the latest */
+  leaseEndsAt: number;
 }
 
 export function makeWorker(options: WorkerOptions): Worker {
@@ -76,15 +90,26 @@ export function makeWorker(options: WorkerOptions): Worker {
     flushBatch: cfg.flushBatch,
     flushIntervalMs: cfg.flushIntervalMs,
     health: options.config.health,
+    operational: options.operational ?? null,
     onWritten: (batch) => {
       options.onResults?.(batch);
       // Written results free in-flight room in the database: claim again.
       sleeper.wake();
     },
   });
-  const preparer = makeRequestPreparer({ secretBox: options.secretBox });
-  const recorder = makeAttemptRecorder({ writer, redactor: options.redactor, defaults });
+  const preparer = makeRequestPreparer({
+    secretBox: options.secretBox,
+    isSensitive: options.redactor.isSensitive,
+  });
   const running = new Map<number, Running>();
+  const recorder = makeAttemptRecorder({
+    // each result goes with its lease's end: past it the writer stops retrying it
+    writer: { add: (r) => writer.add(r, running.get(r.deliveryId)?.leaseEndsAt) },
+    redactor: options.redactor,
+    defaults,
+    operational: options.operational ?? null,
+  });
+  const claimBackoff = makeBackoff({ baseMs: Math.min(cfg.pollIntervalMs, 100), capMs: 5_000 });
   /** per claim token: how many of its rows have no result handed to the writer yet */
   const openClaims = new Map<string, number>();
   let stopping = false;
@@ -99,7 +124,10 @@ export function makeWorker(options: WorkerOptions): Worker {
         lastExpiryCheck = Date.now();
         // Rows of claims whose worker died come back here (any worker may do it).
         await releaseExpiredClaims(pool).catch((err) =>
-          logger.error({ err }, "handing back expired claims failed"),
+          logger[isDatabaseUnavailable(err) ? "warn" : "error"](
+            { err },
+            "handing back expired claims failed",
+          ),
         );
       }
       const free = cfg.concurrency - running.size;
@@ -109,21 +137,42 @@ export function makeWorker(options: WorkerOptions): Worker {
         const limit = Math.min(free, cfg.claimBatch);
         try {
           const claimed = await claimBatch(limit);
+          if (claimBackoff.failures > 0)
+            logger.info({ failures: claimBackoff.failures }, "claims work again");
+          claimBackoff.reset();
           // A full claim means more may be due: claim again as slots free up. Otherwise new
           // work arrives by NOTIFY, and endpoint room freed by results wakes us after writes.
           lastClaimFull = claimed === limit;
           if (lastClaimFull) continue;
         } catch (err) {
-          logger.error({ err }, "claim failed");
           lastClaimFull = false;
+          const waitMs = claimBackoff.next();
+          if (isDatabaseUnavailable(err)) {
+            logger.warn(
+              { err, failures: claimBackoff.failures, waitMs },
+              "database unreachable; claim retried",
+            );
+          } else {
+            logger.error({ err, waitMs }, "claim failed");
+          }
+          await sleepUnlessStopping(waitMs);
+          continue;
         }
       }
       await sleeper.sleep(cfg.pollIntervalMs);
     }
   }
 
+  /** A backoff wait: NOTIFY does not cut it short (the database is what failed), stop() does. */
+  async function sleepUnlessStopping(ms: number): Promise<void> {
+    const until = performance.now() + ms;
+    while (!stopping && performance.now() < until) await sleeper.sleep(until - performance.now());
+  }
+
   async function claimBatch(limit: number): Promise<number> {
     const token = randomUUID();
+    // the lease starts when PostgreSQL runs the claim, after this moment
+    const claimedAt = performance.now();
     const claims = await claimDeliveries(pool, {
       workerId: id,
       claimToken: token,
@@ -137,7 +186,13 @@ export function makeWorker(options: WorkerOptions): Worker {
       openClaims.set(token, claims.length);
     }
     for (const claim of claims) {
-      const entry: Running = { claim, token, abort: new AttemptAbort(), released: false };
+      const entry: Running = {
+        claim,
+        token,
+        abort: new AttemptAbort(),
+        released: false,
+        leaseEndsAt: claimedAt + claim.timeoutMs + cfg.leaseMarginMs,
+      };
       running.set(claim.id, entry);
       void deliver(entry);
     }
@@ -149,22 +204,29 @@ export function makeWorker(options: WorkerOptions): Worker {
     try {
       const prepared = preparer.prepare(claim);
       if (!prepared.ok) {
-        // A secret sealed under a key this process lacks: nothing can be sent. Recorded as a
-        // failed attempt (retried with backoff, then dead-lettered), so the operator sees it
-        // and no row circles through lease expiries forever.
-        logger.error(
-          { err: prepared.error, endpointId: claim.endpointId },
-          "signing secret could not be opened",
+        // Nothing can be sent: a secret sealed under a key this process lacks (retried with
+        // backoff, then dead-lettered), or a payload without a field the URL template needs
+        // (a dead letter). Recorded as an attempt, so the operator sees it and no row circles
+        // through lease expiries forever. (The error names the field, never its value.)
+        const signing = prepared.outcome.errorKind === ErrorKind.signing;
+        const what = prepared.outcome.error?.startsWith("URL token")
+          ? "URL token"
+          : "signing secret";
+        logger[signing ? "error" : "warn"](
+          { err: prepared.error, endpointId: claim.endpointId, deliveryId: claim.id },
+          signing ? `${what} could not be opened` : "nothing could be sent",
         );
         recorder.record(claim, entry.token, prepared.outcome, finishOne(entry.token));
         return;
       }
-      const outcome = await sender.send({ ...prepared.request, abort: entry.abort });
+      const sent = await sender.send({ ...prepared.request, abort: entry.abort });
       if (entry.released) {
         // Aborted by the drain deadline: released by stop(), not counted as an attempt.
         return;
       }
-      recorder.record(claim, entry.token, outcome, finishOne(entry.token));
+      // a 2xx may still be a refusal, by the endpoint's success rule
+      const outcome = applySuccessRule(sent, claim.successRule);
+      recorder.record(claim, entry.token, outcome, finishOne(entry.token), prepared);
     } catch (err) {
       logger.error({ err, deliveryId: claim.id }, "delivery crashed; its lease will bring it back");
     } finally {

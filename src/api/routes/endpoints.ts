@@ -1,33 +1,50 @@
 /** /api/v1/app/{appId}/endpoint: endpoints, their secrets and delivery policies. */
 import type { FastifyInstance } from "fastify";
-import { currentSecret, rotateSecret } from "../../db/queries/endpoint-secrets.ts";
+import { withTransaction } from "../../db/pool.ts";
+import { currentSecrets, replaceSecrets } from "../../db/queries/endpoint-secrets.ts";
 import {
   deleteEndpoint,
   type EndpointRow,
   getEndpoint,
   insertEndpoint,
   listEndpoints,
+  lockEndpoint,
   updateEndpoint,
 } from "../../db/queries/endpoints.ts";
 import { notifyWork } from "../../db/queries/work.ts";
-import { generateSecret } from "../../delivery/sign.ts";
 import { ID_PREFIX, newId } from "../../ids.ts";
+import { emitEndpointEvent } from "../../ops/operational-webhook.ts";
+import { OperationalEvent } from "../../queue/operational-events.ts";
 import { SsrfBlockedError } from "../../security/ssrf-guard.ts";
 import type { ApiContext } from "../context.ts";
 import {
-  checkSecret,
   checkUrl,
-  type EndpointIn,
+  type EndpointIn as EndpointFieldsIn,
   endpointIn,
   endpointPatch,
   REPLACE_DEFAULTS,
   toColumns,
 } from "../endpoint-input.ts";
+import {
+  keysForCreate,
+  rotation,
+  SIGNATURE_SCHEMES,
+  type SignatureSchemeChoice,
+  type SigningIn,
+  schemeChange,
+  secretOut,
+  withSigningFields,
+} from "../endpoint-signing.ts";
 import { apiError, badRequest, isNotFound, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
+import { checkPostbackState, postbackOut, stateAfter, urlToCheck } from "../postback-input.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { appParams, checkPathUid, iso } from "../schemas.ts";
 import { conflictOnUnique } from "../unique-violation.ts";
+
+type EndpointIn = EndpointFieldsIn & SigningIn;
+const createBody = withSigningFields(endpointIn);
+const patchBody = withSigningFields(endpointPatch);
 
 const endpointParams = {
   type: "object",
@@ -62,28 +79,72 @@ export const endpointOut = (r: EndpointRow) => ({
   ratePerSecond: r.rate_per_second,
   ratePerMinute: r.rate_per_minute,
   ratePerHour: r.rate_per_hour,
+  // postback endpoints
+  ...postbackOut(r),
   createdAt: iso(r.created_at),
   updatedAt: iso(r.updated_at),
+  // how it signs (api/endpoint-signing.ts)
+  signatureScheme: r.signature_scheme,
 });
 
 const uidTaken = conflictOnUnique("an endpoint with this uid already exists in this app");
 
 export function registerEndpointRoutes(
   app: FastifyInstance,
-  { pool, ssrfGuard, secretBox }: ApiContext,
+  { pool, ssrfGuard, secretBox, operational }: ApiContext,
 ): void {
-  const create = (appId: string, body: EndpointIn) =>
-    insertEndpoint(pool, {
-      id: newId(ID_PREFIX.endpoint),
-      appId,
-      fields: toColumns(body),
-      sealedSecret: secretBox.seal(body.secret ? checkSecret(body.secret) : generateSecret()),
+  /**
+   * The columns a body writes, checked together with what the endpoint keeps (`current`;
+   * null for a new one), the URL token sealed like signing secrets.
+   */
+  const columnsOf = (body: EndpointIn, current: EndpointRow | null, replace: boolean) => {
+    const fields = { ...(replace ? REPLACE_DEFAULTS : {}), ...toColumns(body) };
+    // postback endpoints
+    checkPostbackState(stateAfter(current, fields));
+    if (typeof fields.url_token === "string") fields.url_token = secretBox.seal(fields.url_token);
+    return fields;
+  };
+
+  // Every change is written with its operational event, in one transaction
+  // (docs/operational-webhooks.md).
+  const create = (appId: string, body: EndpointIn) => {
+    const fields = columnsOf(body, null, false);
+    const secrets = keysForCreate(secretBox, body);
+    return withTransaction(pool, async (client) => {
+      const row = await insertEndpoint(client, {
+        id: newId(ID_PREFIX.endpoint),
+        appId,
+        fields,
+        secrets,
+      });
+      await emitEndpointEvent(client, operational, OperationalEvent.endpointCreated, row);
+      return row;
     }).catch(uidTaken);
+  };
 
   /** PUT (`replace`: the fields left out take their defaults) or PATCH. */
   const update = async (id: string, body: EndpointIn, replace: boolean) => {
-    const fields = { ...(replace ? REPLACE_DEFAULTS : {}), ...toColumns(body) };
-    const row = await updateEndpoint(pool, id, fields).catch(uidTaken);
+    const row = await withTransaction(pool, async (client) => {
+      const before = await lockEndpoint(client, id);
+      if (!before) return null;
+      const fields = columnsOf(body, before, replace);
+      if (body.signatureScheme !== undefined) {
+        const current = await currentSecrets(client, id);
+        await replaceSecrets(client, id, schemeChange(secretBox, current, body.signatureScheme));
+      }
+      const after = (await updateEndpoint(client, id, fields))!;
+      await emitEndpointEvent(client, operational, OperationalEvent.endpointUpdated, after);
+      if (before.disabled !== after.disabled) {
+        await emitEndpointEvent(
+          client,
+          operational,
+          after.disabled ? OperationalEvent.endpointDisabled : OperationalEvent.endpointEnabled,
+          after,
+          after.disabled ? { trigger: "manual" } : {},
+        );
+      }
+      return after;
+    }).catch(uidTaken);
     if (!row) throw notFound("endpoint");
     // Re-enabled: its waiting backlog is due again.
     if (body.disabled === false) await notifyWork(pool);
@@ -95,7 +156,8 @@ export function registerEndpointRoutes(
     if (body.url === undefined) return;
     checkUrl(body.url);
     try {
-      await ssrfGuard.checkUrl(body.url);
+      // a URL template's host is literal: the guard checks it with the placeholders filled
+      await ssrfGuard.checkUrl(urlToCheck(body.url));
     } catch (err) {
       if (err instanceof SsrfBlockedError) {
         throw apiError("url_not_allowed", `url is not allowed: ${err.message}`, { cause: err });
@@ -132,7 +194,7 @@ export function registerEndpointRoutes(
 
   app.post<{ Params: { appId: string }; Body: EndpointIn }>(
     "/app/:appId/endpoint",
-    { schema: { tags: ["endpoint"], params: appParams, body: endpointIn } },
+    { schema: { tags: ["endpoint"], params: appParams, body: createBody } },
     async (request, reply) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       await guardUrl(request.body);
@@ -154,7 +216,7 @@ export function registerEndpointRoutes(
 
   app.put<P & { Body: EndpointIn }>(
     "/app/:appId/endpoint/:endpointId",
-    { schema: { tags: ["endpoint"], params: endpointParams, body: endpointIn } },
+    { schema: { tags: ["endpoint"], params: endpointParams, body: createBody } },
     async (request, reply) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       await guardUrl(request.body);
@@ -178,7 +240,7 @@ export function registerEndpointRoutes(
 
   app.patch<P & { Body: EndpointIn }>(
     "/app/:appId/endpoint/:endpointId",
-    { schema: { tags: ["endpoint"], params: endpointParams, body: endpointPatch } },
+    { schema: { tags: ["endpoint"], params: endpointParams, body: patchBody } },
     async (request) => {
       const { endpointId } = await target(request);
       if (request.body.secret !== undefined)
@@ -193,7 +255,11 @@ export function registerEndpointRoutes(
     { schema: { tags: ["endpoint"], params: endpointParams } },
     async (request, reply) => {
       const { endpointId } = await target(request);
-      await deleteEndpoint(pool, endpointId);
+      await withTransaction(pool, async (client) => {
+        const gone = await deleteEndpoint(client, endpointId);
+        if (gone)
+          await emitEndpointEvent(client, operational, OperationalEvent.endpointDeleted, gone);
+      });
       return reply.code(204).send();
     },
   );
@@ -203,13 +269,19 @@ export function registerEndpointRoutes(
     { schema: { tags: ["endpoint"], params: endpointParams } },
     async (request) => {
       const { endpointId } = await target(request);
-      const sealed = await currentSecret(pool, endpointId);
-      if (sealed === null) throw notFound("secret");
-      return { key: secretBox.open(sealed) };
+      const current = await currentSecrets(pool, endpointId);
+      if (current.length === 0) throw notFound("secret");
+      // never the whsk_ secret key: an Ed25519 endpoint shows its whpk_ public key
+      return secretOut(secretBox, current);
     },
   );
 
-  app.post<P & { Body: { key?: string | null; gracePeriodSeconds?: number | null } | undefined }>(
+  type RotateBody = {
+    key?: string | null;
+    gracePeriodSeconds?: number | null;
+    scheme?: SignatureSchemeChoice | null;
+  };
+  app.post<P & { Body: RotateBody | undefined }>(
     "/app/:appId/endpoint/:endpointId/secret/rotate",
     {
       schema: {
@@ -221,15 +293,23 @@ export function registerEndpointRoutes(
           properties: {
             key: { type: ["string", "null"], maxLength: 128 },
             gracePeriodSeconds: { type: ["integer", "null"], minimum: 0, maximum: 7 * 86_400 },
+            // the scheme(s) of the new keys (api/endpoint-signing.ts); default: the key's, or as now
+            scheme: { type: ["string", "null"], enum: [...SIGNATURE_SCHEMES, null] },
           },
         },
       },
     },
     async (request, reply) => {
       const { endpointId } = await target(request);
-      const next = request.body?.key ? checkSecret(request.body.key) : generateSecret();
       const graceSeconds = request.body?.gracePeriodSeconds ?? 86_400;
-      await rotateSecret(pool, endpointId, secretBox.seal(next), graceSeconds);
+      await withTransaction(pool, async (client) => {
+        const change = rotation(
+          secretBox,
+          await currentSecrets(client, endpointId),
+          request.body ?? {},
+        );
+        await replaceSecrets(client, endpointId, { ...change, graceSeconds });
+      });
       return reply.code(204).send();
     },
   );

@@ -1,19 +1,41 @@
-/** GET /healthz: 200 when the database answers, 503 otherwise. GET /metrics: Prometheus. */
+/**
+ * GET /healthz: 200 `{ status: "ok", database: "reachable" }` when the database answers
+ * within HEALTH_PING_TIMEOUT_MS; 503 `{ status: "unavailable", database: "unreachable",
+ * detail }` with Retry-After otherwise (docs/reliability.md). GET /metrics: Prometheus.
+ */
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { ping } from "../../db/queries/ping.ts";
 import type { Metrics } from "../../ops/metrics.ts";
 import type { ApiContext } from "../context.ts";
-import { apiError } from "../errors.ts";
+import { apiError, DATABASE_RETRY_AFTER_S } from "../errors.ts";
+
+/** A probe must answer quickly even when connecting hangs (a failover's unreachable host). */
+const HEALTH_PING_TIMEOUT_MS = 3_000;
 
 export function registerHealthRoutes(app: FastifyInstance, { pool }: ApiContext): void {
   app.get("/healthz", { schema: { hide: true } }, async (_request, reply) => {
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await ping(pool);
-      return { status: "ok" };
+      await Promise.race([
+        ping(pool),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no answer within ${HEALTH_PING_TIMEOUT_MS} ms`)),
+            HEALTH_PING_TIMEOUT_MS,
+          );
+        }),
+      ]);
+      return { status: "ok", database: "reachable" };
     } catch (err) {
-      reply.code(503);
-      return { status: "unavailable", detail: `database unreachable: ${(err as Error).message}` };
+      reply.code(503).header("retry-after", String(DATABASE_RETRY_AFTER_S));
+      return {
+        status: "unavailable",
+        database: "unreachable",
+        detail: `database unreachable: ${(err as Error).message}`,
+      };
+    } finally {
+      clearTimeout(timer);
     }
   });
 }

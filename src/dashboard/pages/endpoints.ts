@@ -6,7 +6,7 @@
 import type { FastifyInstance } from "fastify";
 import { resolveAppId } from "../../api/resolve.ts";
 import { badge, count, ms, ownApp, percent, since } from "../format.ts";
-import { dashboardPath, type Html, html } from "../html.ts";
+import { dashboardPath, type Html, html, raw } from "../html.ts";
 import { sendPage } from "../layout.ts";
 import { type DashboardDeps, sessionOf } from "../plugin.ts";
 import {
@@ -18,6 +18,15 @@ import {
 } from "../sql/endpoint-table.ts";
 
 export const PAGE_SIZE = 50;
+
+/**
+ * With htmx, filters, sort links and pages replace the results in place (the rest of the
+ * page stays) and the address bar follows, so every view keeps its URL. Without it they
+ * are ordinary links and a GET form.
+ */
+const IN_PLACE = raw(
+  'hx-target="#endpoint-results" hx-select="#endpoint-results" hx-swap="outerHTML" hx-push-url="true"',
+);
 /** Past this page the offset scan costs more than anyone reads (10,000 endpoints = 200). */
 const MAX_PAGE = 10_000;
 
@@ -104,7 +113,8 @@ export function registerEndpointListPage(
             ? badge("warning", "paused")
             : badge("ok", "enabled");
       const body = html`<h1>Endpoints</h1>
-<form class="filters" method="get" action="/dashboard/endpoints" data-autosubmit role="search" aria-label="Filter endpoints">
+<form class="filters" method="get" action="/dashboard/endpoints" role="search" aria-label="Filter endpoints"
+  hx-get="/dashboard/endpoints" hx-trigger="change, submit" ${IN_PLACE}>
   <label>State
     <select name="state">
       <option value="">any</option>
@@ -124,9 +134,10 @@ export function registerEndpointListPage(
   ${descending ? html`<input type="hidden" name="dir" value="desc">` : ""}
   <button type="submit">Apply</button>
 </form>
+<div id="endpoint-results">
 <p class="muted" data-testid="range">${first}–${last} of ${count(total)} endpoints</p>
 <div class="table-wrap"><table data-testid="endpoints">
-<thead><tr>${COLUMNS.map(header)}</tr></thead>
+<thead hx-boost="true" ${IN_PLACE}><tr>${COLUMNS.map(header)}</tr></thead>
 <tbody>${rows.map(
         (r) => html`<tr>
   <td>${r.app_name}${r.app_uid ? html` <span class="muted">(${r.app_uid})</span>` : ""}</td>
@@ -143,11 +154,12 @@ export function registerEndpointListPage(
   <td class="num hide-narrow">${since(r.oldest_pending_at)}</td>
 </tr>`,
       )}</tbody></table></div>
-<nav class="pager" aria-label="Pages">
+<nav class="pager" aria-label="Pages" hx-boost="true" ${IN_PLACE}>
   ${pageNo > 1 ? html`<a href="${pageLink(pageNo - 1)}" rel="prev">← Previous</a>` : ""}
   <span>Page ${pageNo} of ${Math.max(1, Math.ceil(total / PAGE_SIZE))}</span>
   ${last < total ? html`<a href="${pageLink(pageNo + 1)}" rel="next">Next →</a>` : ""}
-</nav>`;
+</nav>
+</div>`;
       return sendPage(reply, {
         title: "Endpoints",
         principal,

@@ -47,10 +47,11 @@ export function chartPanels(hours: number): Html {
 </div>`;
 }
 
-function summaryCards(s: HealthSummary): Html {
+/** The health cards; with htmx they refresh themselves every 30 s from the same page. */
+function summaryCards(s: HealthSummary, refresh: string): Html {
   const card = (label: string, value: unknown, lead = false) =>
     html`<div class="card${lead ? " lead" : ""}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
-  return html`<div class="cards" data-testid="summary">
+  return html`<div class="cards" id="summary" data-testid="summary" hx-get="${refresh}" hx-trigger="every 30s" hx-select="#summary" hx-swap="outerHTML">
   ${card("Oldest pending", s.oldestPending ? age(s.oldestPending.ageMs) : "none", true)}
   ${card("Pending", count(s.pending))}
   ${card("Awaiting retry", count(s.awaitingRetry))}
@@ -116,7 +117,7 @@ export function registerOverviewPage(
       active: "/dashboard",
       charts: true,
       body: html`<h1>Overview</h1>
-<section aria-labelledby="h-summary"><h2 id="h-summary">Health</h2>${summaryCards(s)}</section>
+<section aria-labelledby="h-summary"><h2 id="h-summary">Health</h2>${summaryCards(s, dashboardPath([], { hours }))}</section>
 <section aria-labelledby="h-alerts"><h2 id="h-alerts">Open alerts</h2>${alertList(alerts.body.data as Alert[])}</section>
 <section aria-labelledby="h-charts"><h2 id="h-charts">${hours === 1 ? "Last hour" : `Last ${hours} hours`}</h2>${rangeLinks([], hours)}${chartPanels(hours)}</section>
 <section aria-labelledby="h-slow"><h2 id="h-slow">Slowest endpoints (p95)</h2>${shortEndpointTable(

@@ -1,7 +1,7 @@
 /** Endpoints of an app: the rows behind /api/v1/app/{app}/endpoint. */
 import { assignments, type ColumnMap, columnList } from "../column-map.ts";
-import { type Pool, type Queryable, withTransaction } from "../pool.ts";
-import { insertSecret } from "./endpoint-secrets.ts";
+import type { Queryable } from "../pool.ts";
+import { insertSecrets, type NewSecret } from "./endpoint-secrets.ts";
 import type { PageWindow } from "./page-window.ts";
 
 /** The columns an endpoint's create, replace or patch may write. */
@@ -26,6 +26,21 @@ export interface EndpointFields {
   rate_per_second: number | null;
   rate_per_minute: number | null;
   rate_per_hour: number | null;
+  // postback endpoints (migration 0010; README.md, Postbacks)
+  method: "POST" | "GET" | "PUT";
+  body_format: "json" | "form";
+  /** sealed (security/secret-box.ts); never read back by the API */
+  url_token: string | null;
+  missing_fields: "fail" | "empty";
+  success_rule: SuccessRuleRow | null;
+}
+
+/** endpoints.success_rule as stored; what it means is delivery/success-rule.ts. */
+export interface SuccessRuleRow {
+  bodyContains?: string[];
+  bodyNotContains?: string[];
+  ignoreCase?: boolean;
+  onFailure?: "retry" | "permanent";
 }
 
 const FIELD_TYPES: ColumnMap<EndpointFields> = {
@@ -49,6 +64,12 @@ const FIELD_TYPES: ColumnMap<EndpointFields> = {
   rate_per_second: "integer",
   rate_per_minute: "integer",
   rate_per_hour: "integer",
+  // postback endpoints
+  method: "text",
+  body_format: "text",
+  url_token: "text",
+  missing_fields: "text",
+  success_rule: "jsonb",
 };
 
 const INSERT_TYPES: ColumnMap<EndpointFields & { id: string; app_id: string }> = {
@@ -57,10 +78,16 @@ const INSERT_TYPES: ColumnMap<EndpointFields & { id: string; app_id: string }> =
   ...FIELD_TYPES,
 };
 
-/** An endpoint as the API shows it (headers stay inside: they may carry credentials). */
-export interface EndpointRow extends Omit<EndpointFields, "headers"> {
+/**
+ * An endpoint as the API shows it (headers stay inside: they may carry credentials; of the
+ * URL token only whether there is one).
+ */
+export interface EndpointRow extends Omit<EndpointFields, "headers" | "url_token"> {
+  has_url_token: boolean;
   id: string;
   app_id: string;
+  /** the schemes of its current signing keys: "v1", "v1a" or "v1+v1a" (endpoint-secrets.ts) */
+  signature_scheme: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -68,7 +95,10 @@ export interface EndpointRow extends Omit<EndpointFields, "headers"> {
 const COLUMNS = `id, app_id, uid, url, description, event_types, channels, disabled, disabled_reason,
   metadata, throttle_rate, timeout_ms, max_attempts, retry_base_ms, retry_cap_ms, max_in_flight,
   failure_threshold, cooldown_ms, rate_per_second, rate_per_minute, rate_per_hour,
-  created_at, updated_at`;
+  method, body_format, url_token is not null as has_url_token, missing_fields, success_rule,
+  created_at, updated_at,
+  (select string_agg(distinct s.scheme, '+' order by s.scheme) from endpoint_secrets s
+   where s.endpoint_id = endpoints.id and s.expires_at is null) as signature_scheme`;
 
 /**
  * Endpoints named by `idOrUid` (an id, or a uid), within one app or, with `appId` null,
@@ -97,6 +127,15 @@ export async function getEndpoint(db: Queryable, id: string): Promise<EndpointRo
   return rows[0] ?? null;
 }
 
+/** The endpoint, its row locked for the rest of the transaction `db` is in; null if none. */
+export async function lockEndpoint(db: Queryable, id: string): Promise<EndpointRow | null> {
+  const { rows } = await db.query<EndpointRow>(
+    `select ${COLUMNS} from endpoints where id = $1::text for update`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
 /** A page of the app's endpoints in id order. */
 export async function listEndpoints(
   db: Queryable,
@@ -113,27 +152,30 @@ export async function listEndpoints(
 }
 
 /**
- * Inserts an endpoint and its first signing secret (already sealed) in one transaction.
- * A uid taken in the app fails with PostgreSQL's unique violation (23505).
+ * Inserts an endpoint and its first signing keys (already sealed); `db` should be a
+ * transaction, so the two commit together. A uid taken in the app fails with PostgreSQL's
+ * unique violation (23505).
  */
 export async function insertEndpoint(
-  pool: Pool,
-  endpoint: { id: string; appId: string; fields: Partial<EndpointFields>; sealedSecret: string },
+  db: Queryable,
+  endpoint: {
+    id: string;
+    appId: string;
+    fields: Partial<EndpointFields>;
+    secrets: readonly NewSecret[];
+  },
 ): Promise<EndpointRow> {
   const list = columnList(INSERT_TYPES, {
     ...endpoint.fields,
     id: endpoint.id,
     app_id: endpoint.appId,
   });
-  return withTransaction(pool, async (client) => {
-    const { rows } = await client.query<EndpointRow>(
-      `insert into endpoints (${list.names.join(", ")}) values (${list.placeholders.join(", ")})
-       returning ${COLUMNS}`,
-      list.params,
-    );
-    await insertSecret(client, endpoint.id, endpoint.sealedSecret);
-    return rows[0]!;
-  });
+  await db.query(
+    `insert into endpoints (${list.names.join(", ")}) values (${list.placeholders.join(", ")})`,
+    list.params,
+  );
+  await insertSecrets(db, endpoint.id, endpoint.secrets);
+  return (await getEndpoint(db, endpoint.id))!;
 }
 
 /**
@@ -154,13 +196,17 @@ export async function updateEndpoint(
   return rows[0] ?? null;
 }
 
-/** Deletes an endpoint and everything of it. */
-export async function deleteEndpoint(db: Queryable, id: string): Promise<void> {
+/** Deletes an endpoint and everything of it; returns what it was, null if there was none. */
+export async function deleteEndpoint(
+  db: Queryable,
+  id: string,
+): Promise<{ id: string; app_id: string; uid: string | null } | null> {
   // attempts carry no foreign key (they are inserted on the hot path), so the cascade from
   // endpoints does not reach them
-  await db.query(
+  const { rows } = await db.query(
     `with attempts_gone as (delete from attempts where endpoint_id = $1::text)
-     delete from endpoints where id = $1::text`,
+     delete from endpoints where id = $1::text returning id, app_id, uid`,
     [id],
   );
+  return rows[0] ?? null;
 }

@@ -1,0 +1,52 @@
+/**
+ * The fault suite (`npm run faults`, docs/reliability.md) in its small size, as CI runs it:
+ * worker SIGKILL churn and a PostgreSQL restart under fan-out load. It must pass: nothing
+ * lost, no process exited by itself, no API 500 (the suite's own exit code says so). The
+ * timings it prints are not asserted (a shared machine's timings are not test material);
+ * only that every figure is there.
+ */
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect, test } from "vitest";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+function runFaults(
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(ROOT, "bin/faults.js"), ...args], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString("utf8");
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString("utf8");
+    });
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+test("npm run faults -- --size small passes and prints every figure", async () => {
+  const { code, stdout, stderr } = await runFaults(["--size", "small"]);
+  expect(code, `faults exited ${code}\n${stdout}\n${stderr.slice(-4000)}`).toBe(0);
+  for (const figure of [
+    /^LOST\s+0$/m,
+    /^duplicated .*\s\d+$/m,
+    /^SELF-EXITS .*\s0$/m,
+    /^API 500 answers\s+0$/m,
+    /^\/healthz during the outage\s+503 unreachable$/m,
+    /^drain time after the churn\s+\d+\.\d s$/m,
+    // "-" when no kill happened to cut a held request (possible on a crowded machine)
+    /^crash-to-redelivery: median\s+(\d+\.\d s|-)$/m,
+    /^worker SIGKILLs\s+[1-9]\d*$/m,
+  ])
+    expect(stdout).toMatch(figure);
+  expect(stdout).toContain("PASS: lost 0, self-exits 0");
+}, 300_000);
