@@ -127,6 +127,17 @@ export interface Config {
    * delivered here, signed, through the queue. Unset: none are raised.
    */
   operationalWebhookUrl: string | undefined;
+  /**
+   * publicUrl: the origin browsers reach this API at (scheme, host, port), for the portal
+   * links it issues; an https one also makes the portal's cookies Secure.
+   * Default: the scheme and Host of the request that asked for the link.
+   */
+  publicUrl: string | undefined;
+  /**
+   * portalFrameAncestors: CSP frame-ancestors sources allowed to embed the portal in an
+   * iframe (docs/portal.md), e.g. ["https://app.example.com"]. Default ["'self'"].
+   */
+  portalFrameAncestors: string[];
   delivery: DeliveryDefaults;
   health: HealthConfig;
   alerts: AlertConfig;
@@ -175,6 +186,43 @@ export type ConfigOverrides = Partial<
   worker?: Partial<WorkerConfig>;
 };
 
+/** HOOKRELAY_PUBLIC_URL: an http(s) origin (no path: the portal is served at /portal). */
+function publicUrlOf(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`HOOKRELAY_PUBLIC_URL must be a URL, got "${raw}"`);
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.href !== `${url.origin}/`)
+    throw new ConfigError(
+      `HOOKRELAY_PUBLIC_URL must be an http(s) origin such as https://hooks.example.com, got "${raw}"`,
+    );
+  return url.origin;
+}
+
+// One CSP source expression: a keyword, a scheme, or an origin with an optional wildcard
+// subdomain and port. Nothing that could end the directive (";", ",", spaces, quotes).
+const FRAME_SOURCE = /^('self'|'none'|https?:|https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:(\d{1,5}|\*))?)$/;
+
+/** HOOKRELAY_PORTAL_FRAME_ANCESTORS: space- or comma-separated CSP sources. */
+function frameAncestorsOf(raw: string | undefined): string[] {
+  if (raw === undefined) return ["'self'"];
+  const sources = raw.split(/[\s,]+/).filter(Boolean);
+  for (const s of sources) {
+    if (!FRAME_SOURCE.test(s))
+      throw new ConfigError(
+        `HOOKRELAY_PORTAL_FRAME_ANCESTORS: "${s}" is not a frame-ancestors source ('self', 'none', https:, or an origin such as https://app.example.com)`,
+      );
+  }
+  if (sources.includes("'none'") && sources.length > 1)
+    throw new ConfigError(
+      "HOOKRELAY_PORTAL_FRAME_ANCESTORS: 'none' cannot be combined with other sources",
+    );
+  return sources;
+}
+
 /** Builds the configuration from environment variables, then applies explicit overrides. */
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const int = (name: string, fallback: number, min = 0): number => {
@@ -219,6 +267,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     metricsMaxEndpoints: int("HOOKRELAY_METRICS_MAX_ENDPOINTS", 100, 0),
     dashboardSessionTtlMs: int("HOOKRELAY_DASHBOARD_SESSION_TTL_MS", 8 * 3_600_000, 60_000),
     operationalWebhookUrl: str("HOOKRELAY_OPERATIONAL_WEBHOOK_URL"),
+    publicUrl: publicUrlOf(str("HOOKRELAY_PUBLIC_URL")),
+    portalFrameAncestors: frameAncestorsOf(str("HOOKRELAY_PORTAL_FRAME_ANCESTORS")),
     delivery: {
       timeoutMs: int("HOOKRELAY_TIMEOUT_MS", 15_000, 1),
       maxAttempts: int("HOOKRELAY_MAX_ATTEMPTS", 5, 1),

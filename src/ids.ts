@@ -14,6 +14,7 @@ export const ID_PREFIX = {
   endpoint: "ep_",
   message: "msg_",
   apiKey: "key_",
+  portalToken: "ptok_",
 } as const;
 
 let lastMs = 0;

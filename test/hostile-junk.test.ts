@@ -23,6 +23,7 @@ import {
   idempotencyArb,
 } from "./helpers/junk-bodies.ts";
 import { type ParamChoice, paramArb, queryArb } from "./helpers/junk-strings.ts";
+import { openPortal } from "./helpers/portal-client.ts";
 import { routeBodySchemas, shapedBody } from "./helpers/route-bodies.ts";
 import { discoverRoutes } from "./helpers/routes.ts";
 import type { JsonSchema } from "./helpers/schema-arbitrary.ts";
@@ -47,6 +48,12 @@ let routes: { method: string; path: string }[] = [];
 let appKey = "";
 /** dashboard sessions of the admin and the app key: cookie and CSRF token */
 const sessions = new Map<"admin" | "app", { cookie: string; csrf: string }>();
+/** A new portal session of the fixture app: its cookie and CSRF token. */
+async function portalSession(): Promise<{ cookie: string; csrf: string }> {
+  const link = await h.call("POST", `${V1}/auth/app-portal-access/${fx.appId}`, {});
+  const p = await openPortal(h.api, link.body.token);
+  return { cookie: `hookrelay_portal=${p.cookies.get("hookrelay_portal")}`, csrf: p.csrf! };
+}
 
 const shapedBodies = new Map<string, fc.Arbitrary<Body>>();
 /** Bodies shaped by the route's own schema (valid, wrong in one way, or with a junk member). */
@@ -129,6 +136,15 @@ async function fire(a: Attempt): Promise<void> {
     headers.cookie = session.cookie;
     headers["x-csrf-token"] = session.csrf;
   }
+  // the portal's: a fresh session of the fixture app's (the junk may have expired its
+  // links through expire-all; docs/portal.md)
+  const portalPage = a.route.path.startsWith("/portal/") && a.route.path !== "/portal/sign-out";
+  if ((a.auth === "admin" || a.auth === "app") && portalPage) {
+    const portal = await portalSession();
+    headers.cookie = portal.cookie;
+    headers["x-csrf-token"] = portal.csrf;
+  }
+
   if (a.idempotency !== null) headers["idempotency-key"] = a.idempotency;
   const url = urlOf(a);
   const payload = typeof a.body === "string" ? withFixtures(a.body, fx) : a.body;
@@ -137,7 +153,8 @@ async function fire(a: Attempt): Promise<void> {
   stats.byStatus.set(res.statusCode, (stats.byStatus.get(res.statusCode) ?? 0) + 1);
   stats.routesHit.add(`${a.route.method} ${a.route.path}`);
   // (a dashboard action that worked answers 303 back to its page)
-  const done = res.statusCode < 300 || (url.startsWith("/dashboard/") && res.statusCode === 303);
+  const done =
+    res.statusCode < 300 || (/^\/(dashboard|portal)\//.test(url) && res.statusCode === 303);
   if (done) stats.routesOk.add(`${a.route.method} ${a.route.path}`);
   const what = `${a.route.method} ${url.slice(0, 300)} → ${res.statusCode} ${res.body.slice(0, 300)}`;
   expect(res.statusCode, what).toBeGreaterThanOrEqual(200);

@@ -296,6 +296,28 @@ table messages (
   constraint messages_pkey PRIMARY KEY (id)
 );
 
+table portal_sessions (
+  secret_hash text not null,
+  token_id text not null,
+  created_at timestamp with time zone not null default now(),
+  constraint portal_sessions_pkey PRIMARY KEY (secret_hash),
+  constraint portal_sessions_token_id_fkey FOREIGN KEY (token_id) REFERENCES portal_tokens(id) ON DELETE CASCADE
+);
+
+table portal_tokens (
+  id text not null,
+  app_id text not null,
+  token_hash text not null,
+  capabilities text[] not null,
+  session_label text,
+  created_at timestamp with time zone not null default now(),
+  expires_at timestamp with time zone not null,
+  revoked_at timestamp with time zone,
+  constraint portal_tokens_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
+  constraint portal_tokens_pkey PRIMARY KEY (id),
+  constraint portal_tokens_token_hash_key UNIQUE (token_hash)
+);
+
 CREATE UNIQUE INDEX alerts_open_idx ON public.alerts USING btree (kind, subject_id) WHERE (resolved_at IS NULL);
 CREATE UNIQUE INDEX alerts_pkey ON public.alerts USING btree (id);
 CREATE UNIQUE INDEX api_keys_key_hash_key ON public.api_keys USING btree (key_hash);
@@ -338,3 +360,8 @@ CREATE INDEX messages_created_brin ON public.messages USING brin (created_at);
 CREATE INDEX messages_event_id_idx ON public.messages USING btree (event_id) WHERE (event_id IS NOT NULL);
 CREATE INDEX messages_expires_idx ON public.messages USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 CREATE UNIQUE INDEX messages_pkey ON public.messages USING btree (id);
+CREATE UNIQUE INDEX portal_sessions_pkey ON public.portal_sessions USING btree (secret_hash);
+CREATE INDEX portal_sessions_token_idx ON public.portal_sessions USING btree (token_id);
+CREATE INDEX portal_tokens_app_idx ON public.portal_tokens USING btree (app_id, expires_at);
+CREATE UNIQUE INDEX portal_tokens_pkey ON public.portal_tokens USING btree (id);
+CREATE UNIQUE INDEX portal_tokens_token_hash_key ON public.portal_tokens USING btree (token_hash);

@@ -2,7 +2,8 @@
  * `idempotency-key` on POST: the first response (status < 500) is stored and replayed for
  * a repeat of the same request within the TTL. The same key with a different request is
  * 422; a repeat while the first is still running is 409. A 5xx is not stored, so the
- * client's retry runs the request again.
+ * client's retry runs the request again. A route whose answer holds a secret kept nowhere
+ * else in clear opts out (`config: { idempotency: false }`).
  *
  * If the database becomes unreachable between the request's work and the storing of its
  * answer, the answer still goes out as it is (a 202 means the message was committed): the
@@ -25,13 +26,21 @@ declare module "fastify" {
     idempotency?: { principal: string; key: string };
     rawBody?: string;
   }
+  interface FastifyContextConfig {
+    /**
+     * false: the route's responses are never stored for replay, because they carry a secret
+     * that is stored nowhere else in clear (a portal link's token); a repeated request runs
+     * again. Default true.
+     */
+    idempotency?: boolean;
+  }
 }
 
 const MAX_KEY_LENGTH = 256;
 
 export function registerIdempotency(app: FastifyInstance, db: Queryable, ttlMs: number): void {
   app.addHook("preHandler", async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.method !== "POST") return;
+    if (request.method !== "POST" || request.routeOptions.config.idempotency === false) return;
     const header = request.headers["idempotency-key"];
     if (header === undefined || !request.principal) return;
     const key = Array.isArray(header) ? header[0]! : header;

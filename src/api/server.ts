@@ -20,6 +20,7 @@ import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Metrics } from "../ops/metrics.ts";
+import { registerPortal } from "../portal/plugin.ts";
 import { type Authenticate, type CheckKey, makeKeyChecker } from "./auth.ts";
 import { checkBody } from "./body-check.ts";
 import type { ApiContext } from "./context.ts";
@@ -43,6 +44,8 @@ import { registerHealthRoutes, registerMetricsRoute } from "./routes/health.ts";
 import { registerMaintenanceRoutes } from "./routes/maintenance.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
+import { registerPortalAccessRoutes, registerPortalLogout } from "./routes/portal-access.ts";
+import { registerSendExampleRoute } from "./routes/send-example.ts";
 import { registerStatsRoutes } from "./routes/stats.ts";
 
 export interface ApiOptions extends ApiContext {
@@ -59,6 +62,8 @@ export interface ApiOptions extends ApiContext {
   docs?: boolean;
   /** serve the operator dashboard at /dashboard (default true; the CLI skips it) */
   dashboard?: boolean;
+  /** serve the tenant portal at /portal (default true; the CLI skips it) */
+  portal?: boolean;
   /**
    * What the dashboard's sign-in checks a typed key with; default: the stored keys and
    * config.adminKey, as makeAuthenticator checks bearer keys.
@@ -258,6 +263,8 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       registerMaintenanceRoutes(api, ctx);
       registerApiKeyRoutes(api, ctx);
       registerEventTypeRoutes(api, ctx);
+      registerPortalAccessRoutes(api, ctx);
+      registerSendExampleRoute(api, ctx);
       registerStatsRoutes(api, ctx);
     },
     { prefix: "/api/v1" },
@@ -269,6 +276,9 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       checkKey: options.checkKey ?? makeKeyChecker(pool, config.adminKey),
     });
   }
+  if (options.portal !== false) await registerPortal(app, { ...ctx, calls });
+  // a portal link's own token, not an API key, authorizes its logout
+  await app.register(async (api) => registerPortalLogout(api, ctx), { prefix: "/api/v1" });
 
   return app;
 }

@@ -22,6 +22,8 @@ const SOURCES = {
   "dashboard.css": () => staticFile("dashboard.css"),
   "dashboard.js": () => staticFile("dashboard.js"),
   "charts.js": () => staticFile("charts.js"),
+  // the tenant portal's landing page (src/portal, docs/portal.md)
+  "portal.js": () => staticFile("portal.js"),
 } as const;
 
 export type AssetName = keyof typeof SOURCES;

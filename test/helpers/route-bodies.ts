@@ -7,6 +7,7 @@
 import fc from "fast-check";
 import { apiError } from "../../src/api/errors.ts";
 import type { Pool } from "../../src/db/pool.ts";
+import { NAME_CHARACTERS } from "../../src/names.ts";
 import { PLACEHOLDER } from "./fuzz-fixtures.ts";
 import { buildTestApi, testConfig } from "./harness.ts";
 import { valueText } from "./junk-bodies.ts";
@@ -122,6 +123,11 @@ export const BODY_HINTS: Record<string, fc.Arbitrary<unknown>> = {
   since: date,
   appId: fc.constantFrom(PLACEHOLDER.app, "no-such-app"),
   endpointId: fc.constantFrom(PLACEHOLDER.endpoint, "no-such-endpoint"),
+  // any name, or the one send-example takes without a catalogue entry
+  eventType: fc.oneof(
+    fc.constant("hookrelay.ping"),
+    fc.stringMatching(new RegExp(`^[${NAME_CHARACTERS}]{1,64}$`)),
+  ),
   deliveryId: fc.constantFrom(
     PLACEHOLDER.delivery,
     "dlv_1",

@@ -28,6 +28,9 @@ export function discoveredRoutes(app: FastifyInstance): string[] {
  * dashboard the dashboard's pages (docs/dashboard.md): a session cookie, not a bearer key;
  *           they read through the API as the signed-in key, and their scoping is tested in
  *           dashboard-pages.test.ts
+ * portal    a tenant-portal page or action (docs/portal.md): a session opened with one
+ *           app's link; another app's ids in the path → 404, lists show the app's own
+ *           rows only (portal-isolation.test.ts); `body` is the form's fields
  */
 export type Kind =
   | "app"
@@ -37,7 +40,8 @@ export type Kind =
   | "requeue"
   | "catalogue"
   | "public"
-  | "dashboard";
+  | "dashboard"
+  | "portal";
 
 export interface Fixture {
   rx: string;
@@ -172,6 +176,52 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
     { kind: "admin", body: () => ({ description: "patched by A" }) },
   ],
   ["DELETE", `${V1}/event-type/:name`, { kind: "admin" }],
+  // portal access links (docs/portal.md): the app's key or an admin key
+  ["POST", `${V1}/auth/app-portal-access/:appId`, { kind: "app", body: () => ({ expiry: 600 }) }],
+  ["GET HEAD", `${V1}/auth/app/:appId/portal-access`, { kind: "app" }],
+  ["POST", `${V1}/auth/app/:appId/portal-access/:tokenId/revoke`, { kind: "app" }],
+  ["POST", `${V1}/auth/app/:appId/expire-all`, { kind: "app", body: () => ({ expiry: 3600 }) }],
+  // authorized by a portal link's own token, not an API key
+  ["POST", `${V1}/auth/logout`, { kind: "public" }],
+  [
+    "POST",
+    `${V1}/app/:appId/endpoint/:endpointId/send-example`,
+    { kind: "app", body: () => ({ eventType: "hookrelay.ping" }) },
+  ],
+  // the tenant portal: its landing page and the link's exchange need no session
+  ["GET HEAD", "/portal", { kind: "public" }],
+  ["GET HEAD", "/portal/", { kind: "public" }],
+  ["POST", "/portal/session", { kind: "public" }],
+  ["POST", "/portal/sign-out", { kind: "portal" }],
+  ["GET HEAD", "/portal/endpoints", { kind: "portal" }],
+  ["GET HEAD", "/portal/endpoints/new", { kind: "portal" }],
+  [
+    "POST",
+    "/portal/endpoints",
+    { kind: "portal", body: (f) => ({ url: `${f.rx}/planted-by-a`, description: "by A" }) },
+  ],
+  ["GET HEAD", "/portal/endpoints/:endpointId", { kind: "portal" }],
+  ["GET HEAD", "/portal/endpoints/:endpointId/edit", { kind: "portal" }],
+  ["GET HEAD", "/portal/endpoints/:endpointId/chart-data", { kind: "portal" }],
+  [
+    "POST",
+    "/portal/endpoints/:endpointId",
+    { kind: "portal", body: (f) => ({ url: `${f.rx}/hijacked-by-a`, description: "by A" }) },
+  ],
+  ["POST", "/portal/endpoints/:endpointId/disable", { kind: "portal" }],
+  ["POST", "/portal/endpoints/:endpointId/enable", { kind: "portal" }],
+  ["POST", "/portal/endpoints/:endpointId/delete", { kind: "portal" }],
+  ["POST", "/portal/endpoints/:endpointId/secret", { kind: "portal" }],
+  ["POST", "/portal/endpoints/:endpointId/secret/rotate", { kind: "portal" }],
+  [
+    "POST",
+    "/portal/endpoints/:endpointId/test",
+    { kind: "portal", body: () => ({ eventType: "hookrelay.ping" }) },
+  ],
+  ["GET HEAD", "/portal/messages", { kind: "portal" }],
+  ["GET HEAD", "/portal/messages/:msgId", { kind: "portal" }],
+  ["POST", "/portal/messages/:msgId/endpoints/:endpointId/resend", { kind: "portal" }],
+  ["GET HEAD", "/portal/event-types", { kind: "portal" }],
 ];
 
 export const RULES = new Map<string, Rule & { method: string; path: string }>();

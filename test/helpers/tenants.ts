@@ -31,6 +31,9 @@ export interface Tenant {
   pendingDlv: string;
   key: string;
   keyId: string;
+  /** a portal access link of the app (POST /auth/app-portal-access) */
+  portalTokenId: string;
+  portalToken: string;
 }
 
 export interface Tenants {
@@ -131,6 +134,8 @@ async function seedTenants(h: Harness, rx: Receiver): Promise<Tenants> {
       payload: { tenant: letter },
     });
     expect(msg.status).toBe(202);
+    const portal = await h.call("POST", `${V1}/auth/app-portal-access/${appId}`, {});
+    expect(portal.status).toBe(200);
     return {
       appId,
       appUid,
@@ -145,6 +150,8 @@ async function seedTenants(h: Harness, rx: Receiver): Promise<Tenants> {
       pendingDlv: "",
       key: key.body.key,
       keyId: key.body.id,
+      portalTokenId: portal.body.id,
+      portalToken: portal.body.token,
     };
   }
 
@@ -226,6 +233,7 @@ export function tenantCalls(get: () => Tenants) {
       attemptId: t.attemptId,
       deliveryId: t.pendingDlv,
       keyId: t.keyId,
+      tokenId: t.portalTokenId,
       name: get().eventType,
     };
   }
@@ -240,6 +248,7 @@ export function tenantCalls(get: () => Tenants) {
       attemptId: "atmpt_999999999",
       deliveryId: "dlv_999999999",
       keyId: `key_ghost${g}`,
+      tokenId: `ptok_ghost${g}`,
       name: `ghost.${g}`,
     };
   }
@@ -266,6 +275,9 @@ export function tenantCalls(get: () => Tenants) {
          join endpoints e on e.id = h.endpoint_id where e.app_id = $1 order by 1`,
       ),
       keys: await q("select id, revoked_at from api_keys where app_id = $1 order by id"),
+      portalLinks: await q(
+        "select id, expires_at, revoked_at from portal_tokens where app_id = $1 order by id",
+      ),
     };
   }
 

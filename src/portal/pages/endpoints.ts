@@ -1,0 +1,349 @@
+/**
+ * The portal's endpoint pages (docs/portal.md, "Pages"), all read through the API as the
+ * session's app:
+ *   GET  /portal/endpoints               the app's endpoints with health (success rate, p95, circuit)
+ *   GET  /portal/endpoints/new           the add form
+ *   POST /portal/endpoints               add (the API checks the URL with the SSRF guard)
+ *   GET  /portal/endpoints/{ep}          one endpoint: settings, health, latency chart,
+ *                                        secret, test event, recent attempts, actions
+ *   GET  /portal/endpoints/{ep}/edit     the edit form (URL, description, event types)
+ */
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { type Html, html } from "../../dashboard/html.ts";
+import { ApiError } from "../../errors.ts";
+import { portalPath } from "../layout.ts";
+import { can, field, fields, type PortalDeps, requireCan, sessionOf } from "../plugin.ts";
+import type { PortalSession } from "../session.ts";
+import {
+  badge,
+  type CatalogEntry,
+  eventTypePicker,
+  eventTypesText,
+  ms,
+  percent,
+  when,
+} from "../views.ts";
+
+/** /api/v1/app/{the session's app}/... with each segment percent-encoded. */
+export const appApi = (session: PortalSession, ...segments: string[]) =>
+  ["/api/v1/app", session.appId, ...segments]
+    .map((s, i) => (i ? encodeURIComponent(s) : s))
+    .join("/");
+
+/** Fixed notices after an action (never text from the request). */
+export const NOTICES: Record<string, string> = {
+  created: "Endpoint added.",
+  saved: "Changes saved.",
+  disabled: "Endpoint disabled: deliveries wait until it is enabled again.",
+  enabled: "Endpoint enabled.",
+  deleted: "Endpoint deleted.",
+  rotated: "Signing secret rotated; the previous one keeps signing for 24 hours.",
+  resent: "Message queued for delivery again.",
+};
+export const notice = (done: unknown): Html | null => {
+  const text = typeof done === "string" ? NOTICES[done] : undefined;
+  return text ? html`<p class="notice" role="status">${text}</p>` : null;
+};
+
+export async function catalog(deps: PortalDeps, session: PortalSession): Promise<CatalogEntry[]> {
+  const page = await deps.api(session, "GET", "/api/v1/event-type?limit=250");
+  return page.data;
+}
+
+export interface EndpointForm {
+  url: string;
+  description: string;
+  eventTypes: string[];
+}
+
+/** The add or edit form, with the values given and the refusal, if any. */
+export function endpointForm(
+  session: PortalSession,
+  action: string,
+  values: EndpointForm,
+  types: CatalogEntry[],
+  error: string | null,
+): Html {
+  return html`${error && html`<p class="error" role="alert">${error}</p>`}
+<form method="post" action="${action}" class="endpoint-form">
+<input type="hidden" name="_csrf" value="${session.csrfToken}">
+<p><label>Endpoint URL<br><input type="url" name="url" required maxlength="2048" size="60" value="${values.url}" placeholder="https://example.com/webhooks"></label></p>
+<p><label>Description<br><input type="text" name="description" maxlength="2048" size="60" value="${values.description}"></label></p>
+${eventTypePicker(types, values.eventTypes)}
+<p><button type="submit" class="primary">Save</button> <a href="/portal/endpoints">Cancel</a></p>
+</form>`;
+}
+
+/** The form's fields as the API's endpoint body (no event type checked = all events). */
+export const formToEndpoint = (body: unknown) => {
+  const eventTypes = fields(body, "eventTypes").filter(Boolean);
+  return {
+    url: field(body, "url"),
+    description: field(body, "description"),
+    eventTypes: eventTypes.length ? [...new Set(eventTypes)] : null,
+  };
+};
+
+/** Re-renders a form after the API refused it (4xx): the values kept, the reason shown. */
+export async function refusedForm(
+  deps: PortalDeps,
+  reply: FastifyReply,
+  session: PortalSession,
+  o: { title: string; action: string; body: unknown; err: unknown },
+) {
+  if (!(o.err instanceof ApiError) || o.err.status >= 500 || o.err.status === 404) throw o.err;
+  const values = formToEndpoint(o.body);
+  return deps.page(
+    reply,
+    {
+      session,
+      csrfToken: session.csrfToken,
+      title: o.title,
+      active: "/portal/endpoints",
+      body: html`<h1>${o.title}</h1>${endpointForm(
+        session,
+        o.action,
+        { ...values, eventTypes: values.eventTypes ?? [] },
+        await catalog(deps, session),
+        o.err.message,
+      )}`,
+    },
+    o.err.status,
+  );
+}
+
+export function registerEndpointPages(app: FastifyInstance, deps: PortalDeps): void {
+  const { redactor } = deps;
+
+  app.get<{ Querystring: { iterator?: string; done?: string } }>(
+    "/endpoints",
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const it = request.query.iterator;
+      const query = `?limit=100${typeof it === "string" ? `&iterator=${encodeURIComponent(it)}` : ""}`;
+      const page = await deps.api(session, "GET", `${appApi(session, "endpoint")}${query}`);
+      const health = await deps.api(
+        session,
+        "GET",
+        // the same page of the same order (both list by endpoint id, ascending)
+        `/api/v1/health/endpoints${query}&app_id=${encodeURIComponent(session.appId)}`,
+      );
+      // biome-ignore lint/suspicious/noExplicitAny: the health listing's documented shape
+      const byId = new Map<string, any>(health.data.map((h: any) => [h.endpointId, h]));
+      const rows = page.data.map(
+        // biome-ignore lint/suspicious/noExplicitAny: the endpoint listing's documented shape
+        (e: any) => {
+          const h = byId.get(e.id);
+          return html`<tr>
+<td class="url"><a href="${portalPath(["endpoints", e.id])}">${redactor.url(e.url)}</a></td>
+<td class="text hide-narrow">${e.description}</td>
+<td class="text hide-narrow">${eventTypesText(e.eventTypes)}</td>
+<td>${e.disabled ? badge("disabled") : badge("ok", "enabled")}</td>
+<td>${h ? badge(h.circuit.state) : "–"}</td>
+<td class="num">${percent(h?.latency.successRate)}</td>
+<td class="num">${ms(h?.latency.p95Ms)}</td>
+<td class="num hide-narrow">${h?.queue.pending ?? 0}</td>
+</tr>`;
+        },
+      );
+      return deps.page(reply, {
+        session,
+        csrfToken: session.csrfToken,
+        title: "Endpoints",
+        active: "/portal/endpoints",
+        body: html`<h1>Endpoints</h1>
+${notice(request.query.done)}
+${can(session, "manageEndpoints") && html`<p><a class="button primary" href="/portal/endpoints/new">Add endpoint</a></p>`}
+${
+  page.data.length === 0
+    ? html`<p class="muted">No endpoints yet.</p>`
+    : html`<div class="table-wrap"><table>
+<thead><tr><th>URL</th><th class="hide-narrow">Description</th><th class="hide-narrow">Event types</th><th>State</th><th>Circuit</th><th class="num">Success (24 h)</th><th class="num">p95</th><th class="num hide-narrow">Pending</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`
+}
+${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { iterator: page.iterator })}">Next page</a></p>`}`,
+      });
+    },
+  );
+
+  app.get("/endpoints/new", { schema: { hide: true } }, async (request, reply) => {
+    const session = sessionOf(request);
+    requireCan(session, "manageEndpoints");
+    return deps.page(reply, {
+      session,
+      csrfToken: session.csrfToken,
+      title: "Add endpoint",
+      active: "/portal/endpoints",
+      body: html`<h1>Add endpoint</h1>${endpointForm(
+        session,
+        "/portal/endpoints",
+        { url: "", description: "", eventTypes: [] },
+        await catalog(deps, session),
+        null,
+      )}`,
+    });
+  });
+
+  app.post("/endpoints", { schema: { hide: true } }, async (request, reply) => {
+    const session = sessionOf(request);
+    requireCan(session, "manageEndpoints");
+    try {
+      const made = await deps.api(
+        session,
+        "POST",
+        appApi(session, "endpoint"),
+        formToEndpoint(request.body),
+      );
+      return reply.redirect(portalPath(["endpoints", made.id], { done: "created" }), 303);
+    } catch (err) {
+      return refusedForm(deps, reply, session, {
+        title: "Add endpoint",
+        action: "/portal/endpoints",
+        body: request.body,
+        err,
+      });
+    }
+  });
+
+  app.get<{ Params: { endpointId: string }; Querystring: { done?: string } }>(
+    "/endpoints/:endpointId",
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const ep = request.params.endpointId;
+      const e = await deps.api(session, "GET", appApi(session, "endpoint", ep));
+      const h = await deps.api(session, "GET", appApi(session, "endpoint", e.id, "health"));
+      const attempts = await deps.api(
+        session,
+        "GET",
+        `${appApi(session, "attempt", "endpoint", e.id)}?limit=20`,
+      );
+      const types = await catalog(deps, session);
+      return deps.page(reply, {
+        session,
+        csrfToken: session.csrfToken,
+        title: "Endpoint",
+        active: "/portal/endpoints",
+        charts: true,
+        body: endpointDetail(session, e, h, attempts.data, types, redactor.url, request.query.done),
+      });
+    },
+  );
+
+  app.get<{ Params: { endpointId: string } }>(
+    "/endpoints/:endpointId/edit",
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      requireCan(session, "manageEndpoints");
+      const e = await deps.api(
+        session,
+        "GET",
+        appApi(session, "endpoint", request.params.endpointId),
+      );
+      return deps.page(reply, {
+        session,
+        csrfToken: session.csrfToken,
+        title: "Edit endpoint",
+        active: "/portal/endpoints",
+        body: html`<h1>Edit endpoint</h1>${endpointForm(
+          session,
+          portalPath(["endpoints", e.id]),
+          { url: e.url, description: e.description, eventTypes: e.eventTypes ?? [] },
+          await catalog(deps, session),
+          null,
+        )}`,
+      });
+    },
+  );
+}
+
+/** A POST button with the session's CSRF token; `confirm` asks first (dashboard.js). */
+export const actionButton = (
+  session: PortalSession,
+  action: string,
+  label: string,
+  o: { danger?: boolean; confirm?: string } = {},
+) =>
+  html`<form method="post" action="${action}"${o.confirm ? html` data-confirm="${o.confirm}"` : ""}><input type="hidden" name="_csrf" value="${session.csrfToken}"><button type="submit"${o.danger ? html` class="danger"` : ""}>${label}</button></form>`;
+
+function endpointDetail(
+  session: PortalSession,
+  // biome-ignore lint/suspicious/noExplicitAny: the endpoint's documented shape
+  e: any,
+  // biome-ignore lint/suspicious/noExplicitAny: the health report's documented shape
+  h: any,
+  // biome-ignore lint/suspicious/noExplicitAny: the attempts' documented shape
+  attempts: any[],
+  types: CatalogEntry[],
+  redactUrl: (url: string) => string,
+  done: unknown,
+): Html {
+  const path = (...rest: string[]) => portalPath(["endpoints", e.id, ...rest]);
+  return html`<h1>Endpoint</h1>
+${notice(done)}
+<dl class="facts">
+<dt>URL</dt><dd><code>${redactUrl(e.url)}</code></dd>
+<dt>Description</dt><dd>${e.description || "–"}</dd>
+<dt>Event types</dt><dd>${eventTypesText(e.eventTypes)}</dd>
+<dt>State</dt><dd>${e.disabled ? badge("disabled") : badge("ok", "enabled")}${e.disabledReason ? html` <span class="muted">${e.disabledReason}</span>` : ""}</dd>
+<dt>Created</dt><dd>${when(e.createdAt)}</dd>
+<dt>Id</dt><dd><code>${e.id}</code></dd>
+</dl>
+${
+  can(session, "manageEndpoints") &&
+  html`<div class="actions">
+<a class="button" href="${path("edit")}">Edit</a>
+${e.disabled ? actionButton(session, path("enable"), "Enable") : actionButton(session, path("disable"), "Disable")}
+${actionButton(session, path("delete"), "Delete", { danger: true, confirm: "Delete this endpoint? Its deliveries stop." })}
+</div>`
+}
+<h2>Health (last 24 h)</h2>
+<div class="cards">
+<div class="card"><span class="label">Success rate</span><span class="value">${percent(h.latency.successRate)}</span></div>
+<div class="card"><span class="label">p50</span><span class="value">${ms(h.latency.p50Ms)}</span></div>
+<div class="card lead"><span class="label">p95</span><span class="value">${ms(h.latency.p95Ms)}</span></div>
+<div class="card"><span class="label">p99</span><span class="value">${ms(h.latency.p99Ms)}</span></div>
+<div class="card"><span class="label">Attempts</span><span class="value">${h.latency.samples}</span></div>
+<div class="card"><span class="label">Circuit</span><span class="value" data-circuit="${h.circuit.state}">${badge(h.circuit.state)}</span></div>
+<div class="card"><span class="label">Pending</span><span class="value">${h.queue.pending}</span></div>
+<div class="card"><span class="label">Failed for good</span><span class="value">${h.queue.deadLetter}</span></div>
+</div>
+<div class="charts"><div class="chart"><h3>Latency</h3><div data-chart="latency" data-src="${path("chart-data")}"></div></div></div>
+<h2>Signing secret</h2>
+<p>Verify every request with this secret (Standard Webhooks signatures: <code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>).</p>
+<div class="actions">
+<code>whsec_••••••••</code>
+${can(session, "viewSecret") && actionButton(session, path("secret"), "Reveal")}
+${can(session, "rotateSecret") && actionButton(session, path("secret", "rotate"), "Rotate", { confirm: "Rotate the signing secret? The old one keeps signing for 24 hours." })}
+</div>
+${
+  can(session, "createAttempts") &&
+  html`<h2>Send a test event</h2>
+<form method="post" action="${path("test")}" class="actions">
+<input type="hidden" name="_csrf" value="${session.csrfToken}">
+<label>Event type <select name="eventType">
+<option value="hookrelay.ping">hookrelay.ping</option>
+${types.map((t) => html`<option value="${t.name}">${t.name}</option>`)}
+</select></label>
+<button type="submit">Send</button>
+</form>`
+}
+<h2>Recent attempts</h2>
+${
+  attempts.length === 0
+    ? html`<p class="muted">No attempts yet.</p>`
+    : html`<div class="table-wrap"><table>
+<thead><tr><th>Time</th><th>Message</th><th>Status</th><th class="num">Latency</th><th class="hide-narrow">Error</th></tr></thead>
+<tbody>${attempts.map(
+        (a) => html`<tr>
+<td>${when(a.timestamp)}</td>
+<td><a href="${portalPath(["messages", a.msgId])}"><code>${a.msgId}</code></a></td>
+<td>${a.status === 0 ? badge("delivered", String(a.responseStatusCode)) : badge("failed", a.responseStatusCode ? String(a.responseStatusCode) : (a.errorKind ?? "failed"))}</td>
+<td class="num">${ms(a.responseDurationMs)}</td>
+<td class="text hide-narrow">${a.error ?? ""}</td>
+</tr>`,
+      )}</tbody></table></div>`
+}`;
+}

@@ -1,0 +1,130 @@
+/**
+ * The portal's delivery log (docs/portal.md, "Pages"), read through the API as the
+ * session's app:
+ *   GET  /portal/messages                         the app's messages, newest first
+ *   GET  /portal/messages/{msg}                   one message (id or eventId): its payload,
+ *                                                 masked, and its delivery to each endpoint
+ *                                                 with every attempt
+ *   POST /portal/messages/{msg}/endpoints/{ep}/resend
+ */
+import type { FastifyInstance } from "fastify";
+import { html } from "../../dashboard/html.ts";
+import { portalPath } from "../layout.ts";
+import { can, type PortalDeps, requireCan, sessionOf } from "../plugin.ts";
+import { badge, ms, when } from "../views.ts";
+import { actionButton, appApi, notice } from "./endpoints.ts";
+
+/** The payload as indented JSON, sensitive fields masked (HOOKRELAY_SENSITIVE_FIELDS). */
+function maskedPayload(payload: unknown, mask: (text: string) => string): string {
+  return mask(JSON.stringify(payload, null, 2));
+}
+
+export function registerMessagePages(app: FastifyInstance, deps: PortalDeps): void {
+  app.get<{ Querystring: { iterator?: string } }>(
+    "/messages",
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const it = request.query.iterator;
+      const query = `?limit=50&with_content=false${typeof it === "string" ? `&iterator=${encodeURIComponent(it)}` : ""}`;
+      const page = await deps.api(session, "GET", `${appApi(session, "msg")}${query}`);
+      return deps.page(reply, {
+        session,
+        csrfToken: session.csrfToken,
+        title: "Delivery log",
+        active: "/portal/messages",
+        body: html`<h1>Delivery log</h1>
+${
+  page.data.length === 0
+    ? html`<p class="muted">No messages yet.</p>`
+    : html`<div class="table-wrap"><table>
+<thead><tr><th>Time</th><th>Event type</th><th>Message</th><th class="hide-narrow">Event id</th></tr></thead>
+<tbody>${page.data.map(
+        // biome-ignore lint/suspicious/noExplicitAny: the message listing's documented shape
+        (m: any) => html`<tr>
+<td>${when(m.timestamp)}</td>
+<td>${m.eventType}</td>
+<td><a href="${portalPath(["messages", m.id])}"><code>${m.id}</code></a></td>
+<td class="text hide-narrow">${m.eventId ?? ""}</td>
+</tr>`,
+      )}</tbody></table></div>`
+}
+${!page.done && html`<p class="pager"><a href="${portalPath(["messages"], { iterator: page.iterator })}">Older</a></p>`}`,
+      });
+    },
+  );
+
+  app.get<{ Params: { msgId: string }; Querystring: { done?: string } }>(
+    "/messages/:msgId",
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const msg = await deps.api(session, "GET", appApi(session, "msg", request.params.msgId));
+      const deliveries = await deps.api(
+        session,
+        "GET",
+        `${appApi(session, "msg", msg.id, "endpoint")}?limit=250`,
+      );
+      const attempts = await deps.api(
+        session,
+        "GET",
+        `${appApi(session, "attempt", "msg", msg.id)}?limit=250`,
+      );
+      const resend = can(session, "createAttempts");
+      return deps.page(reply, {
+        session,
+        csrfToken: session.csrfToken,
+        title: "Message",
+        active: "/portal/messages",
+        body: html`<h1>Message</h1>
+${notice(request.query.done)}
+<dl class="facts">
+<dt>Id</dt><dd><code>${msg.id}</code></dd>
+<dt>Event type</dt><dd>${msg.eventType}</dd>
+<dt>Event id</dt><dd>${msg.eventId ?? "–"}</dd>
+<dt>Time</dt><dd>${when(msg.timestamp)}</dd>
+</dl>
+<h2>Payload</h2>
+<pre data-payload>${maskedPayload(msg.payload, deps.redactor.text)}</pre>
+<h2>Deliveries</h2>
+${
+  deliveries.data.length === 0
+    ? html`<p class="muted">No endpoint was subscribed to this message.</p>`
+    : deliveries.data.map(
+        // biome-ignore lint/suspicious/noExplicitAny: the per-endpoint delivery's documented shape
+        (d: any) => html`<section class="delivery">
+<h3><a href="${portalPath(["endpoints", d.id])}"><code>${d.url}</code></a> ${badge(d.deliveryStatus)}</h3>
+<ol class="timeline">${attempts.data
+          // biome-ignore lint/suspicious/noExplicitAny: the attempt's documented shape
+          .filter((a: any) => a.endpointId === d.id)
+          .reverse()
+          .map(
+            // biome-ignore lint/suspicious/noExplicitAny: the attempt's documented shape
+            (a: any) =>
+              html`<li class="${a.status === 0 ? "success" : "failure"}">${when(a.timestamp)} · attempt ${a.attemptNumber} · ${a.responseStatusCode || a.errorKind || "no response"} · ${ms(a.responseDurationMs)}${a.error ? html` · <span class="muted">${a.error}</span>` : ""}</li>`,
+          )}</ol>
+${resend && actionButton(session, portalPath(["messages", msg.id, "endpoints", d.id, "resend"]), "Resend")}
+</section>`,
+      )
+}`,
+      });
+    },
+  );
+
+  app.post<{ Params: { msgId: string; endpointId: string } }>(
+    "/messages/:msgId/endpoints/:endpointId/resend",
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      requireCan(session, "createAttempts");
+      const { msgId, endpointId } = request.params;
+      const msg = await deps.api(session, "GET", appApi(session, "msg", msgId));
+      await deps.api(
+        session,
+        "POST",
+        appApi(session, "msg", msg.id, "endpoint", endpointId, "resend"),
+      );
+      return reply.redirect(portalPath(["messages", msg.id], { done: "resent" }), 303);
+    },
+  );
+}

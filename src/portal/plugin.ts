@@ -1,0 +1,199 @@
+/**
+ * The tenant portal at /portal (docs/portal.md): server-rendered pages for one app's own
+ * people, opened with an access link (api/routes/portal-access.ts), embeddable in the
+ * operator's product. Every page and action calls the API's own routes in-process
+ * (api/in-process.ts) as an app-scoped principal of the session's app, so validation,
+ * tenant scoping (another app's ids are 404), the SSRF guard and side effects are the
+ * API's. The shell, escaping, assets and CSRF are the dashboard's (src/dashboard).
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { ApiContext } from "../api/context.ts";
+import type { InProcessCalls } from "../api/in-process.ts";
+import type { PortalCapability } from "../api/routes/portal-access.ts";
+import { CsrfError, checkCsrf } from "../dashboard/csrf.ts";
+import { html } from "../dashboard/html.ts";
+import { ApiError } from "../errors.ts";
+import { type PortalPageOptions, sendPortalPage } from "./layout.ts";
+import { registerAccessPages } from "./pages/access.ts";
+import { registerEndpointActions } from "./pages/endpoint-actions.ts";
+import { registerEndpointPages } from "./pages/endpoints.ts";
+import { registerEventTypePage } from "./pages/event-types.ts";
+import { registerMessagePages } from "./pages/messages.ts";
+import { makePortalSessions, type PortalSession, type PortalSessions } from "./session.ts";
+
+export interface PortalOptions extends ApiContext {
+  calls: InProcessCalls;
+}
+
+/** What every page module is given. */
+export interface PortalDeps extends PortalOptions {
+  sessions: PortalSessions;
+  /** sends a page with the portal's shell and headers */
+  page(reply: FastifyReply, o: PortalPageOptions, status?: number): FastifyReply;
+  /** a call into the API as the session's app; a 4xx/5xx answer is thrown as an ApiError */
+  api(
+    session: PortalSession,
+    method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE",
+    url: string,
+    body?: unknown,
+  ): // biome-ignore lint/suspicious/noExplicitAny: JSON of the route called, read by its documented shape
+  Promise<any>;
+}
+
+/** A form post: fields by name; a repeated name (checkboxes) gives an array. */
+export type FormBody = Record<string, string | string[]>;
+
+function parseForm(text: string): FormBody {
+  const out: FormBody = Object.create(null);
+  for (const [k, v] of new URLSearchParams(text)) {
+    const prior = out[k];
+    out[k] = prior === undefined ? v : Array.isArray(prior) ? [...prior, v] : [prior, v];
+  }
+  return out;
+}
+
+/** A form field's first value, trimmed ("" when absent). */
+export const field = (body: unknown, name: string): string => {
+  const v = (body as FormBody | undefined)?.[name];
+  return (Array.isArray(v) ? (v[0] ?? "") : (v ?? "")).trim();
+};
+
+/** Every value of a repeated form field. */
+export const fields = (body: unknown, name: string): string[] => {
+  const v = (body as FormBody | undefined)?.[name];
+  return v === undefined ? [] : Array.isArray(v) ? v : [v];
+};
+
+/** Pages reachable without a session: the link's landing page and its exchange. */
+const PUBLIC_PATHS = new Set(["/portal", "/portal/", "/portal/session"]);
+
+/** The session of a request that passed the portal's hook. */
+export function sessionOf(request: FastifyRequest): PortalSession {
+  const session = request.portalSession;
+  if (!session) throw new Error("portal route without a session");
+  return session;
+}
+
+/** What a capability lets the link's holder do (Svix's AppPortalCapability). */
+export const CAN = {
+  manageEndpoints: ["ManageEndpoint"],
+  viewSecret: ["ViewEndpointSecret", "ManageEndpointSecret", "ManageEndpoint"],
+  rotateSecret: ["ManageEndpointSecret", "ManageEndpoint"],
+  createAttempts: ["CreateAttempts"],
+} as const satisfies Record<string, readonly PortalCapability[]>;
+
+export const can = (session: PortalSession, what: keyof typeof CAN): boolean =>
+  CAN[what].some((c) => session.capabilities.includes(c));
+
+/** Throws a 403 unless the session's link grants `what`. */
+export function requireCan(session: PortalSession, what: keyof typeof CAN): void {
+  if (!can(session, what))
+    throw new ApiError(403, "forbidden", "this portal link does not allow that action");
+}
+
+export async function registerPortal(app: FastifyInstance, options: PortalOptions): Promise<void> {
+  const frameAncestors = options.config.portalFrameAncestors;
+  const deps: PortalDeps = {
+    ...options,
+    sessions: makePortalSessions(options.pool),
+    page: (reply, o, status) => sendPortalPage(reply, frameAncestors, o, status),
+    async api(session, method, url, body) {
+      const res = await options.calls.call(session.principal, method, url, body);
+      if (res.status >= 400) {
+        const detail = typeof res.body?.detail === "string" ? res.body.detail : "request failed";
+        throw new ApiError(res.status, String(res.body?.code ?? "error"), detail);
+      }
+      return res.body;
+    },
+  };
+
+  await app.register(
+    async (portal) => {
+      portal.addContentTypeParser(
+        "application/x-www-form-urlencoded",
+        { parseAs: "string", bodyLimit: 64 * 1024 },
+        (_request, body, done) => done(null, parseForm(body as string)),
+      );
+      portal.decorateRequest("portalSession", null);
+
+      portal.addHook("onRequest", async (request, reply) => {
+        const path = request.url.split("?")[0]!;
+        if (PUBLIC_PATHS.has(path)) return;
+        const session = await deps.sessions.find(request);
+        if (session) {
+          request.portalSession = session;
+          return;
+        }
+        return deps.page(reply, { session: null, title: "Link expired", body: expiredBody() }, 401);
+      });
+      // After the body is parsed: every state-changing request carries the session's token.
+      portal.addHook("preHandler", async (request) => {
+        if (request.method === "GET" || request.method === "HEAD") return;
+        const session = request.portalSession;
+        if (session) checkCsrf(request, session.csrfToken);
+      });
+
+      portal.setErrorHandler((err: FastifyError | Error, request, reply) =>
+        errorPage(deps, err, request, reply),
+      );
+      portal.setNotFoundHandler((request, reply) =>
+        deps.page(
+          reply,
+          {
+            session: request.portalSession,
+            csrfToken: request.portalSession?.csrfToken,
+            title: "Not found",
+            body: html`<h1>Not found</h1><p>There is no page at <code>${request.url.split("?")[0]}</code>.</p>`,
+          },
+          404,
+        ),
+      );
+
+      registerAccessPages(portal, deps);
+      registerEndpointPages(portal, deps);
+      registerEndpointActions(portal, deps);
+      registerMessagePages(portal, deps);
+      registerEventTypePage(portal, deps);
+    },
+    { prefix: "/portal" },
+  );
+}
+
+export const expiredBody = () =>
+  html`<h1>This link has expired</h1>
+<p>Portal links are short-lived. Open the webhooks page again from the application that sent you here to get a new one.</p>`;
+
+function errorPage(
+  deps: PortalDeps,
+  err: FastifyError | Error,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  let status = 500;
+  let detail = "Something went wrong on our side.";
+  if (err instanceof CsrfError) {
+    status = 403;
+    detail = `Refused: ${err.message}. Reload the page and try again.`;
+  } else if (err instanceof ApiError) {
+    status = err.status;
+    detail = err.message;
+  } else if ((err as FastifyError).validation) {
+    status = 400;
+    detail = err.message;
+  } else if (((err as FastifyError).statusCode ?? 500) < 500) {
+    status = (err as FastifyError).statusCode!;
+    detail = err.message;
+  } else {
+    request.log.error({ err }, "portal request failed");
+  }
+  return deps.page(
+    reply,
+    {
+      session: request.portalSession,
+      csrfToken: request.portalSession?.csrfToken,
+      title: `Error ${status}`,
+      body: html`<h1>Error ${status}</h1><p class="error" role="alert">${detail}</p>`,
+    },
+    status,
+  );
+}

@@ -1,0 +1,164 @@
+/**
+ * The tenant portal in a real browser (headless Chromium, test/helpers/browser.ts) against
+ * a listening API and a worker delivering to a real receiver on 127.0.0.1: the svix
+ * client's appPortalAccess link opens the portal (the token leaves the address bar); a
+ * customer adds an endpoint, reveals its secret, and the next message arrives there signed
+ * with it; app B's endpoint is unreachable; hostile strings in a description render as
+ * text; the link expires; the page loads fast (the figure is printed).
+ */
+import type { AddressInfo } from "node:net";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { Webhook } from "standardwebhooks";
+import { Svix } from "svix";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { portalSecretHash } from "../src/security/portal-token.ts";
+import { launchBrowser, watchPage } from "./helpers/browser.ts";
+import { type Harness, startHarness } from "./helpers/harness.ts";
+import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
+
+const SCRIPT = "<script>alert('xss')</script>";
+const IMG = `"><img src=x onerror="alert('xss')">`;
+
+let h: Harness;
+let rx: Receiver;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let problems: string[];
+let base: string;
+let svix: Svix;
+let appA: string;
+let epB: string;
+
+beforeAll(async () => {
+  h = await startHarness();
+  rx = await startReceiver();
+  await h.api.listen({ host: "127.0.0.1", port: 0 });
+  base = `http://127.0.0.1:${(h.api.server.address() as AddressInfo).port}`;
+  svix = new Svix(h.adminKey, { serverUrl: base });
+  appA = (await svix.application.create({ name: "Acme" })).id;
+  const appB = (await svix.application.create({ name: "Bravo" })).id;
+  epB = (await svix.endpoint.create(appB, { url: `${rx.url}/bravo`, description: "B's" })).id;
+  await svix.eventType.create({ name: "order.paid", description: "An order was paid" });
+  h.startWorker();
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await h?.close();
+  await rx?.close();
+});
+beforeEach(async () => {
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await context.newPage();
+  problems = watchPage(page);
+  return async () => {
+    await context.close();
+    expect(problems).toEqual([]);
+  };
+});
+
+/** Opens the link as a customer's browser would; the page is then on the endpoint list. */
+async function open(url: string): Promise<void> {
+  await Promise.all([page.waitForURL(`${base}/portal/endpoints`), page.goto(url)]);
+}
+
+describe("the portal in Chromium", () => {
+  test("the link opens the portal; a customer adds an endpoint and the next message arrives there, signed", async () => {
+    const { url } = await svix.authentication.appPortalAccess(appA, {});
+    const started = Date.now();
+    await open(url);
+    const openMs = Date.now() - started;
+    // the token is gone from the address bar and from history
+    expect(page.url()).not.toContain("token");
+    expect(await page.evaluate("history.length")).toBeLessThanOrEqual(2);
+    await expect(page.locator("h1").textContent()).resolves.toBe("Endpoints");
+
+    await page.click("text=Add endpoint");
+    await page.fill("input[name=url]", `${rx.url}/customer`);
+    await page.fill("input[name=description]", `hostile ${SCRIPT} ${IMG}`);
+    await page.check('input[name=eventTypes][value="order.paid"]');
+    await Promise.all([page.waitForURL(/\/portal\/endpoints\/ep_/), page.click("text=Save")]);
+    await expect(page.locator(".notice").textContent()).resolves.toBe("Endpoint added.");
+    // the hostile description is text, not markup (and no dialog opened: watchPage)
+    await expect(page.locator("dl.facts").textContent()).resolves.toContain(
+      `hostile ${SCRIPT} ${IMG}`,
+    );
+    expect(await page.locator("main img").count()).toBe(0);
+    expect(await page.locator("main script").count()).toBe(0);
+
+    await page.click("button:has-text('Reveal')");
+    const secret = (await page.locator("pre[data-secret]").textContent())!.trim();
+    expect(secret).toMatch(/^whsec_/);
+
+    await svix.message.create(appA, { eventType: "order.paid", payload: { order: 1 } });
+    await waitFor(() => rx.on("/customer").length === 1, 15_000, "the customer's delivery");
+    const got = rx.on("/customer")[0]!;
+    const verified = new Webhook(secret).verify(got.body, got.headers as Record<string, string>);
+    expect(verified).toEqual({ order: 1 });
+
+    // and the delivery log shows it with its attempt
+    await page.click("nav >> text=Delivery log");
+    await page.click("tbody a >> nth=0");
+    await waitFor(
+      async () => {
+        await page.reload();
+        return ((await page.locator(".timeline li").count()) ?? 0) > 0;
+      },
+      10_000,
+      "the attempt on the page",
+    );
+    await expect(page.locator("section.delivery h3").textContent()).resolves.toContain("delivered");
+    // (a string, evaluated in the page: the tests are type-checked without the DOM library)
+    const nav = Number(
+      await page.evaluate(
+        "(performance.getEntriesByType('navigation')[0] || { loadEventEnd: -1, startTime: 0 }).loadEventEnd",
+      ),
+    );
+    console.log(
+      `portal: link to endpoint list ${openMs} ms; message page load ${Math.round(nav)} ms`,
+    );
+  });
+
+  test("app B's endpoint is unreachable from A's portal, and not listed", async () => {
+    const { url } = await svix.authentication.appPortalAccess(appA, {});
+    await open(url);
+    expect(await page.content()).not.toContain(epB);
+    const res = await page.goto(`${base}/portal/endpoints/${epB}`);
+    expect(res?.status()).toBe(404);
+    await expect(page.locator("p.error").textContent()).resolves.toBe("endpoint not found");
+  });
+
+  test("the link expires: the open portal says so, and the link opens nothing any more", async () => {
+    const link = await svix.authentication.appPortalAccess(appA, { expiry: 60 });
+    await open(link.url);
+    // (no waiting: the expiry is moved into the past)
+    await h.db.pool.query(
+      "update portal_tokens set expires_at = now() - interval '1 second' where token_hash = $1",
+      [portalSecretHash(link.token)],
+    );
+    const res = await page.reload();
+    expect(res?.status()).toBe(401);
+    await expect(page.locator("h1").textContent()).resolves.toBe("This link has expired");
+    const fresh = await context.newPage();
+    problems.push(...watchPage(fresh));
+    await fresh.goto(link.url);
+    await fresh.waitForSelector("#portal-status >> text=expired or was revoked");
+  });
+
+  test("on a phone the endpoint page fits the screen", async () => {
+    const phone = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      isMobile: true,
+    });
+    const p = await phone.newPage();
+    problems.push(...watchPage(p));
+    const { url } = await svix.authentication.appPortalAccess(appA, {});
+    await Promise.all([p.waitForURL(`${base}/portal/endpoints`), p.goto(url)]);
+    const overflow = Number(
+      await p.evaluate("document.documentElement.scrollWidth - window.innerWidth"),
+    );
+    expect(overflow).toBeLessThanOrEqual(1);
+    await phone.close();
+  });
+});
