@@ -9,9 +9,9 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { CheckKey } from "../api/auth.ts";
 import type { ApiContext } from "../api/context.ts";
 import type { InProcessCalls } from "../api/in-process.ts";
-import { ApiError } from "../errors.ts";
 import { registerAssetRoutes } from "./assets.ts";
-import { CsrfError, checkCsrf } from "./csrf.ts";
+import { checkCsrf } from "./csrf.ts";
+import { errorStatus } from "./error-status.ts";
 import { html } from "./html.ts";
 import { sendPage } from "./layout.ts";
 import { registerChartData } from "./pages/chart-data.ts";
@@ -131,23 +131,10 @@ export async function registerDashboard(
 }
 
 function errorPage(err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
-  let status = 500;
-  let detail = "Something went wrong on our side; the error is in the server's log.";
-  if (err instanceof CsrfError) {
-    status = 403;
-    detail = `Refused: ${err.message}. Reload the page and try again.`;
-  } else if (err instanceof ApiError) {
-    status = err.status;
-    detail = err.message;
-  } else if ((err as FastifyError).validation) {
-    status = 400;
-    detail = err.message;
-  } else if (((err as FastifyError).statusCode ?? 500) < 500) {
-    status = (err as FastifyError).statusCode!;
-    detail = err.message;
-  } else {
-    request.log.error({ err }, "dashboard request failed");
-  }
+  const { status, detail } = errorStatus(err, request, {
+    internalDetail: "Something went wrong on our side; the error is in the server's log.",
+    logMessage: "dashboard request failed",
+  });
   return sendPage(
     reply,
     {

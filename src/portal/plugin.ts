@@ -10,7 +10,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { ApiContext } from "../api/context.ts";
 import type { InProcessCalls } from "../api/in-process.ts";
 import type { PortalCapability } from "../api/routes/portal-access.ts";
-import { CsrfError, checkCsrf } from "../dashboard/csrf.ts";
+import { checkCsrf } from "../dashboard/csrf.ts";
+import { errorStatus } from "../dashboard/error-status.ts";
 import { html } from "../dashboard/html.ts";
 import { ApiError } from "../errors.ts";
 import { type PortalPageOptions, sendPortalPage } from "./layout.ts";
@@ -169,23 +170,10 @@ function errorPage(
   request: FastifyRequest,
   reply: FastifyReply,
 ) {
-  let status = 500;
-  let detail = "Something went wrong on our side.";
-  if (err instanceof CsrfError) {
-    status = 403;
-    detail = `Refused: ${err.message}. Reload the page and try again.`;
-  } else if (err instanceof ApiError) {
-    status = err.status;
-    detail = err.message;
-  } else if ((err as FastifyError).validation) {
-    status = 400;
-    detail = err.message;
-  } else if (((err as FastifyError).statusCode ?? 500) < 500) {
-    status = (err as FastifyError).statusCode!;
-    detail = err.message;
-  } else {
-    request.log.error({ err }, "portal request failed");
-  }
+  const { status, detail } = errorStatus(err, request, {
+    internalDetail: "Something went wrong on our side.",
+    logMessage: "portal request failed",
+  });
   return deps.page(
     reply,
     {
