@@ -305,4 +305,16 @@ describe("bad input: a 4xx with { code, detail }, never a 5xx", () => {
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ code: expect.any(String), detail: expect.any(String) });
   });
+  test("regression unique-proto: a list holding __proto__ twice is refused, not stored", async () => {
+    const res = await h.call("PATCH", `${V1}/app/${appId}/endpoint/${epId}`, {
+      channels: ["__proto__", "__proto__"],
+    });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({
+      code: "validation_error",
+      detail: expect.stringMatching(/channels/),
+    });
+    const ep = await h.call("GET", `${V1}/app/${appId}/endpoint/${epId}`);
+    expect(ep.body.channels ?? null).toBeNull();
+  });
 });

@@ -1,14 +1,14 @@
 /**
  * The fuzz generator that derives bodies from JSON schemas (test/helpers/schema-arbitrary.ts),
- * checked with Ajv set up as the API sets up its body validator (src/api/server.ts: no type
- * coercion, formats): for every route's own body schema, each valid sample passes, and each
+ * checked with the API's own body validator (src/api/validators.ts: no type coercion,
+ * formats, our uniqueItems): for every route's own body schema, each valid sample passes, and each
  * invalid sample fails for the reason it names and for no other.
  */
-import { Ajv, type ErrorObject } from "ajv";
-import addFormats from "ajv-formats";
+import type { ErrorObject } from "ajv";
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { appIn } from "../src/api/routes/applications.ts";
+import { bodyAjv } from "../src/api/validators.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { BODY_HINTS, routeBodySchemas } from "./helpers/route-bodies.ts";
 import {
@@ -29,10 +29,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-// As the server's body validator, but reporting every error, not only the first.
-const ajv = addFormats.default(
-  new Ajv({ removeAdditional: false, coerceTypes: false, allErrors: true, useDefaults: true }),
-);
+// The server's body validator, but reporting every error, not only the first.
+const ajv = bodyAjv({ allErrors: true });
 /** What goes over the wire: the JSON text, parsed again. */
 const sent = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
 
@@ -115,6 +113,22 @@ test("valid samples (with the hints) pass the schema they came from", () => {
 test("invalid samples fail for the reason they name, and for no other", () => {
   for (const [route, schema] of schemas) checkInvalid(route, schema);
   checkInvalid("other keywords", OTHER_KEYWORDS);
+});
+
+test("uniqueItems catches every duplicate, __proto__ and reordered object keys too", () => {
+  const strings = ajv.compile({ type: "array", items: { type: "string" }, uniqueItems: true });
+  expect(strings(["__proto__", "x", "__proto__"])).toBe(false);
+  expect(strings.errors?.[0]).toMatchObject({ keyword: "uniqueItems", params: { i: 2, j: 0 } });
+  expect(strings(["constructor", "toString", "hasOwnProperty"])).toBe(true);
+  const any = ajv.compile({ type: "array", uniqueItems: true });
+  expect(
+    any([
+      { a: 1, b: [2] },
+      { b: [2], a: 1 },
+    ]),
+  ).toBe(false);
+  expect(any([1, "1", true, "true", null, "null", [1], { 0: 1 }])).toBe(true);
+  expect(ajv.compile({ type: "array", uniqueItems: false })(["a", "a"])).toBe(true);
 });
 
 test("a keyword or format the generator does not know throws, naming it", () => {

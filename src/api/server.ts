@@ -6,8 +6,6 @@
  */
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import { Ajv } from "ajv";
-import addFormats from "ajv-formats";
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
@@ -47,6 +45,7 @@ import { registerOperationRoutes } from "./routes/operations.ts";
 import { registerPortalAccessRoutes, registerPortalLogout } from "./routes/portal-access.ts";
 import { registerSendExampleRoute } from "./routes/send-example.ts";
 import { registerStatsRoutes } from "./routes/stats.ts";
+import { bodyAjv, paramsAjv } from "./validators.ts";
 
 export interface ApiOptions extends ApiContext {
   logger: Logger;
@@ -99,14 +98,9 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     trustProxy: false,
   });
 
-  // Bodies: no type coercion and no silent stripping of unknown fields, so a typo is an
-  // error, not a field quietly ignored. Query strings and params: coerce "5" to 5.
-  const strict = addFormats.default(
-    new Ajv({ removeAdditional: false, coerceTypes: false, allErrors: false, useDefaults: true }),
-  );
-  const coercing = addFormats.default(
-    new Ajv({ removeAdditional: false, coerceTypes: "array", allErrors: false, useDefaults: true }),
-  );
+  // Bodies: strict; query strings and params: coerced (src/api/validators.ts).
+  const strict = bodyAjv();
+  const coercing = paramsAjv();
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart === "body") return strict.compile(schema);
     const validate = coercing.compile(schema);
