@@ -174,6 +174,69 @@ describe("actions", () => {
     await waitFor(() => rx.requests.length > before);
   });
 
+  test("edit: the postback settings through the form; a refusal shows the form again at 422", async () => {
+    const ep = await createEndpoint(appB.id, { description: "plain" });
+    const page = await admin.get(`/dashboard/endpoints/${ep.id}`);
+    expect(page.body).toContain(`href="/dashboard/endpoints/${ep.id}/edit"`);
+    expect(page.body).toMatch(/data-testid="delivery">POST, JSON body</);
+    expect(page.body).toMatch(/data-testid="success-rule">any 2xx</);
+    const form = await admin.get(`/dashboard/endpoints/${ep.id}/edit`);
+    expect(form.statusCode).toBe(200);
+    expect(form.body).toContain(`value="${ep.url}"`);
+    expect(form.body).toContain('<details class="settings">');
+
+    const fields = {
+      url: `${rx.url}/pb?cid={click_id}&k={$token}`,
+      description: "postback",
+      method: "GET",
+      bodyFormat: "json",
+      missingFields: "empty",
+      urlToken: "tr4cker-key",
+      bodyContains: "OK",
+      bodyNotContains: "",
+      onFailure: "retry",
+      signatureScheme: "v1+v1a",
+    };
+    const saved = await admin.post(`/dashboard/endpoints/${ep.id}/edit`, fields);
+    expect(saved.statusCode, saved.body).toBe(303);
+    expect(saved.headers.location).toBe(`/dashboard/endpoints/${ep.id}?done=saved`);
+    const url = `${V1}/app/${appB.id}/endpoint/${ep.id}`;
+    expect((await h.call("GET", url)).body).toMatchObject({
+      url: fields.url,
+      method: "GET",
+      missingFields: "empty",
+      urlToken: "***",
+      successRule: { bodyContains: ["OK"], ignoreCase: false, onFailure: "retry" },
+      signatureScheme: "v1+v1a",
+    });
+    const shown = await admin.get(saved.headers.location as string);
+    expect(shown.body).toContain("Changes saved.");
+    expect(shown.body).toMatch(
+      /data-testid="delivery">GET, no body; URL template, a missing field renders empty; URL token/,
+    );
+    expect(shown.body).toContain("a 2xx body must contain &quot;OK&quot;; otherwise retried");
+    for (const text of [shown.body, (await admin.get(`/dashboard/endpoints/${ep.id}/edit`)).body])
+      expect(text).not.toContain("tr4cker-key");
+
+    const refused = await admin.post(`/dashboard/endpoints/${ep.id}/edit`, {
+      ...fields,
+      urlToken: "",
+      bodyFormat: "form",
+    });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.body).toContain('role="alert"');
+    expect(refused.body).toContain('value="postback"');
+    expect((await h.call("GET", url)).body.bodyFormat).toBe("json");
+
+    const { key } = await createApiKey(h.db.pool, { role: "app", appId: appA.id });
+    const a = dashboardClient(h.api);
+    await a.signIn(key);
+    expect((await a.get(`/dashboard/endpoints/${ep.id}/edit`)).statusCode).toBe(404);
+    await a.get("/dashboard");
+    expect((await a.post(`/dashboard/endpoints/${ep.id}/edit`, fields)).statusCode).toBe(404);
+    expect((await h.call("GET", url)).body.description).toBe("postback");
+  });
+
   test("an action of another app's endpoint is 404 and changes nothing", async () => {
     const { key } = await createApiKey(h.db.pool, { role: "app", appId: appB.id });
     const b = dashboardClient(h.api);

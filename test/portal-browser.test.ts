@@ -120,6 +120,52 @@ describe("the portal in Chromium", () => {
     );
   });
 
+  test("a customer sets up a GET postback with a token, a success rule and Ed25519 in the form", async () => {
+    const { url } = await svix.authentication.appPortalAccess(appA, {});
+    await open(url);
+    await page.click("text=Add endpoint");
+    await page.fill(
+      "input[name=url]",
+      `${rx.url}/postback/{$token}?cid={click_id}&amount={sale.amount}`,
+    );
+    // the delivery settings are folded away until opened
+    expect(await page.locator("select[name=method]").isVisible()).toBe(false);
+    await page.click("details.settings summary");
+    await page.selectOption("select[name=method]", "GET");
+    await page.fill("input[name=urlToken]", "k3y/with space");
+    await page.fill("textarea[name=bodyNotContains]", "DUPLICATE");
+    await page.selectOption("select[name=onFailure]", "permanent");
+    await page.selectOption("select[name=signatureScheme]", "v1a");
+    await Promise.all([page.waitForURL(/\/portal\/endpoints\/ep_/), page.click("text=Save")]);
+    await expect(page.locator("[data-testid=delivery]").textContent()).resolves.toMatch(
+      /^GET, no body; URL template, a missing field fails the delivery; URL token \*\*\*$/,
+    );
+    await expect(page.locator("[data-testid=success-rule]").textContent()).resolves.toBe(
+      'a 2xx body must not contain "DUPLICATE"; otherwise a dead letter',
+    );
+    expect(await page.content()).not.toContain("k3y/with space");
+
+    await svix.message.create(appA, {
+      eventType: "order.paid",
+      payload: { click_id: "abc", sale: { amount: 12.3 } },
+    });
+    const at = "/postback/k3y%2Fwith%20space?cid=abc&amount=12.30";
+    await waitFor(() => rx.on(at).length === 1, 15_000, "the postback");
+    expect(rx.on(at)[0]!.method).toBe("GET");
+    expect(String(rx.on(at)[0]!.headers["webhook-signature"])).toMatch(/^v1a,/);
+
+    // the edit form opens with the settings shown and the token field empty
+    await page.click("text=Edit");
+    expect(await page.locator("details.settings").getAttribute("open")).not.toBeNull();
+    expect(await page.inputValue("select[name=method]")).toBe("GET");
+    expect(await page.inputValue("input[name=urlToken]")).toBe("");
+    await page.fill("input[name=description]", "tracker");
+    await Promise.all([page.waitForURL(/done=saved/), page.click("text=Save")]);
+    await expect(page.locator("[data-testid=delivery]").textContent()).resolves.toContain(
+      "URL token",
+    );
+  });
+
   test("app B's endpoint is unreachable from A's portal, and not listed", async () => {
     const { url } = await svix.authentication.appPortalAccess(appA, {});
     await open(url);

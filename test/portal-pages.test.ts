@@ -132,6 +132,127 @@ describe("a customer manages endpoints", () => {
   });
 });
 
+describe("a postback endpoint through the form", () => {
+  test("GET template, URL token, success rule and Ed25519: saved, shown without the token, kept on edit, delivered", async () => {
+    const shop = (await h.call("POST", `${V1}/app`, { name: "Tracker shop" })).body.id;
+    const res = await h.call("POST", `${V1}/auth/app-portal-access/${shop}`, {});
+    const c = await openPortal(h.api, res.body.token);
+    const form = await c.get("/portal/endpoints/new");
+    for (const name of [
+      "method",
+      "bodyFormat",
+      "missingFields",
+      "urlToken",
+      "bodyNotContains",
+      "signatureScheme",
+    ])
+      expect(form.body).toContain(`name="${name}"`);
+    expect(form.body).toContain('<details class="settings">');
+
+    const template = `${rx.url}/pb/{$token}?cid={click_id}&payout={payout}`;
+    const fields = {
+      url: template,
+      description: "tracker",
+      method: "GET",
+      bodyFormat: "json",
+      missingFields: "fail",
+      urlToken: "s3cret-key",
+      bodyContains: "",
+      bodyNotContains: "DUPLICATE\r\n\r\n success=false ",
+      ignoreCase: "on",
+      onFailure: "permanent",
+      signatureScheme: "v1a",
+    };
+    const made = await c.post("/portal/endpoints", fields);
+    expect(made.statusCode, made.body).toBe(303);
+    const path = made.headers.location!.split("?")[0]!;
+    const epId = path.split("/").pop()!;
+    const api = () => h.call("GET", `${V1}/app/${shop}/endpoint/${epId}`);
+    expect((await api()).body).toMatchObject({
+      url: template,
+      method: "GET",
+      urlToken: "***",
+      missingFields: "fail",
+      successRule: {
+        bodyNotContains: ["DUPLICATE", "success=false"],
+        ignoreCase: true,
+        onFailure: "permanent",
+      },
+      signatureScheme: "v1a",
+    });
+
+    const page = await c.get(path);
+    expect(page.body).not.toContain("s3cret-key");
+    expect(page.body).toMatch(
+      /data-testid="delivery">GET, no body; URL template, a missing field fails the delivery; URL token/,
+    );
+    expect(page.body).toContain(
+      "must not contain &quot;DUPLICATE&quot; or &quot;success=false&quot; (ignoring case); otherwise a dead letter",
+    );
+    expect(page.body).toContain("Ed25519 (v1a");
+
+    // the edit form: everything as saved, the token only said to be set, the settings open
+    const edit = await c.get(`${path}/edit`);
+    expect(edit.statusCode).toBe(200);
+    expect(edit.body).not.toContain("s3cret-key");
+    expect(edit.body).toContain('<details class="settings" open>');
+    expect(edit.body).toContain('<option value="GET" selected>');
+    expect(edit.body).toContain('<option value="v1a" selected>');
+    expect(edit.body).toContain('<option value="permanent" selected>');
+    expect(edit.body).toContain("DUPLICATE\nsuccess=false</textarea>");
+    expect(edit.body).toContain('name="removeUrlToken"');
+
+    // saved again with the token field empty: the token stays
+    const kept = await c.post(path, {
+      ...fields,
+      urlToken: "",
+      hadUrlToken: "1",
+      description: "edited",
+    });
+    expect(kept.statusCode, kept.body).toBe(303);
+    expect((await api()).body).toMatchObject({ description: "edited", urlToken: "***" });
+
+    // delivered as the form said: a GET to the rendered URL, with the token, signed with Ed25519
+    const worker = h.startWorker();
+    await h.call("POST", `${V1}/app/${shop}/msg`, {
+      eventType: "order.paid",
+      payload: { click_id: "c/1 2", payout: 99.5 },
+    });
+    const at = "/pb/s3cret-key?cid=c%2F1%202&payout=99.5";
+    await waitFor(() => rx.on(at).length === 1, 10_000, "the postback");
+    const got = rx.on(at)[0]!;
+    expect(got.method).toBe("GET");
+    expect(got.body).toBe("");
+    expect(String(got.headers["webhook-signature"])).toMatch(/^v1a,/);
+    await worker.stop();
+
+    // a combination the API refuses comes back as the form with the API's words, at 422
+    const refused = await c.post(path, { ...fields, urlToken: "", bodyFormat: "form" });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.body).toContain('role="alert"');
+    expect(refused.body).toMatch(/GET.*form|form.*GET/);
+    expect(refused.body).toContain('<option value="form" selected>');
+    expect(refused.body).not.toContain("s3cret-key");
+
+    // removing the token while the URL still places it is refused; with a plain URL it clears it
+    const stillPlaced = await c.post(path, { ...fields, urlToken: "", removeUrlToken: "on" });
+    expect(stillPlaced.statusCode).toBe(422);
+    expect(stillPlaced.body).toContain("no urlToken");
+    const cleared = await c.post(path, {
+      ...fields,
+      url: `${rx.url}/pb?cid={click_id}`,
+      urlToken: "",
+      removeUrlToken: "on",
+      bodyNotContains: "",
+      signatureScheme: "v1",
+    });
+    expect(cleared.statusCode, cleared.body).toBe(303);
+    const after = (await api()).body;
+    expect(after).toMatchObject({ urlToken: null, successRule: null, method: "GET" });
+    expect(after.signatureScheme).toMatch(/v1/);
+  });
+});
+
 describe("headers: embedding, cookies, caching", () => {
   const exchange = (api: Harness["api"], token: string, headers: Record<string, string> = {}) =>
     api.inject({

@@ -12,11 +12,13 @@ import type { InProcessCalls } from "../api/in-process.ts";
 import { registerAssetRoutes } from "./assets.ts";
 import { checkCsrf } from "./csrf.ts";
 import { errorStatus } from "./error-status.ts";
+import { parseForm } from "./form-body.ts";
 import { html } from "./html.ts";
 import { sendPage } from "./layout.ts";
 import { registerChartData } from "./pages/chart-data.ts";
 import { registerDeadLetterPages } from "./pages/dead-letters.ts";
 import { registerEndpointPages } from "./pages/endpoint.ts";
+import { registerEndpointEditPage } from "./pages/endpoint-edit.ts";
 import { registerEndpointListPage } from "./pages/endpoints.ts";
 import { registerMessagePages } from "./pages/messages.ts";
 import { registerOverviewPage } from "./pages/overview.ts";
@@ -31,13 +33,6 @@ export interface DashboardOptions extends ApiContext {
 /** What every page module is given. */
 export interface DashboardDeps extends DashboardOptions {
   sessions: Sessions;
-}
-
-/** Form posts: URL-encoded fields into a plain object (the first value of a repeated name). */
-function parseForm(text: string): Record<string, string> {
-  const out: Record<string, string> = Object.create(null);
-  for (const [k, v] of new URLSearchParams(text)) if (!(k in out)) out[k] = v;
-  return out;
 }
 
 const PUBLIC_PATHS = new Set(["/dashboard/sign-in"]);
@@ -123,6 +118,7 @@ export async function registerDashboard(
       registerChartData(dash, deps);
       registerEndpointListPage(dash, deps);
       registerEndpointPages(dash, deps);
+      registerEndpointEditPage(dash, deps);
       registerDeadLetterPages(dash, deps);
       registerMessagePages(dash, deps);
     },

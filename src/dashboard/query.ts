@@ -8,10 +8,3 @@ export function queryStrings(query: unknown): Record<string, string | undefined>
   }
   return out;
 }
-
-/** A form field as a string ("" when absent or not a string). */
-export const field = (body: unknown, name: string): string => {
-  if (typeof body !== "object" || body === null) return "";
-  const v = (body as Record<string, unknown>)[name];
-  return typeof v === "string" ? v : "";
-};

@@ -12,6 +12,7 @@ import type { InProcessCalls } from "../api/in-process.ts";
 import type { PortalCapability } from "../api/routes/portal-access.ts";
 import { checkCsrf } from "../dashboard/csrf.ts";
 import { errorStatus } from "../dashboard/error-status.ts";
+import { parseForm } from "../dashboard/form-body.ts";
 import { html } from "../dashboard/html.ts";
 import { ApiError } from "../errors.ts";
 import { type PortalPageOptions, sendPortalPage } from "./layout.ts";
@@ -40,30 +41,6 @@ export interface PortalDeps extends PortalOptions {
   ): // biome-ignore lint/suspicious/noExplicitAny: JSON of the route called, read by its documented shape
   Promise<any>;
 }
-
-/** A form post: fields by name; a repeated name (checkboxes) gives an array. */
-export type FormBody = Record<string, string | string[]>;
-
-function parseForm(text: string): FormBody {
-  const out: FormBody = Object.create(null);
-  for (const [k, v] of new URLSearchParams(text)) {
-    const prior = out[k];
-    out[k] = prior === undefined ? v : Array.isArray(prior) ? [...prior, v] : [prior, v];
-  }
-  return out;
-}
-
-/** A form field's first value, trimmed ("" when absent). */
-export const field = (body: unknown, name: string): string => {
-  const v = (body as FormBody | undefined)?.[name];
-  return (Array.isArray(v) ? (v[0] ?? "") : (v ?? "")).trim();
-};
-
-/** Every value of a repeated form field. */
-export const fields = (body: unknown, name: string): string[] => {
-  const v = (body as FormBody | undefined)?.[name];
-  return v === undefined ? [] : Array.isArray(v) ? v : [v];
-};
 
 /** Pages reachable without a session: the link's landing page and its exchange. */
 const PUBLIC_PATHS = new Set(["/portal", "/portal/", "/portal/session"]);

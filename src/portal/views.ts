@@ -1,4 +1,4 @@
-/** Small pieces the portal's pages share: figures, badges, the event-type picker. */
+/** Small pieces the portal's pages share: figures and badges. */
 import { type Html, html } from "../dashboard/html.ts";
 
 /** A success rate (0..1) as a percentage, or a dash. */
@@ -32,21 +32,3 @@ export const badge = (state: string, text: string = state): Html =>
 /** The event types an endpoint listens to, or "all events". */
 export const eventTypesText = (types: string[] | null | undefined): string =>
   types && types.length > 0 ? types.join(", ") : "all events";
-
-export interface CatalogEntry {
-  name: string;
-  description: string;
-  deprecated: boolean;
-}
-
-/** Checkboxes for the catalogue's event types (none checked = all events). */
-export function eventTypePicker(catalog: CatalogEntry[], chosen: readonly string[]): Html {
-  const extra = chosen.filter((c) => !catalog.some((e) => e.name === c));
-  return html`<fieldset>
-<legend>Event types <span class="muted">(none checked: all events)</span></legend>
-${[...catalog.map((e) => e.name), ...extra].map(
-  (name) =>
-    html`<label><input type="checkbox" name="eventTypes" value="${name}"${chosen.includes(name) ? html` checked` : ""}> ${name}</label><br>`,
-)}
-</fieldset>`;
-}

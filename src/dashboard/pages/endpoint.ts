@@ -13,6 +13,7 @@ import { notFound } from "../../api/errors.ts";
 import type { InProcessResult } from "../../api/in-process.ts";
 import { ApiError } from "../../errors.ts";
 import { CSRF_FIELD } from "../csrf.ts";
+import { deliveryFacts } from "../endpoint-form.ts";
 import { age, badge, count, dash, ms, ownApp, percent, time } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
@@ -29,10 +30,11 @@ const DONE: Record<string, (n: string | undefined) => string> = {
   "secret-rotated": () =>
     "Signing secret rotated; the previous one keeps signing beside it for 24 hours.",
   requeued: (n) => `${Number(n) || 0} dead letters requeued.`,
+  saved: () => "Changes saved.",
 };
 
 /** The API's answer, or the ApiError it stands for (the error page shows it). */
-function ok(res: InProcessResult): InProcessResult {
+export function ok(res: InProcessResult): InProcessResult {
   if (res.status >= 400) {
     throw new ApiError(res.status, res.body?.code ?? "error", res.body?.detail ?? "request failed");
   }
@@ -40,13 +42,13 @@ function ok(res: InProcessResult): InProcessResult {
 }
 
 /** The endpoint's app, if the principal may see it (404 otherwise). */
-async function appOf(deps: DashboardDeps, principal: Principal, endpointId: string) {
+export async function appOf(deps: DashboardDeps, principal: Principal, endpointId: string) {
   const appId = await endpointAppId(deps.pool, endpointId, ownApp(principal));
   if (!appId) throw notFound("endpoint");
   return appId;
 }
 
-const epPath = (id: string, ...rest: string[]) => dashboardPath(["endpoints", id, ...rest]);
+export const epPath = (id: string, ...rest: string[]) => dashboardPath(["endpoints", id, ...rest]);
 
 function actionForm(
   endpointId: string,
@@ -74,10 +76,13 @@ export function paceText(perSecond: number | null, rows: number): string {
   return `They go out at ${rate} (the endpoint's rate limit), about ${age((rows / perSecond) * 1000)} for all of them.`;
 }
 
+/** The API path of one endpoint (and below it). */
+export const endpointApi = (appId: string, endpointId: string, rest = "") =>
+  `/api/v1/app/${encodeURIComponent(appId)}/endpoint/${encodeURIComponent(endpointId)}${rest}`;
+
 export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps): void {
   const { calls, redactor } = deps;
-  const api = (appId: string, endpointId: string, rest = "") =>
-    `/api/v1/app/${encodeURIComponent(appId)}/endpoint/${encodeURIComponent(endpointId)}${rest}`;
+  const api = endpointApi;
 
   app.get<{ Params: { endpointId: string } }>(
     "/endpoints/:endpointId",
@@ -118,6 +123,7 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
   <dt>URL</dt><dd data-testid="url">${redactor.url(e.url)}</dd>
   <dt>Description</dt><dd data-testid="description">${e.description || dash}</dd>
   <dt>App</dt><dd>${hl.appId}</dd>
+  ${deliveryFacts(e)}
   <dt>State</dt><dd>${e.disabled ? badge("disabled", `disabled (${e.disabledReason ?? "operator"})`) : badge("ok", "enabled")}${
     hl.pausedUntil ? html` ${badge("warning", "paused")} until ${time(hl.pausedUntil)}` : ""
   }</dd>
@@ -139,6 +145,7 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
   }; at most ${hl.limits.maxInFlight} in flight</dd>
 </dl>
 <section aria-labelledby="h-actions"><h2 id="h-actions">Actions</h2><div class="actions">
+  <a class="button" href="${epPath(id, "edit")}">Edit…</a>
   ${
     e.disabled
       ? actionForm(id, "enable", "Enable", csrfToken)

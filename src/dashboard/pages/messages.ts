@@ -9,11 +9,12 @@ import type { Principal } from "../../api/auth.ts";
 import { notFound } from "../../api/errors.ts";
 import { ApiError } from "../../errors.ts";
 import { CSRF_FIELD } from "../csrf.ts";
+import { field } from "../form-body.ts";
 import { badge, ms, ownApp, time } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
 import { type DashboardDeps, sessionOf } from "../plugin.ts";
-import { field, queryStrings } from "../query.ts";
+import { queryStrings } from "../query.ts";
 import { lookUpMessages, type MessageHit } from "../sql/message-lookup.ts";
 
 type Json = Record<string, unknown>;

@@ -11,10 +11,12 @@
  *   GET  /portal/endpoints/{ep}/chart-data      the latency chart's buckets
  */
 import type { FastifyInstance } from "fastify";
+import { endpointBodyOfForm } from "../../dashboard/endpoint-form.ts";
+import { field } from "../../dashboard/form-body.ts";
 import { html } from "../../dashboard/html.ts";
 import { portalPath } from "../layout.ts";
-import { field, type PortalDeps, requireCan, sessionOf } from "../plugin.ts";
-import { appApi, formToEndpoint, refusedForm } from "./endpoints.ts";
+import { type PortalDeps, requireCan, sessionOf } from "../plugin.ts";
+import { appApi, refusedForm } from "./endpoints.ts";
 
 type P = { Params: { endpointId: string } };
 
@@ -30,7 +32,7 @@ export function registerEndpointActions(app: FastifyInstance, deps: PortalDeps):
         session,
         "PATCH",
         appApi(session, "endpoint", ep),
-        formToEndpoint(request.body),
+        endpointBodyOfForm(request.body),
       );
       return reply.redirect(detail(saved.id, "saved"), 303);
     } catch (err) {

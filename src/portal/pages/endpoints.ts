@@ -6,23 +6,26 @@
  *   POST /portal/endpoints               add (the API checks the URL with the SSRF guard)
  *   GET  /portal/endpoints/{ep}          one endpoint: settings, health, latency chart,
  *                                        secret, test event, recent attempts, actions
- *   GET  /portal/endpoints/{ep}/edit     the edit form (URL, description, event types)
+ *   GET  /portal/endpoints/{ep}/edit     the edit form (src/dashboard/endpoint-form.ts)
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
+import {
+  CATALOG_PATH,
+  type CatalogEntry,
+  deliveryFacts,
+  type EndpointFormValues,
+  endpointBodyOfForm,
+  endpointForm,
+  NEW_ENDPOINT,
+  valuesOfEndpoint,
+  valuesOfForm,
+} from "../../dashboard/endpoint-form.ts";
 import { type Html, html } from "../../dashboard/html.ts";
 import { ApiError } from "../../errors.ts";
 import { portalPath } from "../layout.ts";
-import { can, field, fields, type PortalDeps, requireCan, sessionOf } from "../plugin.ts";
+import { can, type PortalDeps, requireCan, sessionOf } from "../plugin.ts";
 import type { PortalSession } from "../session.ts";
-import {
-  badge,
-  type CatalogEntry,
-  eventTypePicker,
-  eventTypesText,
-  ms,
-  percent,
-  when,
-} from "../views.ts";
+import { badge, eventTypesText, ms, percent, when } from "../views.ts";
 
 /** /api/v1/app/{the session's app}/... with each segment percent-encoded. */
 export const appApi = (session: PortalSession, ...segments: string[]) =>
@@ -46,43 +49,27 @@ export const notice = (done: unknown): Html | null => {
 };
 
 export async function catalog(deps: PortalDeps, session: PortalSession): Promise<CatalogEntry[]> {
-  const page = await deps.api(session, "GET", "/api/v1/event-type?limit=250");
+  const page = await deps.api(session, "GET", CATALOG_PATH);
   return page.data;
 }
 
-export interface EndpointForm {
-  url: string;
-  description: string;
-  eventTypes: string[];
-}
-
-/** The add or edit form, with the values given and the refusal, if any. */
-export function endpointForm(
+/** The add or edit form of the session's app. */
+const portalForm = (
   session: PortalSession,
   action: string,
-  values: EndpointForm,
-  types: CatalogEntry[],
+  values: EndpointFormValues,
+  catalog: CatalogEntry[],
   error: string | null,
-): Html {
-  return html`${error && html`<p class="error" role="alert">${error}</p>`}
-<form method="post" action="${action}" class="endpoint-form">
-<input type="hidden" name="_csrf" value="${session.csrfToken}">
-<p><label>Endpoint URL<br><input type="url" name="url" required maxlength="2048" size="60" value="${values.url}" placeholder="https://example.com/webhooks"></label></p>
-<p><label>Description<br><input type="text" name="description" maxlength="2048" size="60" value="${values.description}"></label></p>
-${eventTypePicker(types, values.eventTypes)}
-<p><button type="submit" class="primary">Save</button> <a href="/portal/endpoints">Cancel</a></p>
-</form>`;
-}
-
-/** The form's fields as the API's endpoint body (no event type checked = all events). */
-export const formToEndpoint = (body: unknown) => {
-  const eventTypes = fields(body, "eventTypes").filter(Boolean);
-  return {
-    url: field(body, "url"),
-    description: field(body, "description"),
-    eventTypes: eventTypes.length ? [...new Set(eventTypes)] : null,
-  };
-};
+) =>
+  endpointForm({
+    action,
+    csrfField: "_csrf",
+    csrfToken: session.csrfToken,
+    cancelHref: "/portal/endpoints",
+    values,
+    catalog,
+    error,
+  });
 
 /** Re-renders a form after the API refused it (4xx): the values kept, the reason shown. */
 export async function refusedForm(
@@ -92,7 +79,6 @@ export async function refusedForm(
   o: { title: string; action: string; body: unknown; err: unknown },
 ) {
   if (!(o.err instanceof ApiError) || o.err.status >= 500 || o.err.status === 404) throw o.err;
-  const values = formToEndpoint(o.body);
   return deps.page(
     reply,
     {
@@ -100,10 +86,10 @@ export async function refusedForm(
       csrfToken: session.csrfToken,
       title: o.title,
       active: "/portal/endpoints",
-      body: html`<h1>${o.title}</h1>${endpointForm(
+      body: html`<h1>${o.title}</h1>${portalForm(
         session,
         o.action,
-        { ...values, eventTypes: values.eventTypes ?? [] },
+        valuesOfForm(o.body),
         await catalog(deps, session),
         o.err.message,
       )}`,
@@ -175,10 +161,10 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
       csrfToken: session.csrfToken,
       title: "Add endpoint",
       active: "/portal/endpoints",
-      body: html`<h1>Add endpoint</h1>${endpointForm(
+      body: html`<h1>Add endpoint</h1>${portalForm(
         session,
         "/portal/endpoints",
-        { url: "", description: "", eventTypes: [] },
+        NEW_ENDPOINT,
         await catalog(deps, session),
         null,
       )}`,
@@ -193,7 +179,7 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
         session,
         "POST",
         appApi(session, "endpoint"),
-        formToEndpoint(request.body),
+        endpointBodyOfForm(request.body),
       );
       return reply.redirect(portalPath(["endpoints", made.id], { done: "created" }), 303);
     } catch (err) {
@@ -247,10 +233,10 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
         csrfToken: session.csrfToken,
         title: "Edit endpoint",
         active: "/portal/endpoints",
-        body: html`<h1>Edit endpoint</h1>${endpointForm(
+        body: html`<h1>Edit endpoint</h1>${portalForm(
           session,
           portalPath(["endpoints", e.id]),
-          { url: e.url, description: e.description, eventTypes: e.eventTypes ?? [] },
+          valuesOfEndpoint(e),
           await catalog(deps, session),
           null,
         )}`,
@@ -287,6 +273,7 @@ ${notice(done)}
 <dt>URL</dt><dd><code>${redactUrl(e.url)}</code></dd>
 <dt>Description</dt><dd>${e.description || "–"}</dd>
 <dt>Event types</dt><dd>${eventTypesText(e.eventTypes)}</dd>
+${deliveryFacts(e)}
 <dt>State</dt><dd>${e.disabled ? badge("disabled") : badge("ok", "enabled")}${e.disabledReason ? html` <span class="muted">${e.disabledReason}</span>` : ""}</dd>
 <dt>Created</dt><dd>${when(e.createdAt)}</dd>
 <dt>Id</dt><dd><code>${e.id}</code></dd>
