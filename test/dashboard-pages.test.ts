@@ -99,6 +99,21 @@ describe("pages", () => {
     }
   });
 
+  test("dead letters: the analysis a page of endpoints at a time, the list below", async () => {
+    const res = await admin.get("/dashboard/dead-letters");
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain(
+      '<p class="muted" data-testid="analysis-range">1 endpoint with dead letters, most dead first.</p>',
+    );
+    expect(res.body).toContain(`/dashboard/endpoints/${epFailing.id}/requeue`);
+    expect(res.body).not.toContain('rel="next">Fewer dead');
+    const past = await admin.get("/dashboard/dead-letters?ranked=50");
+    expect(past.body).toContain("No more endpoints.");
+    expect(past.body).toContain('href="/dashboard/dead-letters" rel="prev">← More dead</a>');
+    const bad = await admin.get("/dashboard/dead-letters?ranked=x");
+    expect(bad.body).toContain("1 endpoint with dead letters");
+  });
+
   test("hostile strings render as text", async () => {
     const pages = [
       await admin.get("/dashboard/endpoints"),

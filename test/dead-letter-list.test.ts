@@ -291,6 +291,38 @@ describe("dead letters", () => {
       expect(get("rate_limited").averageAttempts).toBe(4.75); // 19 / 4
     });
 
+    test("the analysis in pages: limit and iterator continue the ranking, endpointTotal on every page", async () => {
+      const all = (await h.call("GET", `${V1}/dead-letters/analysis?app_id=${PAT}`)).body;
+      expect(all.endpointTotal).toBe(all.data.length);
+      expect(all.done).toBe(true);
+      const ids = all.data.map((a: { endpointId: string }) => a.endpointId);
+      const seen: string[] = [];
+      let iterator: string | null = null;
+      for (let pages = 1; ; pages++) {
+        const res = await h.call(
+          "GET",
+          `${V1}/dead-letters/analysis?app_id=${PAT}&limit=2${iterator ? `&iterator=${iterator}` : ""}`,
+        );
+        expect(res.status).toBe(200);
+        expect(res.body.endpointTotal).toBe(ids.length);
+        expect(res.body.data.length).toBeLessThanOrEqual(2);
+        seen.push(...res.body.data.map((a: { endpointId: string }) => a.endpointId));
+        if (res.body.done) {
+          expect(res.body.iterator).toBeNull();
+          expect(pages).toBe(Math.ceil(ids.length / 2));
+          break;
+        }
+        iterator = res.body.iterator;
+      }
+      expect(seen).toEqual(ids);
+      const past = await h.call("GET", `${V1}/dead-letters/analysis?app_id=${PAT}&iterator=999`);
+      expect(past.body).toMatchObject({ data: [], endpointTotal: ids.length, done: true });
+      for (const bad of ["limit=0", "limit=x", "iterator=-1", "iterator=abc"]) {
+        const res = await h.call("GET", `${V1}/dead-letters/analysis?${bad}`);
+        expect(res.status, bad).toBe(422);
+      }
+    });
+
     test("the analysis takes the list's filters: one endpoint, a time range", async () => {
       const outage = fixtures.outage_cluster!.endpoint.id;
       const one = await h.call("GET", `${V1}/dead-letters/analysis?endpoint_id=${outage}`);
@@ -324,7 +356,7 @@ describe("dead letters", () => {
         "GET",
         `${V1}/dead-letters/analysis?endpoint_id=${cred}&status_code=418`,
       );
-      expect(none.body).toEqual({ data: [] });
+      expect(none.body).toEqual({ data: [], endpointTotal: 0, iterator: null, done: true });
     });
 
     // BUG: the "most dead letters inside any one 15-minute window" is computed with date_bin

@@ -99,7 +99,7 @@ export interface EndpointDeadLetterAnalysis extends Pattern {
   averageAttempts: number;
 }
 
-const ANALYZE_SQL = namedSql<FilterParams>(
+const ANALYZE_SQL = namedSql<FilterParams & { limit: number | null; offset: number }>(
   `with dead as (
        select d.endpoint_id, d.app_id, d.last_error, d.last_error_kind, d.last_status_code,
               d.attempt_count, d.updated_at
@@ -124,21 +124,51 @@ const ANALYZE_SQL = namedSql<FilterParams>(
             (count(*) filter (where d.last_error_kind = '${ErrorKind.missingField}'))::int as missing_field,
             (count(*) filter (where d.last_error_kind = '${ErrorKind.bodyRule}'))::int as body_rule,
             count(distinct date_trunc('hour', d.updated_at))::int as distinct_hours,
-            w.max_in_15
+            w.max_in_15,
+            count(*) over ()::int as endpoint_total
      from dead d
      join endpoints e on e.id = d.endpoint_id
      join windows w on w.endpoint_id = d.endpoint_id
      group by d.endpoint_id, e.url, w.max_in_15
-     order by dead_count desc, d.endpoint_id`,
+     order by dead_count desc, d.endpoint_id
+     limit $limit::integer offset $offset::integer`,
 );
 
-/** One analysis per endpoint with dead letters matching the filter, most dead first. */
+export interface DeadLetterAnalysis {
+  /** most dead first, the page asked for */
+  endpoints: EndpointDeadLetterAnalysis[];
+  /** how many endpoints have dead letters matching the filter, on every page */
+  endpointTotal: number;
+}
+
+/**
+ * One analysis per endpoint with dead letters matching the filter, most dead first; a page
+ * of them when `page` says so (the ranking is computed whole each time, so the page is an
+ * offset into it).
+ */
 export async function analyzeDeadLetters(
   db: Queryable,
   filter: DeadLetterFilter,
-): Promise<EndpointDeadLetterAnalysis[]> {
-  const { rows } = await db.query(ANALYZE_SQL.query(filterParams(filter)));
-  return rows.map((r) => ({
+  page: { limit?: number | null; offset?: number } = {},
+): Promise<DeadLetterAnalysis> {
+  const { rows } = await db.query(
+    ANALYZE_SQL.query({
+      ...filterParams(filter),
+      limit: page.limit ?? null,
+      offset: page.offset ?? 0,
+    }),
+  );
+  let endpointTotal = rows[0]?.endpoint_total ?? 0;
+  if (rows.length === 0 && (page.offset ?? 0) > 0) {
+    // past the end: the total still says how many there are
+    endpointTotal = (await analyzeDeadLetters(db, filter, { limit: 1 })).endpointTotal;
+  }
+  return { endpoints: rows.map(analysisOfRow), endpointTotal };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a row of ANALYZE_SQL
+function analysisOfRow(r: any): EndpointDeadLetterAnalysis {
+  return {
     endpointId: r.endpoint_id,
     appId: r.app_id,
     url: r.url,
@@ -159,7 +189,7 @@ export async function analyzeDeadLetters(
       missingField: r.missing_field,
       bodyRule: r.body_rule,
     }),
-  }));
+  };
 }
 
 export interface RequeueTarget {

@@ -4,7 +4,7 @@
  *   GET  /health/summary?app_id=
  *   GET  /alerts?app_id=
  *   GET  /dead-letters?app_id=&endpoint_id=&status_code=&error_kind=&since=&until=
- *   GET  /dead-letters/analysis?app_id=&endpoint_id=&since=&until=
+ *   GET  /dead-letters/analysis?app_id=&endpoint_id=&since=&until=&limit=&iterator=
  *   POST /dead-letters/requeue   { deliveryId | endpointId | since, appId?, includeFailed? }
  *   POST /deliveries/{deliveryId}/cancel
  */
@@ -147,13 +147,37 @@ export function registerOperationRoutes(
     },
   );
 
-  app.get<{ Querystring: FilterQuery }>(
+  app.get<{ Querystring: FilterQuery & { limit?: number; iterator?: string } }>(
     "/dead-letters/analysis",
-    { schema: { tags: ["operations"], querystring: { type: "object", properties: filterQuery } } },
+    {
+      schema: {
+        tags: ["operations"],
+        description:
+          "One row per endpoint with matching dead letters, most dead first: pattern, suggested action, most common error and status. Without `limit`, every endpoint; with it, a page, and `iterator` (from the last page) continues the ranking. `endpointTotal` counts the endpoints on every page.",
+        querystring: {
+          type: "object",
+          properties: {
+            ...filterQuery,
+            limit: { type: "integer", minimum: 1, maximum: MAX_LIMIT },
+            iterator: { type: "string", pattern: "^[0-9]{1,9}$" },
+          },
+        },
+      },
+    },
     async (request) => {
-      const analysis = await analyzeDeadLetters(pool, await filterOf(request, request.query));
+      const q = request.query;
+      const offset = q.iterator ? Number(q.iterator) : 0;
+      const analysis = await analyzeDeadLetters(pool, await filterOf(request, q), {
+        limit: q.limit ?? null,
+        offset,
+      });
+      const next = offset + analysis.endpoints.length;
+      const done = next >= analysis.endpointTotal;
       return {
-        data: analysis.map((a) => ({
+        endpointTotal: analysis.endpointTotal,
+        iterator: done ? null : String(next),
+        done,
+        data: analysis.endpoints.map((a) => ({
           ...a,
           url: redactor.url(a.url),
           mostCommonError: a.mostCommonError === null ? null : redactor.text(a.mostCommonError),

@@ -1,7 +1,8 @@
 /**
- * GET /dashboard/dead-letters?endpoint_id=&status_code=&error_kind=&since=&iterator=: the
- * dead-letter analysis per endpoint (pattern and suggested action) and the dead letters,
- * both from the API (GET /dead-letters/analysis, GET /dead-letters) with the same filters.
+ * GET /dashboard/dead-letters?endpoint_id=&status_code=&error_kind=&since=&iterator=&ranked=:
+ * the dead-letter analysis per endpoint (pattern and suggested action; the 50 endpoints
+ * with the most dead letters, `ranked` pages on) and the dead letters, both from the API
+ * (GET /dead-letters/analysis, GET /dead-letters) with the same filters.
  * Requeue goes through the endpoint's confirmation page (pages/endpoint.ts), which states
  * how many rows and at what pace.
  */
@@ -14,6 +15,9 @@ import { type DashboardDeps, sessionOf } from "../plugin.ts";
 import { queryStrings } from "../query.ts";
 
 const FILTERS = ["endpoint_id", "status_code", "error_kind", "since"] as const;
+
+/** Endpoints in the analysis table at a time: a page, never every one of 10,000. */
+const ANALYSIS_PAGE = 50;
 
 export function registerDeadLetterPages(
   app: FastifyInstance,
@@ -32,14 +36,19 @@ export function registerDeadLetterPages(
     const list = new URLSearchParams(filter);
     list.set("limit", "50");
     if (q.iterator) list.set("iterator", q.iterator);
+    const ranked = new URLSearchParams(filter);
+    ranked.set("limit", String(ANALYSIS_PAGE));
+    if (q.ranked && /^\d{1,9}$/.test(q.ranked)) ranked.set("iterator", q.ranked);
     const [analysis, dead] = await Promise.all([
-      calls.call(principal, "GET", `/api/v1/dead-letters/analysis?${filter}`),
+      calls.call(principal, "GET", `/api/v1/dead-letters/analysis?${ranked}`),
       calls.call(principal, "GET", `/api/v1/dead-letters?${list}`),
     ]);
     for (const res of [analysis, dead]) {
       if (res.status >= 400) throw new ApiError(res.status, res.body.code, res.body.detail);
     }
     const rows = analysis.body.data as Record<string, unknown>[];
+    const total = analysis.body.endpointTotal as number;
+    const from = Number(ranked.get("iterator") ?? 0);
     const letters = dead.body.data as Record<string, unknown>[];
     const kept = Object.fromEntries(FILTERS.map((f) => [f, q[f]]));
     const body = html`<h1>Dead letters</h1>
@@ -53,8 +62,12 @@ export function registerDeadLetterPages(
 <section aria-labelledby="h-analysis"><h2 id="h-analysis">Analysis by endpoint</h2>
 ${
   rows.length === 0
-    ? html`<p class="muted">No dead letters match.</p>`
-    : html`<div class="table-wrap"><table data-testid="analysis">
+    ? html`<p class="muted">${total > 0 ? "No more endpoints." : "No dead letters match."}</p>`
+    : html`<p class="muted" data-testid="analysis-range">${
+        total > rows.length
+          ? `Endpoints ${count(from + 1)}–${count(from + rows.length)} of ${count(total)} with dead letters, most dead first.`
+          : `${count(total)} ${total === 1 ? "endpoint" : "endpoints"} with dead letters, most dead first.`
+      }</p><div class="table-wrap"><table data-testid="analysis">
 <thead><tr><th>Endpoint</th><th class="num">Dead</th><th>Pattern</th><th>Suggested action</th><th class="hide-narrow">Most common</th><th class="hide-narrow">First – last</th><th></th></tr></thead>
 <tbody>${rows.map(
         (a) => html`<tr>
@@ -68,6 +81,15 @@ ${
 </tr>`,
       )}</tbody></table></div>`
 }
+<nav class="pager" aria-label="Endpoint pages">${
+      from > 0
+        ? html`<a href="${dashboardPath(["dead-letters"], { ...kept, ranked: from > ANALYSIS_PAGE ? String(from - ANALYSIS_PAGE) : undefined })}" rel="prev">← More dead</a>`
+        : ""
+    }${
+      analysis.body.done
+        ? ""
+        : html`<a href="${dashboardPath(["dead-letters"], { ...kept, ranked: analysis.body.iterator })}" rel="next">Fewer dead →</a>`
+    }</nav>
 </section>
 <section aria-labelledby="h-list"><h2 id="h-list">Dead letters</h2>
 <div class="table-wrap"><table data-testid="dead-letters">
