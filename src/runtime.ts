@@ -17,6 +17,7 @@ import { migrate } from "./db/migrate.ts";
 import { makePool, type Pool } from "./db/pool.ts";
 import { purgeDashboardSessions } from "./db/queries/dashboard-sessions.ts";
 import { ping } from "./db/queries/ping.ts";
+import { purgeEndedPortalTokens } from "./db/queries/portal-access.ts";
 import { isDatabaseUnavailable } from "./db/unavailable.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
@@ -144,6 +145,12 @@ export function maintenanceTasks(
       name: "purge-dashboard-sessions",
       everyMs: every,
       run: (pool) => purgeDashboardSessions(pool).then(() => undefined),
+    },
+    {
+      // portal links a day past their end, and their sessions (docs/portal.md)
+      name: "purge-portal-links",
+      everyMs: every,
+      run: (pool) => purgeEndedPortalTokens(pool, null).then(() => undefined),
     },
     {
       name: "retention",

@@ -8,7 +8,10 @@ import { ApiException, Svix } from "svix";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { livePortalToken } from "../src/db/queries/portal-access.ts";
+import { maintenanceTasks } from "../src/runtime.ts";
 import { portalSecretHash } from "../src/security/portal-token.ts";
+import { makeRedactor } from "../src/security/redact.ts";
+import { makeSecretBox } from "../src/security/secret-box.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 
 const V1 = "/api/v1";
@@ -161,6 +164,55 @@ describe("ending links", () => {
     // an API key is not a link
     const withKey = await h.call("POST", `${V1}/auth/logout`);
     expect(withKey.status).toBe(401);
+  });
+
+  test("the maintenance runner deletes links a day past their end, with their sessions, in every app", async () => {
+    const pool = h.db.pool;
+    const other = (await svix.application.create({ name: "Quiet Co" })).id;
+    const links: Record<string, string> = {};
+    for (const [name, app] of [
+      ["expired", other],
+      ["revoked", other],
+      ["recent", other],
+      ["live", appId],
+    ] as const) {
+      const { body } = await h.call("POST", `${V1}/auth/app-portal-access/${app}`);
+      links[name] = body.id;
+      await pool.query(
+        "insert into portal_sessions (secret_hash, token_id) values ($1::text, $2::text)",
+        [`session-of-${name}-${body.id}`, body.id],
+      );
+    }
+    await pool.query(
+      `update portal_tokens set expires_at = now() - interval '25 hours' where id = $1`,
+      [links.expired],
+    );
+    await pool.query(
+      `update portal_tokens set revoked_at = now() - interval '26 hours' where id = $1`,
+      [links.revoked],
+    );
+    await pool.query(
+      `update portal_tokens set expires_at = now() - interval '23 hours' where id = $1`,
+      [links.recent],
+    );
+    const config = h.config;
+    const task = maintenanceTasks(
+      config,
+      makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
+      makeRedactor(config.sensitiveFields),
+    ).find((x) => x.name === "purge-portal-links")!;
+    await task.run(pool);
+    const left = async (table: string, column: string) =>
+      (
+        await pool.query(`select ${column} as id from ${table} where ${column} = any ($1)`, [
+          Object.values(links),
+        ])
+      ).rows
+        .map((r) => r.id)
+        .sort();
+    const kept = [links.recent!, links.live!].sort();
+    expect(await left("portal_tokens", "id")).toEqual(kept);
+    expect(await left("portal_sessions", "token_id")).toEqual(kept);
   });
 
   test("a link is no API key: the management API refuses it", async () => {

@@ -61,6 +61,8 @@ describe("a customer manages endpoints", () => {
     });
     const list = await c.get("/portal/endpoints");
     expect(list.body).toContain(`/portal/endpoints/${epId}`);
+    // the header names the customer's app, not its id
+    expect(list.body).toContain('<span class="who">Shop</span>');
     const page = await c.get(path);
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain("main hook");
@@ -134,7 +136,7 @@ describe("a customer manages endpoints", () => {
 
 describe("a postback endpoint through the form", () => {
   test("GET template, URL token, success rule and Ed25519: saved, shown without the token, kept on edit, delivered", async () => {
-    const shop = (await h.call("POST", `${V1}/app`, { name: "Tracker shop" })).body.id;
+    const shop = (await h.call("POST", `${V1}/app`, { name: "Tracker <shop>" })).body.id;
     const res = await h.call("POST", `${V1}/auth/app-portal-access/${shop}`, {});
     const c = await openPortal(h.api, res.body.token);
     const form = await c.get("/portal/endpoints/new");
@@ -148,6 +150,7 @@ describe("a postback endpoint through the form", () => {
     ])
       expect(form.body).toContain(`name="${name}"`);
     expect(form.body).toContain('<details class="settings">');
+    expect(form.body).toContain('<span class="who">Tracker &lt;shop&gt;</span>');
 
     const template = `${rx.url}/pb/{$token}?cid={click_id}&payout={payout}`;
     const fields = {

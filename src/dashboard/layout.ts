@@ -72,6 +72,8 @@ export interface PageOptions {
   brand?: string;
   /** page includes uPlot charts */
   charts?: boolean;
+  /** who is signed in, in words (default: "admin" or "app <id>") */
+  who?: string;
 }
 
 const who = (p: Principal) => (p.role === "admin" ? "admin" : `app ${p.appId}`);
@@ -106,7 +108,7 @@ ${o.charts && html`<script src="${assetUrl("uplot.js")}" defer></script><script 
     )}</ul></nav>
   <form class="sign-out" method="post" action="${o.signOutAction ?? "/dashboard/sign-out"}">
     <input type="hidden" name="_csrf" value="${o.csrfToken ?? ""}">
-    <span class="who">${who(o.principal)}</span>
+    <span class="who">${o.who ?? who(o.principal)}</span>
     <button type="submit">Sign out</button>
   </form>`
   }

@@ -49,6 +49,7 @@ export function sendPortalPage(
       renderPage({
         ...o,
         principal: o.session?.principal ?? null,
+        who: o.session?.appName,
         nav: PORTAL_NAV,
         signOutAction: "/portal/sign-out",
         brand: o.brand ?? "Webhooks",

@@ -43,6 +43,7 @@ const COOKIE_PATH = "/portal";
 /** A live portal session: the app it reaches and what it may do there. */
 export interface PortalSession {
   appId: string;
+  appName: string;
   tokenId: string;
   capabilities: readonly string[];
   expiresAt: Date;
@@ -56,6 +57,7 @@ export interface PortalSession {
 
 const sessionOf = (grant: PortalGrant, secret: string): PortalSession => ({
   appId: grant.app_id,
+  appName: grant.app_name,
   tokenId: grant.token_id,
   capabilities: grant.capabilities,
   expiresAt: grant.expires_at,

@@ -22,6 +22,8 @@ const COLUMNS = "id, app_id, capabilities, session_label, created_at, expires_at
 export interface PortalGrant {
   token_id: string;
   app_id: string;
+  /** the app's name, shown in the portal's header */
+  app_name: string;
   capabilities: string[];
   expires_at: Date;
 }
@@ -48,23 +50,26 @@ export async function insertPortalToken(
 }
 
 /**
- * Deletes the app's links that ended (expired or revoked) more than a day ago, and with
- * them their sessions; called when a link is issued, so the table stays small per app.
+ * Deletes the links that ended (expired or revoked) more than a day ago, and with them
+ * their sessions: one app's when a link is issued, every app's (`null`) when the
+ * maintenance runner calls. Returns how many links went.
  */
-export async function purgeEndedPortalTokens(db: Queryable, appId: string): Promise<void> {
-  await db.query(
+export async function purgeEndedPortalTokens(db: Queryable, appId: string | null): Promise<number> {
+  const { rowCount } = await db.query(
     `delete from portal_tokens
-     where app_id = $1::text
+     where ($1::text is null or app_id = $1::text)
        and least(expires_at, coalesce(revoked_at, expires_at)) < now() - interval '1 day'`,
     [appId],
   );
+  return rowCount ?? 0;
 }
 
 /** The live link with this hash (unrevoked, unexpired), or null. */
 export async function livePortalToken(db: Queryable, hash: string): Promise<PortalGrant | null> {
   const { rows } = await db.query<PortalGrant>(
-    `select id as token_id, app_id, capabilities, expires_at from portal_tokens
-     where token_hash = $1::text and revoked_at is null and expires_at > now()`,
+    `select t.id as token_id, t.app_id, a.name as app_name, t.capabilities, t.expires_at
+     from portal_tokens t join applications a on a.id = t.app_id
+     where t.token_hash = $1::text and t.revoked_at is null and t.expires_at > now()`,
     [hash],
   );
   return rows[0] ?? null;
@@ -144,8 +149,9 @@ export async function portalSessionGrant(
 ): Promise<PortalGrant | null> {
   const { rows } = await db.query<PortalGrant>({
     name: "hookrelay_portal_session",
-    text: `select t.id as token_id, t.app_id, t.capabilities, t.expires_at
+    text: `select t.id as token_id, t.app_id, a.name as app_name, t.capabilities, t.expires_at
            from portal_sessions s join portal_tokens t on t.id = s.token_id
+           join applications a on a.id = t.app_id
            where s.secret_hash = $1::text and t.revoked_at is null and t.expires_at > now()`,
     values: [secretHash],
   });
