@@ -539,6 +539,34 @@ describe("masking gaps found by these tests", () => {
     for (const text of shown) expect(leaks(text, P_URL)).toEqual([]);
   });
 
+  // Regression: the attempts API showed the stored URL, response and error as stored, so
+  // rows written before a field became sensitive (or by an older version) were listed
+  // unmasked; the API masks them again on the way out.
+  test("attempts stored unmasked are masked by the attempts API", async () => {
+    const { rows } = await db.pool.query(
+      `update attempts set url = 'https://rx.example/cb?click_id=ck-unmasked-991',
+              response_body = '{"transaction_id":"tx-unmasked-992"}',
+              error = 'refused {"password":"pw-unmasked-993"}'
+       where id = (select a.id from attempts a join endpoints e on e.id = a.endpoint_id
+                   where e.app_id = $1 and e.uid = 'text' order by a.id limit 1)
+       returning id, message_id`,
+      [appId],
+    );
+    const [{ id, message_id }] = rows;
+    for (const path of [
+      `${V1}/app/${appId}/attempt/endpoint/${eps.text}?with_content=true`,
+      `${V1}/app/${appId}/attempt/msg/${message_id}`,
+      `${V1}/app/${appId}/msg/${message_id}/attempt/atmpt_${id}`,
+    ]) {
+      const res = await api("GET", path);
+      expect(res.status, path).toBe(200);
+      for (const planted of ["ck-unmasked-991", "tx-unmasked-992", "pw-unmasked-993"])
+        expect(res.text, path).not.toContain(planted);
+    }
+    const one = await api("GET", `${V1}/app/${appId}/msg/${message_id}/attempt/atmpt_${id}`);
+    expect(one.json.url).toBe("https://rx.example/cb?click_id=***");
+  });
+
   // BUG: src/security/redact.ts masks an email address only with a literal "@": postback URLs
   // carry it percent-encoded (?user=jane%40example.com), and under a parameter name that is
   // not on the sensitive list neither url() nor text() touches it, so the address is stored

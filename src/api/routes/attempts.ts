@@ -6,6 +6,7 @@
  *   GET  /app/{appId}/msg/{msgId}/endpoint           the message's delivery to each endpoint
  *   POST /app/{appId}/msg/{msgId}/endpoint/{endpointId}/resend
  */
+
 import type { FastifyInstance } from "fastify";
 import { type AttemptRow, getAttempt, listAttempts } from "../../db/queries/attempts.ts";
 import {
@@ -14,6 +15,7 @@ import {
   resendDelivery,
 } from "../../db/queries/deliveries.ts";
 import { ID_PREFIX } from "../../ids.ts";
+import type { Redactor } from "../../security/redact.ts";
 import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../context.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
@@ -36,12 +38,17 @@ const DELIVERY_TO_SVIX: Record<string, keyof typeof MessageStatus> = {
   canceled: "canceled",
 };
 
-const attemptOut = (r: AttemptRow) => ({
+/**
+ * An attempt as the API shows it. The worker stored its URL, response and error masked
+ * already (worker/record-attempt.ts); they are masked again on the way out, so a field
+ * added to HOOKRELAY_SENSITIVE_FIELDS later covers the attempts stored before.
+ */
+const attemptOut = (redactor: Redactor) => (r: AttemptRow) => ({
   id: `${ATTEMPT_PREFIX}${r.id}`,
   msgId: r.message_id,
   endpointId: r.endpoint_id,
-  url: r.url,
-  response: r.response_body ?? "",
+  url: redactor.url(r.url),
+  response: r.response_body ? redactor.text(r.response_body) : "",
   responseStatusCode: r.status_code ?? 0,
   responseDurationMs: r.latency_ms,
   status: r.outcome === "success" ? MessageStatus.success : MessageStatus.fail,
@@ -50,7 +57,7 @@ const attemptOut = (r: AttemptRow) => ({
   timestamp: iso(r.started_at),
   attemptNumber: r.attempt_number,
   errorKind: r.error_kind,
-  error: r.error,
+  error: r.error === null ? null : redactor.text(r.error),
 });
 
 /** An attempt id as the API shows it (atmpt_<number>), or the bare number. */
@@ -99,7 +106,7 @@ export function registerAttemptRoutes(
       { messageId: filter.messageId ?? null, endpointId: filter.endpointId ?? null, outcome },
       { ...plan.window, cursor: attemptCursor(plan.cursor) },
     );
-    return toPage(rows, plan, (r) => `${ATTEMPT_PREFIX}${r.id}`, attemptOut);
+    return toPage(rows, plan, (r) => `${ATTEMPT_PREFIX}${r.id}`, attemptOut(redactor));
   }
 
   app.get<{ Params: { appId: string; msgId: string }; Querystring: AttemptQuery }>(
@@ -139,7 +146,7 @@ export function registerAttemptRoutes(
       const msg = await findMessageOr404(pool, appId, request.params.msgId);
       const attempt = await getAttempt(pool, parseAttemptId(request.params.attemptId), msg.id);
       if (!attempt) throw notFound("attempt");
-      return attemptOut(attempt);
+      return attemptOut(redactor)(attempt);
     },
   );
 
