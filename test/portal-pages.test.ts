@@ -193,6 +193,13 @@ describe("a postback endpoint through the form", () => {
       "must not contain &quot;DUPLICATE&quot; or &quot;success=false&quot; (ignoring case); otherwise a dead letter",
     );
     expect(page.body).toContain("Ed25519 (v1a");
+    expect(page.body).toContain("<code>whpk_••••••••</code>");
+    const keys = await c.post(`${path}/secret`);
+    const publicKey = (await h.call("GET", `${V1}/app/${shop}/endpoint/${epId}/secret`)).body
+      .publicKey;
+    expect(publicKey).toMatch(/^whpk_/);
+    expect(keys.body).toContain(`<pre data-public-key>${publicKey}</pre>`);
+    expect(keys.body).not.toContain("data-secret");
 
     // the edit form: everything as saved, the token only said to be set, the settings open
     const edit = await c.get(`${path}/edit`);

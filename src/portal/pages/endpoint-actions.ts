@@ -92,8 +92,19 @@ export function registerEndpointActions(app: FastifyInstance, deps: PortalDeps):
         title: "Signing secret",
         active: "/portal/endpoints",
         body: html`<h1>Signing secret</h1>
-<p>For <code>${deps.redactor.url(e.url)}</code>. Keep it out of source control and logs.</p>
-<pre data-secret>${secret.key}</pre>
+<p>For <code>${deps.redactor.url(e.url)}</code>.</p>
+${
+  String(secret.key).startsWith("whsec_") &&
+  html`<h2>HMAC secret (<code>v1,</code> signatures)</h2>
+<p>Keep it out of source control and logs.</p>
+<pre data-secret>${secret.key}</pre>`
+}
+${
+  secret.publicKey &&
+  html`<h2>Ed25519 public key (<code>v1a,</code> signatures)</h2>
+<p>Not a secret: it only verifies.</p>
+<pre data-public-key>${secret.publicKey}</pre>`
+}
 <p><a href="${detail(e.id)}">Back to the endpoint</a></p>`,
       });
     },

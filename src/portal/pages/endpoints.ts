@@ -254,6 +254,17 @@ export const actionButton = (
 ) =>
   html`<form method="post" action="${action}"${o.confirm ? html` data-confirm="${o.confirm}"` : ""}><input type="hidden" name="_csrf" value="${session.csrfToken}"><button type="submit"${o.danger ? html` class="danger"` : ""}>${label}</button></form>`;
 
+// biome-ignore lint/suspicious/noExplicitAny: the endpoint's documented shape
+const hasHmac = (e: any) =>
+  String(e.signatureScheme ?? "v1")
+    .split("+")
+    .includes("v1");
+// biome-ignore lint/suspicious/noExplicitAny: the endpoint's documented shape
+const hasEd25519 = (e: any) =>
+  String(e.signatureScheme ?? "")
+    .split("+")
+    .includes("v1a");
+
 function endpointDetail(
   session: PortalSession,
   // biome-ignore lint/suspicious/noExplicitAny: the endpoint's documented shape
@@ -299,9 +310,15 @@ ${actionButton(session, path("delete"), "Delete", { danger: true, confirm: "Dele
 </div>
 <div class="charts"><div class="chart"><h3>Latency</h3><div data-chart="latency" data-src="${path("chart-data")}"></div></div></div>
 <h2>Signing secret</h2>
-<p>Verify every request with this secret (Standard Webhooks signatures: <code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>).</p>
+<p>Verify every request with ${
+    hasHmac(e) && hasEd25519(e)
+      ? html`this secret (HMAC, <code>v1,</code> signatures) or the Ed25519 public key (<code>v1a,</code>)`
+      : hasEd25519(e)
+        ? html`the Ed25519 public key (<code>v1a,</code> signatures; the key is public, the private half stays with the sender)`
+        : "this secret"
+  } (Standard Webhooks signatures: <code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>).</p>
 <div class="actions">
-<code>whsec_••••••••</code>
+<code>${hasHmac(e) ? "whsec_••••••••" : "whpk_••••••••"}</code>
 ${can(session, "viewSecret") && actionButton(session, path("secret"), "Reveal")}
 ${can(session, "rotateSecret") && actionButton(session, path("secret", "rotate"), "Rotate", { confirm: "Rotate the signing secret? The old one keeps signing for 24 hours." })}
 </div>
