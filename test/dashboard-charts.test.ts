@@ -176,3 +176,38 @@ describe("/metrics", () => {
     expect(text).toMatch(/^hookrelay_alerts_open\{kind="endpoint_gone"\} 0$/m);
   });
 });
+
+// Last in the file: it moves the rollup's mark ahead of the clock.
+describe("the rollup and transactions still open", () => {
+  test("an attempt committed after the rollup ran is still counted: the mark waits for the open transaction", async () => {
+    const pool = h.db.pool;
+    const ep = await newEndpoint(h, await newApp(h));
+    const counted = async () =>
+      (
+        await pool.query(
+          "select coalesce(sum(success + failure), 0)::int as n from chart_counts where scope = $1 and span = 1",
+          [`ep:${ep.id}`],
+        )
+      ).rows[0].n;
+    // a result write that waits (on a lock, a slow disk) with its attempt inserted, uncommitted
+    const slow = await pool.connect();
+    try {
+      await slow.query("begin");
+      await insertAttempts(slow as unknown as Pool, ep, [{ agoMs: 0, ms: 12, status: 200 }]);
+      // a mark two minutes ahead of the clock would take the attempt's minute, but it must
+      // stop at the open transaction's start
+      await rollUpCharts(pool, { keepMs: 25 * 3_600_000, settleMs: -120_000 });
+      const { rows } = await pool.query(
+        "select rolled_until <= (select min(xact_start) from pg_stat_activity where pid = $1) as held from chart_rollup_state",
+        [(await slow.query("select pg_backend_pid() as pid")).rows[0].pid],
+      );
+      expect(rows[0].held).toBe(true);
+      await slow.query("commit");
+    } finally {
+      slow.release();
+    }
+    expect(await counted()).toBe(0);
+    await rollUpCharts(pool, { keepMs: 25 * 3_600_000, settleMs: -120_000 });
+    expect(await counted()).toBe(1);
+  });
+});

@@ -17,11 +17,15 @@ import { namedSql } from "../db/named-sql.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
 
 /**
- * Attempts created this long ago may still be committing: the rollup stays behind. (The
- * result writer's statements commit within milliseconds; one that committed later than
- * this would be missing from the charts only, never from the attempts.)
+ * Attempts created this long ago may still be committing: the rollup stays behind. The
+ * result writer's statements commit within milliseconds, but one can wait on a lock: an
+ * attempt's `created_at` is its transaction's start (now()), so the mark also never passes
+ * the start of the oldest transaction still open in this database (for an hour at most:
+ * a session left idle in a transaction must not stop the rollup). The minutes after the
+ * mark are read from the attempts themselves, so holding it back costs time, never rows.
  */
-const SETTLE = "1 minute";
+const SETTLE_MS = 60_000;
+const OPEN_TRANSACTION_HOLD = "1 hour";
 /** At most this much history per rollup statement (the first runs catch up a day). */
 const STEP = "60 minutes";
 
@@ -29,14 +33,24 @@ const STEP = "60 minutes";
 const binOf = (ms: string) =>
   `(case when ${ms} < 1 then 0 else least(250, 1 + floor(ln(${ms}) / ln(1.1)))::int end)`;
 
-const ROLLUP_SQL = namedSql<Record<string, never>>(`
+const ROLLUP_SQL = namedSql<{ settleMs: number }>(`
 with state as (
   select rolled_until as from_t from chart_rollup_state for update
 ),
+open_since as (
+  -- the oldest open transaction of another client (autovacuum and the like insert no attempts)
+  select case when min(xact_start) is not null
+              then greatest(min(xact_start), now() - interval '${OPEN_TRANSACTION_HOLD}') end as t
+  from pg_stat_activity
+  where datname = current_database() and pid <> pg_backend_pid()
+    and backend_type = 'client backend' and xact_start is not null
+),
 bounds as (
   select from_t,
+         -- least() skips a null (no open transaction)
          greatest(from_t, least(from_t + interval '${STEP}',
-                                date_trunc('minute', now() - interval '${SETTLE}'))) as to_t
+                                date_trunc('minute', now() - $settleMs::integer * interval '1 millisecond'),
+                                date_trunc('minute', (select t from open_since)))) as to_t
   from state
 ),
 src as materialized (
@@ -93,7 +107,9 @@ moved as (
 )
 select (select count(*) from src)::int as attempts,
        (select count(*) from counted)::int + (select count(*) from binned)::int as rows,
-       (select rolled_until from moved) < date_trunc('minute', now() - interval '${SETTLE}') as behind`);
+       (select rolled_until from moved) < least(
+         date_trunc('minute', now() - $settleMs::integer * interval '1 millisecond'),
+         date_trunc('minute', (select t from open_since))) as behind`);
 
 /**
  * Rolls settled attempts into the chart tables, a step at a time until caught up (at most
@@ -101,11 +117,18 @@ select (select count(*) from src)::int as attempts,
  */
 export async function rollUpCharts(
   pool: Pool,
-  options: { keepMs: number; maxSteps?: number },
+  options: {
+    keepMs: number;
+    maxSteps?: number;
+    /** how far behind now the mark stays (default a minute; tests move it) */
+    settleMs?: number;
+  },
 ): Promise<number> {
   let total = 0;
   for (let step = 0; step < (options.maxSteps ?? 48); step++) {
-    const { rows } = await pool.query(ROLLUP_SQL.query({}));
+    const { rows } = await pool.query(
+      ROLLUP_SQL.query({ settleMs: options.settleMs ?? SETTLE_MS }),
+    );
     total += rows[0].attempts;
     if (!rows[0].behind) break;
   }
