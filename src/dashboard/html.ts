@@ -1,5 +1,5 @@
 /**
- * HTML that escapes by default (docs/dashboard.md, "Escaping"). `html` is a tagged template:
+ * HTML that escapes by default (docs/dashboard.md, "Escaping and masking"). `html` is a tagged template:
  * every interpolated value is escaped for text and for quoted attribute values, unless it is
  * already `Html` (another `html` result, or `raw()` of a fragment the code itself wrote).
  * Arrays are rendered item by item and joined; null, undefined and false render nothing.
