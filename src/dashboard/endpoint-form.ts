@@ -2,8 +2,9 @@
  * The endpoint form the dashboard and the portal share (docs/dashboard.md, "Editing an
  * endpoint"): URL, description, event types, and how it is delivered: method, body format,
  * what a missing template field does, the URL token, the success rule and the signature
- * scheme (README.md, "Postbacks" and "Signing: HMAC, Ed25519 or both"). The form only collects; the API's own route
- * checks everything, so a refusal comes back as the API's words.
+ * scheme (README.md, "Postbacks" and "Signing: HMAC, Ed25519 or both"). The form only
+ * collects; the API's own route checks everything, so a refusal comes back as the API's
+ * words.
  *
  * The URL token is never sent to the browser: the form shows whether one is set, an empty
  * token field keeps it, and "remove" clears it (as a PUT that leaves it out keeps it).
