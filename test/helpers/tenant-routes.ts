@@ -76,6 +76,7 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["GET HEAD", "/dashboard/endpoints", { kind: "dashboard" }],
   ["GET HEAD", "/dashboard/endpoints/:endpointId", { kind: "dashboard" }],
   ["GET HEAD POST", "/dashboard/endpoints/:endpointId/requeue", { kind: "dashboard" }],
+  ["GET HEAD POST", "/dashboard/endpoints/:endpointId/edit", { kind: "dashboard" }],
   ["POST", "/dashboard/endpoints/:endpointId/disable", { kind: "dashboard" }],
   ["POST", "/dashboard/endpoints/:endpointId/enable", { kind: "dashboard" }],
   ["POST", "/dashboard/endpoints/:endpointId/reset-circuit", { kind: "dashboard" }],
