@@ -51,8 +51,8 @@ describe("parsing", () => {
       { kind: "field", path: ["click_id"], source: "{click_id}", place: "query" },
       { kind: "text", text: "&m=" },
       { kind: "builtin", name: "message_id", source: "{$message_id}", place: "query" },
-      { kind: "text", text: "#top" },
     ]);
+    expect(t.fragment).toBe("#top");
     expect(t.usesToken).toBe(false);
     expect(parseUrlTemplate("https://t.example/{$token}/pb").usesToken).toBe(true);
     expect(sampleUrl(t)).toBe("https://t.example:8443/p/x/x?cid=x&m=x#top");
@@ -77,6 +77,16 @@ describe("parsing", () => {
     expect(positionOf("https://t.example/pb?a={a b}")).toBe(24);
     expect(positionOf("https://t.example/pb?a={a..b}")).toBe(24);
     expect(positionOf("https://t.example/pb#{x}")).toBe(22);
+    expect(positionOf("https://t.example/pb?a={x}#b}")).toBe(29);
+    // a % must start a percent-encoded byte
+    expect(positionOf("https://t.example/pb?a=5%zz&c={x}")).toBe(25);
+    expect(positionOf("https://t.example/pb?a={x}%")).toBe(27);
+    expect(parseUrlTemplate("https://t.example/p%2Fq?a={x}%25").parts[0]).toEqual({
+      kind: "text",
+      text: "/p%2Fq?a=",
+    });
+    // positions count characters: an emoji before the mistake is one
+    expect(positionOf("https://t.example/😀/{$nope}")).toBe(21);
   });
 });
 
@@ -90,6 +100,11 @@ test("literal text a URL cannot hold is encoded as a URL parser would; the host 
 });
 
 describe("rendering", () => {
+  test("the fragment is never sent, nor stored as part of the attempt's URL", () => {
+    const r = render("https://t.example/pb?sub={sub}#section-2", '{"sub":"c1"}');
+    expect(r).toMatchObject({ ok: true, path: "/pb?sub=c1", shown: "https://t.example/pb?sub=c1" });
+  });
+
   test("values encoded for the place they stand in; numbers keep the producer's text", () => {
     const payload =
       '{"click_id":"a b&c=d/e?f#g+h","payout":99.50,"big":12345678901234567890,"user":{"id":"../x"},"ok":true,"items":[{"sku":"S/1"}]}';

@@ -9,7 +9,7 @@
  *
  * Scheme, host and port are literal: a placeholder before the path is refused, so the
  * SSRF guard's check at save time holds for every request. Placeholders stand in the path
- * or the query (not the fragment, which is never sent); each value is percent-encoded for
+ * or the query (not the fragment, which is kept apart and never sent); each value is percent-encoded for
  * the place it stands in. The rendered request target is used as it is, never re-parsed
  * as a URL (a parser would resolve a value of `..` as a dot segment).
  */
@@ -37,11 +37,16 @@ export interface UrlTemplate {
   origin: string;
   /** path and query, text and placeholders in order */
   parts: TemplatePart[];
+  /** "#..." as written, or ""; never sent (a fragment belongs to the browser) */
+  fragment: string;
   /** it places {$token} */
   usesToken: boolean;
 }
 
-/** A template that does not parse; `position` counts characters of the URL from 1. */
+/**
+ * A template that does not parse; `position` counts characters (code points, so an emoji
+ * is one) of the URL from 1.
+ */
 export class UrlTemplateError extends Error {
   readonly position: number;
   constructor(message: string, position: number) {
@@ -59,10 +64,13 @@ const URL_CHAR = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]$/;
 
 /** Parses a template; throws UrlTemplateError with the position of what is wrong. */
 export function parseUrlTemplate(url: string): UrlTemplate {
+  /** the error at the code unit `unit` (from 1), its position counted in characters */
+  const fail = (message: string, unit: number) =>
+    new UrlTemplateError(message, [...url.slice(0, Math.max(0, unit - 1))].length + 1);
   const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(url);
   const firstBrace = url.search(/[{}]/);
   if (!scheme || (firstBrace !== -1 && firstBrace < scheme[0].length)) {
-    throw new UrlTemplateError(
+    throw fail(
       "the URL must start with a literal scheme and host (https://host/...)",
       firstBrace === -1 || scheme ? firstBrace + 1 : 1,
     );
@@ -71,14 +79,14 @@ export function parseUrlTemplate(url: string): UrlTemplate {
   const authority = url.slice(scheme[0].length, authorityEnd);
   const inAuthority = authority.search(/[{}]/);
   if (inAuthority !== -1) {
-    throw new UrlTemplateError(
+    throw fail(
       "scheme, host and port must be literal, never filled from a payload",
       scheme[0].length + inAuthority + 1,
     );
   }
-  if (authority === "") throw new UrlTemplateError("the URL has no host", scheme[0].length + 1);
+  if (authority === "") throw fail("the URL has no host", scheme[0].length + 1);
   if (authority.includes("@")) {
-    throw new UrlTemplateError(
+    throw fail(
       "url must not contain credentials; send them in custom headers or as {$token}",
       scheme[0].length + 1,
     );
@@ -88,21 +96,28 @@ export function parseUrlTemplate(url: string): UrlTemplate {
     // the form a request needs: lower case, an international name in punycode, no default port
     origin = new URL(`${url.slice(0, authorityEnd)}/`).origin;
   } catch {
-    throw new UrlTemplateError("the host or port is not valid", scheme[0].length + 1);
+    throw fail("the host or port is not valid", scheme[0].length + 1);
   }
 
+  // the fragment is never sent: kept apart, and no placeholder may stand in it
+  const hash = url.indexOf("#", authorityEnd);
+  const end = hash === -1 ? url.length : hash;
+  const inFragment = hash === -1 ? -1 : url.slice(hash).search(/[{}]/);
+  if (inFragment !== -1)
+    throw fail("a placeholder in the fragment (never sent)", hash + inFragment + 1);
   const parts: TemplatePart[] = [];
-  let place: Place | "fragment" = "path";
+  let place: Place = "path";
   let text = "";
   let usesToken = false;
-  for (let i = authorityEnd; i < url.length; i++) {
+  for (let i = authorityEnd; i < end; i++) {
     let c = url[i]!;
     // a character outside the BMP is two code units: kept together
     if (/[\uD800-\uDBFF]/.test(c) && /[\uDC00-\uDFFF]/.test(url[i + 1] ?? "")) c += url[++i];
-    if (c === "}") throw new UrlTemplateError("a } without its {", i + 1);
+    if (c === "}") throw fail("a } without its {", i + 1);
     if (c !== "{") {
       if (c === "?" && place === "path") place = "query";
-      else if (c === "#") place = "fragment";
+      if (c === "%" && !/^[0-9A-Fa-f]{2}$/.test(url.slice(i + 1, i + 3)))
+        throw fail("a % that starts no percent-encoded byte (write %25 for a % sign)", i + 1);
       // what a URL cannot hold as it is (a space, a non-ASCII letter) is encoded, as a URL
       // parser would; "%" stays (the text may be encoded already)
       text += URL_CHAR.test(c) ? c : encodeURIComponent(wellFormed(c));
@@ -110,10 +125,8 @@ export function parseUrlTemplate(url: string): UrlTemplate {
     }
     const close = url.indexOf("}", i + 1);
     const reopen = url.indexOf("{", i + 1);
-    if (close === -1 || (reopen !== -1 && reopen < close))
-      throw new UrlTemplateError("a { without its }", i + 1);
-    if (place === "fragment")
-      throw new UrlTemplateError("a placeholder in the fragment (never sent)", i + 1);
+    if (close === -1 || close > end || (reopen !== -1 && reopen < close))
+      throw fail("a { without its }", i + 1);
     const source = url.slice(i, close + 1);
     const inner = source.slice(1, -1);
     if (text) parts.push({ kind: "text", text });
@@ -121,7 +134,7 @@ export function parseUrlTemplate(url: string): UrlTemplate {
     if (inner.startsWith("$")) {
       const name = inner.slice(1);
       if (!(BUILT_INS as readonly string[]).includes(name)) {
-        throw new UrlTemplateError(
+        throw fail(
           `unknown built-in ${source}; the built-ins are ${BUILT_INS.map((b) => `{$${b}}`).join(", ")}`,
           i + 1,
         );
@@ -130,7 +143,7 @@ export function parseUrlTemplate(url: string): UrlTemplate {
       parts.push({ kind: "builtin", name: name as BuiltIn, source, place });
     } else {
       if (!FIELD.test(inner)) {
-        throw new UrlTemplateError(
+        throw fail(
           `${source} is not a payload field: letters, digits, _ and -, dots between nested names`,
           i + 1,
         );
@@ -140,12 +153,16 @@ export function parseUrlTemplate(url: string): UrlTemplate {
     i = close;
   }
   if (text) parts.push({ kind: "text", text });
-  return { origin, parts, usesToken };
+  return { origin, parts, fragment: url.slice(end), usesToken };
 }
 
 /** The URL with every placeholder filled with a harmless value: what URL checks look at. */
 export function sampleUrl(template: UrlTemplate): string {
-  return template.origin + template.parts.map((p) => (p.kind === "text" ? p.text : "x")).join("");
+  return (
+    template.origin +
+    template.parts.map((p) => (p.kind === "text" ? p.text : "x")).join("") +
+    template.fragment
+  );
 }
 
 export interface RenderInput {
