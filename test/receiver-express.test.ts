@@ -43,6 +43,8 @@ const sockets = new Set<import("node:net").Socket>();
 const handled: { id: string; payload: unknown }[] = [];
 /** what /hooks received and verified, for replaying */
 const captured: Captured[] = [];
+/** what /pb and /pb-form handled */
+const postbacks: { method: string; query: unknown; payload: unknown }[] = [];
 /** /hooks answers 500 to the first delivery of these orders */
 const failFirst = new Set<number>();
 
@@ -78,6 +80,14 @@ function buildApp() {
   );
   app.post("/parsed", express.json(), expressWebhookMiddleware({ secret: SECRET }), echo);
   app.post("/small", expressWebhookMiddleware({ secret: SECRET, limitBytes: 64 }), echo);
+
+  // postbacks: a GET (values in the query, no body) and a form post
+  const postback = (req: Request, res: Response) => {
+    postbacks.push({ method: req.method, query: { ...req.query }, payload: req.body });
+    res.type("text/plain").send("OK");
+  };
+  app.get("/pb", expressWebhookMiddleware({ secret: SECRET }), postback);
+  app.post("/pb-form", expressWebhookMiddleware({ secret: SECRET }), postback);
 
   // Exactly-once effects: the seen-mark and the business write in one transaction.
   app.post(
@@ -235,6 +245,45 @@ describe("Express, fed by hookrelay", () => {
       expect(res.body, what).toMatchObject({ code: "webhook_verification_failed", reason });
     }
     expect(handled.length).toBe(before);
+  });
+});
+
+describe("postbacks from hookrelay, verified", () => {
+  test("a GET postback (no body) and a form postback pass verification and reach the handler", async () => {
+    const { appId } = await endpointFor(h, "postbacks", `${base}/pb?cid={click_id}`, SECRET);
+    const api = (path: string, body: unknown) =>
+      h.call("POST", `/api/v1/app/${appId}${path}`, body);
+    const form = await api("/endpoint", {
+      url: `${base}/pb-form`,
+      secret: SECRET,
+      bodyFormat: "form",
+      successRule: { bodyContains: ["OK"] },
+    });
+    expect(form.status).toBe(201);
+    const list = await h.call("GET", `/api/v1/app/${appId}/endpoint`);
+    const getEp = list.body.data.find((e: { url: string }) => e.url.includes("/pb?"));
+    expect(
+      (await h.call("PATCH", `/api/v1/app/${appId}/endpoint/${getEp.id}`, { method: "GET" }))
+        .status,
+    ).toBe(200);
+    await sendRaw(h, appId, '{"click_id":"c/1","payout":99.50}');
+    await waitFor(() => postbacks.length === 2, 15_000, "both postbacks");
+    const byMethod = Object.fromEntries(postbacks.map((p) => [p.method, p]));
+    expect(byMethod.GET).toEqual({ method: "GET", query: { cid: "c/1" }, payload: null });
+    expect(byMethod.POST!.method).toBe("POST");
+    expect({ ...(byMethod.POST!.payload as object) }).toEqual({ click_id: "c/1", payout: "99.50" });
+    // both counted as delivered by hookrelay: 200 "OK", the success rule holds
+    await waitFor(
+      async () =>
+        (
+          await h.db.pool.query(
+            "select count(*)::int as n from deliveries where app_id = $1 and status = 'delivered'",
+            [appId],
+          )
+        ).rows[0].n === 2,
+      10_000,
+      "both delivered",
+    );
   });
 });
 

@@ -13,6 +13,8 @@ export interface WebhookHeaders {
   id: string | undefined;
   timestamp: string | undefined;
   signature: string | undefined;
+  /** content-type, to read the body by (JSON, form, or none on a GET) */
+  contentType: string | undefined;
 }
 
 const NAMES = {
@@ -34,6 +36,7 @@ export function readWebhookHeaders(headers: HeadersLike): WebhookHeaders {
     // Repeated signature headers are one list: Node and Fetch join repeats with ", ",
     // which the signature parser accepts.
     signature: get(names.signature),
+    contentType: get("content-type"),
   };
 }
 

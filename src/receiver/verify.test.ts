@@ -245,6 +245,26 @@ describe("headers and body", () => {
     );
   });
 
+  test("postback bodies: a form is read as its fields, no body (a GET) is a null payload", () => {
+    const form = signedWebhook({ secrets: [secret], body: "cid=c%2F1&payout=99.50&tag=a&tag=b" });
+    const headers = { ...form.headers, "content-type": "application/x-www-form-urlencoded" };
+    const fields = verifyWebhook({ secret, headers, body: form.body });
+    expect({ ...(fields as object) }).toEqual({ cid: "c/1", payout: "99.50", tag: ["a", "b"] });
+    expect(Object.getPrototypeOf(fields)).toBeNull();
+    const evil = signedWebhook({ secrets: [secret], body: "__proto__=x" });
+    const own = verifyWebhook<Record<string, string>>({
+      secret,
+      headers: {
+        ...evil.headers,
+        "Content-Type": "application/x-www-form-urlencoded; charset=utf-8",
+      },
+      body: evil.body,
+    });
+    expect(Object.keys(own)).toEqual(["__proto__"]);
+    const get = signedWebhook({ secrets: [secret], body: "" });
+    expect(verifyWebhookMessage({ secret, ...get })).toMatchObject({ id: get.id, payload: null });
+  });
+
   test("a correctly signed body that is not JSON is body_not_json", () => {
     const text = signedWebhook({ secrets: [secret], body: "cid=1&payout=2" });
     expect(outcome({ secret, ...text })).toBe("body_not_json");

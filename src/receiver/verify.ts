@@ -8,7 +8,11 @@
  *
  * webhook-signature is a space-separated list of `version,signature` entries; the message is
  * authentic when any entry matches any key (several keys during a rotation). Checks run in a
- * fixed order: headers, timestamp format, timestamp within tolerance, signature, JSON.
+ * fixed order: headers, timestamp format, timestamp within tolerance, signature, body.
+ *
+ * The body is read by what it is: JSON (the usual webhook), a form
+ * (`application/x-www-form-urlencoded`, a postback endpoint with `bodyFormat: "form"`), or
+ * nothing (a GET postback, whose values are in the URL): payload null.
  */
 import { createHmac, timingSafeEqual, verify as verifySignature } from "node:crypto";
 import { ConfigError } from "../errors.ts";
@@ -48,7 +52,7 @@ export interface VerifiedWebhook<T = unknown> {
   id: string;
   /** webhook-timestamp, unix seconds */
   timestamp: number;
-  /** the parsed JSON body */
+  /** the parsed body: JSON as sent, a form's fields (a repeated name: an array), or null for no body */
   payload: T;
   /** which scheme matched: v1 (HMAC) or v1a (Ed25519) */
   scheme: "v1" | "v1a";
@@ -72,7 +76,7 @@ export function makeWebhookVerifier(options: WebhookVerifierOptions): WebhookVer
   return {
     verify<T>(headers: HeadersLike, body: string | Uint8Array): VerifiedWebhook<T> {
       const bytes = rawBytes(body);
-      const { id, timestamp, signature } = readWebhookHeaders(headers);
+      const { id, timestamp, signature, contentType } = readWebhookHeaders(headers);
       const missing = [
         !id?.trim() && "webhook-id",
         !timestamp?.trim() && "webhook-timestamp",
@@ -106,7 +110,7 @@ export function makeWebhookVerifier(options: WebhookVerifierOptions): WebhookVer
       if (!matched) {
         throw fail(VERIFICATION_REASONS.noMatchingSignature, noMatchDetail(keys, signature));
       }
-      return { id, timestamp: sentAt, payload: parseJson<T>(bytes), ...matched };
+      return { id, timestamp: sentAt, payload: parseBody<T>(bytes, contentType), ...matched };
     },
   };
 }
@@ -208,9 +212,27 @@ function noMatchDetail(keys: readonly VerificationKey[], header: string): string
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-function parseJson<T>(body: Buffer): T {
+const FORM = /^application\/x-www-form-urlencoded\s*(;|$)/i;
+
+function parseBody<T>(body: Buffer, contentType: string | undefined): T {
+  if (body.length === 0) return null as T;
+  let text: string;
   try {
-    return JSON.parse(utf8.decode(body)) as T;
+    text = utf8.decode(body);
+  } catch (err) {
+    throw fail(VERIFICATION_REASONS.bodyNotJson, "the body is not UTF-8 text", err);
+  }
+  if (contentType !== undefined && FORM.test(contentType)) {
+    // no prototype, so a field named __proto__ is a field
+    const fields: Record<string, string | string[]> = Object.create(null);
+    for (const [k, v] of new URLSearchParams(text)) {
+      const prior = fields[k];
+      fields[k] = prior === undefined ? v : Array.isArray(prior) ? [...prior, v] : [prior, v];
+    }
+    return fields as T;
+  }
+  try {
+    return JSON.parse(text) as T;
   } catch (err) {
     throw fail(VERIFICATION_REASONS.bodyNotJson, "the body is not JSON (UTF-8)", err);
   }
