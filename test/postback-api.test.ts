@@ -181,7 +181,7 @@ describe("refused at save time", () => {
 });
 
 describe("PATCH and PUT", () => {
-  test("PATCH changes only what it names; PUT resets the postback fields but keeps the token, like the signing secret", async () => {
+  test("PATCH changes only what it names; a PUT that leaves the postback fields out keeps them, like the token and the signing secret", async () => {
     const ep = await create({
       url: TEMPLATE,
       method: "GET",
@@ -199,15 +199,26 @@ describe("PATCH and PUT", () => {
       successRule: { bodyContains: ["OK"] },
     });
 
-    const put = await h.call("PUT", `${base()}/${id}`, { url: TEMPLATE });
+    // (the svix client's endpoint.update is such a PUT: it cannot send these fields, and a GET
+    // postback turned into a POST would lose every conversion)
+    const put = await h.call("PUT", `${base()}/${id}`, { url: TEMPLATE, description: "put" });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     expect(put.body).toMatchObject({
-      method: "POST",
+      description: "put",
+      method: "GET",
       bodyFormat: "json",
-      missingFields: "fail",
-      successRule: null,
+      missingFields: "empty",
+      successRule: { bodyContains: ["OK"] },
       urlToken: "***",
     });
+    // named, they are replaced
+    const named = await h.call("PUT", `${base()}/${id}`, {
+      url: TEMPLATE,
+      method: "POST",
+      missingFields: "fail",
+      successRule: null,
+    });
+    expect(named.body).toMatchObject({ method: "POST", missingFields: "fail", successRule: null });
 
     const replaced = await h.call("PUT", `${base()}/${id}`, { url: TEMPLATE, urlToken: "new-one" });
     expect(replaced.body.urlToken).toBe("***");

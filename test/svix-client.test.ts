@@ -380,8 +380,8 @@ describe("svix client against hookrelay", () => {
 
 // Postback endpoints (README.md, Postbacks). The svix client sends only the fields of its
 // own models: a URL template passes (it is a URL), hookrelay's postback fields do not, so
-// they are set through hookrelay's API or CLI; the client then reads and patches such an
-// endpoint without disturbing them.
+// they are set through hookrelay's API, CLI, dashboard or portal; the client then reads,
+// patches and updates (PUT) such an endpoint without disturbing them.
 describe("postback endpoints with the svix client", () => {
   test("endpoint.create with a URL template delivers to the rendered URL; a GET endpoint set up by the API keeps its method through endpoint.get and endpoint.patch", async () => {
     const pbApp = await svix.application.create({ name: "Postbacks", uid: `pb-${uid}` });
@@ -414,6 +414,18 @@ describe("postback endpoints with the svix client", () => {
     const after = await h.call("GET", `/api/v1/app/${pbApp.id}/endpoint/${made.body.id}`);
     expect(after.body).toMatchObject({
       description: "patched by svix",
+      method: "GET",
+      urlToken: "***",
+    });
+    // endpoint.upsert (svix 1: update) is a PUT without the postback fields: they stay
+    await svix.endpoint.upsert(pbApp.id, made.body.id, {
+      url: `${rx.url}/svix-get?cid={click_id}&v=2`,
+      description: "updated by svix",
+    });
+    const updated = await h.call("GET", `/api/v1/app/${pbApp.id}/endpoint/${made.body.id}`);
+    expect(updated.body).toMatchObject({
+      url: `${rx.url}/svix-get?cid={click_id}&v=2`,
+      description: "updated by svix",
       method: "GET",
       urlToken: "***",
     });

@@ -7,7 +7,6 @@ import type { EndpointFields } from "../db/queries/endpoints.ts";
 import { InvalidSecretError, secretKey } from "../delivery/sign.ts";
 import { badRequest, validationError } from "./errors.ts";
 import {
-  POSTBACK_REPLACE_DEFAULTS,
   type PostbackIn,
   postbackColumns,
   postbackProperties,
@@ -168,8 +167,9 @@ export const REPLACE_DEFAULTS: Partial<EndpointFields> = {
   rate_per_second: null,
   rate_per_minute: null,
   rate_per_hour: null,
-  // postback endpoints
-  ...POSTBACK_REPLACE_DEFAULTS,
+  // (the postback fields are not reset: a PUT that leaves them out keeps them, like the URL
+  // token, because the svix client's endpoint.upsert is a PUT that cannot send them, and a
+  // GET postback silently turned into a POST would lose every conversion)
 };
 
 export function checkUrl(raw: string): string {

@@ -91,14 +91,6 @@ export function postbackColumns(body: PostbackIn): Partial<EndpointFields> {
   return cols;
 }
 
-/** Defaults a PUT gives to the postback fields it leaves out (the URL token is kept). */
-export const POSTBACK_REPLACE_DEFAULTS: Partial<EndpointFields> = {
-  method: "POST",
-  body_format: "json",
-  missing_fields: "fail",
-  success_rule: null,
-};
-
 /** A URL template parsed, or a 422 that says what is wrong and where. */
 export function parseTemplateOr422(url: string): UrlTemplate {
   try {
