@@ -45,6 +45,31 @@ describe("sign-in", () => {
     expect(rows.map((r) => r.token_hash)).not.toContain(token);
   });
 
+  test("behind a TLS proxy (HOOKRELAY_PUBLIC_URL https) every dashboard cookie is Secure", async () => {
+    const other = await startHarness({ publicUrl: "https://hooks.example.com" });
+    try {
+      const c = dashboardClient(other.api);
+      const form = await c.get("/dashboard/sign-in");
+      expect(String(form.headers["set-cookie"])).toMatch(/; SameSite=Strict; Secure$/);
+      const res = await c.signIn(other.adminKey);
+      expect(res.statusCode).toBe(303);
+      const set = [res.headers["set-cookie"]].flat();
+      expect(set.length).toBeGreaterThanOrEqual(2);
+      for (const cookie of set) expect(cookie).toMatch(/; HttpOnly; SameSite=Strict; Secure$/);
+      await c.get("/dashboard");
+      // the proxy passes its own Host on: the public URL's origin is this origin too
+      const elsewhere = await c.post("/dashboard/sign-out", {}, { origin: "https://evil.example" });
+      expect(elsewhere.statusCode).toBe(403);
+      const out = await c.post("/dashboard/sign-out", {}, { origin: "https://hooks.example.com" });
+      expect(out.statusCode).toBe(303);
+      expect(String(out.headers["set-cookie"])).toMatch(
+        /Max-Age=0; HttpOnly; SameSite=Strict; Secure$/,
+      );
+    } finally {
+      await other.close();
+    }
+  });
+
   test("a wrong key is refused with the form again, and no session", async () => {
     const c = dashboardClient(h.api);
     const res = await c.signIn("hr_admin_not-a-real-key");

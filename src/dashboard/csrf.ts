@@ -44,22 +44,32 @@ export function presentedToken(request: FastifyRequest): string | null {
   return typeof header === "string" && header !== "" ? header : null;
 }
 
-/** Throws CsrfError unless the request comes from this origin (when the browser says). */
-export function checkOrigin(request: FastifyRequest): void {
+/**
+ * Throws CsrfError unless the request comes from this origin (when the browser says): the
+ * Origin's host is the request's Host, or the Origin is HOOKRELAY_PUBLIC_URL's (a proxy in
+ * front may pass on a Host of its own).
+ */
+export function checkOrigin(request: FastifyRequest, publicUrl: string | undefined): void {
   const origin = request.headers.origin;
   if (origin === undefined) return;
-  let host: string;
+  let url: URL;
   try {
-    host = new URL(origin).host;
+    url = new URL(origin);
   } catch {
     throw new CsrfError("the request's Origin is not a URL");
   }
-  if (host !== request.headers.host) throw new CsrfError("the request comes from another origin");
+  if (url.host === request.headers.host) return;
+  if (publicUrl !== undefined && url.origin === new URL(publicUrl).origin) return;
+  throw new CsrfError("the request comes from another origin");
 }
 
 /** Throws CsrfError unless the request carries `expected` (and comes from this origin). */
-export function checkCsrf(request: FastifyRequest, expected: string): void {
-  checkOrigin(request);
+export function checkCsrf(
+  request: FastifyRequest,
+  expected: string,
+  publicUrl: string | undefined,
+): void {
+  checkOrigin(request, publicUrl);
   const token = presentedToken(request);
   if (token === null) throw new CsrfError("the request carries no CSRF token");
   if (!sameString(token, expected)) throw new CsrfError("the request's CSRF token is not valid");

@@ -94,7 +94,7 @@ export async function registerDashboard(
       dash.addHook("preHandler", async (request) => {
         if (request.method === "GET" || request.method === "HEAD") return;
         const session = request.dashboardSession;
-        if (session) checkCsrf(request, session.csrfToken);
+        if (session) checkCsrf(request, session.csrfToken, options.config.publicUrl);
       });
 
       dash.setErrorHandler((err: FastifyError | Error, request, reply) =>

@@ -56,15 +56,20 @@ export function readCookie(request: FastifyRequest, name: string): string | null
   return null;
 }
 
-/** Whether the request came over TLS to this process (no proxy is trusted). */
-const isHttps = (request: FastifyRequest) => request.protocol === "https";
+/**
+ * Whether browsers reach this process over https, so its cookies must be Secure: a TLS
+ * request to this process, or HOOKRELAY_PUBLIC_URL saying https (the usual case: TLS ends
+ * at a proxy, and no proxy's headers are trusted).
+ */
+export const servedOverHttps = (request: FastifyRequest, publicUrl: string | undefined): boolean =>
+  request.protocol === "https" || (publicUrl?.startsWith("https:") ?? false);
 
 /** A Set-Cookie value: HttpOnly, SameSite=Strict, for `path`, Secure over https. */
 export function cookieHeader(
   request: FastifyRequest,
   name: string,
   value: string,
-  options: { maxAgeSeconds: number; path?: string },
+  options: { maxAgeSeconds: number; path?: string; publicUrl: string | undefined },
 ): string {
   return [
     `${name}=${encodeURIComponent(value)}`,
@@ -72,7 +77,7 @@ export function cookieHeader(
     `Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`,
     "HttpOnly",
     "SameSite=Strict",
-    ...(isHttps(request) ? ["Secure"] : []),
+    ...(servedOverHttps(request, options.publicUrl) ? ["Secure"] : []),
   ].join("; ");
 }
 

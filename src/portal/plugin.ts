@@ -108,7 +108,7 @@ export async function registerPortal(app: FastifyInstance, options: PortalOption
       portal.addHook("preHandler", async (request) => {
         if (request.method === "GET" || request.method === "HEAD") return;
         const session = request.portalSession;
-        if (session) checkCsrf(request, session.csrfToken);
+        if (session) checkCsrf(request, session.csrfToken, options.config.publicUrl);
       });
 
       portal.setErrorHandler((err: FastifyError | Error, request, reply) =>

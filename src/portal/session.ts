@@ -78,10 +78,6 @@ export function cookieValues(header: string | undefined, name: string): string[]
   return out;
 }
 
-/** True when cookies must be Secure: the portal is reached over https. */
-export const servedOverHttps = (request: FastifyRequest, publicUrl: string | undefined): boolean =>
-  request.protocol === "https" || (publicUrl?.startsWith("https:") ?? false);
-
 function cookie(value: string, maxAgeSeconds: number, secure: boolean): string {
   const site = secure ? "SameSite=None; Secure; Partitioned" : "SameSite=Lax";
   return `${PORTAL_COOKIE}=${value}; Path=${COOKIE_PATH}; HttpOnly; Max-Age=${maxAgeSeconds}; ${site}`;

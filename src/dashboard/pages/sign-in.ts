@@ -23,12 +23,14 @@ export function safeNext(next: unknown): string {
 function form(
   request: FastifyRequest,
   reply: FastifyReply,
-  next: string,
-  problem: string | null,
-  status: number,
+  o: { next: string; problem: string | null; status: number; publicUrl: string | undefined },
 ) {
+  const { next, problem, status, publicUrl } = o;
   const token = randomToken();
-  setCookie(reply, cookieHeader(request, SIGN_IN_COOKIE, token, { maxAgeSeconds: 3600 }));
+  setCookie(
+    reply,
+    cookieHeader(request, SIGN_IN_COOKIE, token, { maxAgeSeconds: 3600, publicUrl }),
+  );
   return sendPage(
     reply,
     {
@@ -54,18 +56,28 @@ ${problem && html`<p class="error" role="alert">${problem}</p>`}
 const same = (a: string, b: string) =>
   a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
-export function registerSignInPages(app: FastifyInstance, { sessions }: DashboardDeps): void {
+export function registerSignInPages(
+  app: FastifyInstance,
+  { sessions, config }: DashboardDeps,
+): void {
+  const { publicUrl } = config;
   app.get<{ Querystring: { next?: string } }>(
     "/sign-in",
     { schema: { hide: true } },
-    async (request, reply) => form(request, reply, safeNext(request.query.next), null, 200),
+    async (request, reply) =>
+      form(request, reply, {
+        next: safeNext(request.query.next),
+        problem: null,
+        status: 200,
+        publicUrl,
+      }),
   );
 
   app.post<{ Body: Record<string, string> | undefined }>(
     "/sign-in",
     { schema: { hide: true } },
     async (request, reply) => {
-      checkOrigin(request);
+      checkOrigin(request, publicUrl);
       const body = request.body ?? {};
       const cookie = readCookie(request, SIGN_IN_COOKIE);
       const field = typeof body[CSRF_FIELD] === "string" ? body[CSRF_FIELD] : "";
@@ -75,21 +87,29 @@ export function registerSignInPages(app: FastifyInstance, { sessions }: Dashboar
       const next = safeNext(body.next);
       const key = typeof body.key === "string" ? body.key : "";
       const signedIn = key ? await sessions.signIn(key) : null;
-      if (!signedIn) return form(request, reply, next, "That key is not valid.", 401);
+      if (!signedIn) {
+        return form(request, reply, {
+          next,
+          problem: "That key is not valid.",
+          status: 401,
+          publicUrl,
+        });
+      }
       setCookie(
         reply,
         cookieHeader(request, SESSION_COOKIE, signedIn.token, {
           maxAgeSeconds: sessions.ttlMs / 1000,
+          publicUrl,
         }),
       );
-      setCookie(reply, cookieHeader(request, SIGN_IN_COOKIE, "", { maxAgeSeconds: 0 }));
+      setCookie(reply, cookieHeader(request, SIGN_IN_COOKIE, "", { maxAgeSeconds: 0, publicUrl }));
       return reply.redirect(next, 303);
     },
   );
 
   app.post("/sign-out", { schema: { hide: true } }, async (request, reply) => {
     await sessions.signOut(request);
-    setCookie(reply, cookieHeader(request, SESSION_COOKIE, "", { maxAgeSeconds: 0 }));
+    setCookie(reply, cookieHeader(request, SESSION_COOKIE, "", { maxAgeSeconds: 0, publicUrl }));
     return reply.redirect("/dashboard/sign-in", 303);
   });
 }

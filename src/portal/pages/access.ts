@@ -10,9 +10,9 @@ import type { FastifyInstance } from "fastify";
 import { assetUrl } from "../../dashboard/assets.ts";
 import { CsrfError, checkOrigin } from "../../dashboard/csrf.ts";
 import { html } from "../../dashboard/html.ts";
+import { servedOverHttps } from "../../dashboard/session.ts";
 import { ApiError } from "../../errors.ts";
 import { type PortalDeps, sessionOf } from "../plugin.ts";
-import { servedOverHttps } from "../session.ts";
 
 export function registerAccessPages(app: FastifyInstance, deps: PortalDeps): void {
   const { sessions, config } = deps;
@@ -48,7 +48,7 @@ export function registerAccessPages(app: FastifyInstance, deps: PortalDeps): voi
       // without a CORS preflight, which this server never grants) and this origin only.
       if (!/^application\/json\b/i.test(request.headers["content-type"] ?? ""))
         throw new CsrfError("the link's token must be posted as JSON");
-      checkOrigin(request);
+      checkOrigin(request, config.publicUrl);
       const secure = servedOverHttps(request, config.publicUrl);
       const session = await sessions.open(request.body.token, reply, secure);
       if (!session)
