@@ -9,7 +9,8 @@ import { createApiKey } from "../src/api/auth.ts";
 import type { Pool } from "../src/db/pool.ts";
 import { syncAlerts } from "../src/ops/alerts.ts";
 import { rollUpCharts } from "../src/ops/chart-rollup.ts";
-import { type Harness, startHarness } from "./helpers/harness.ts";
+import { dashboardClient } from "./helpers/dashboard-client.ts";
+import { type Harness, startHarness, testConfig } from "./helpers/harness.ts";
 import { newApp, newEndpoint, V1 } from "./helpers/seeded-deliveries.ts";
 
 let h: Harness;
@@ -174,6 +175,30 @@ describe("/metrics", () => {
     expect(text).toContain("# TYPE hookrelay_alerts_open gauge");
     expect(text).toMatch(/^hookrelay_alerts_open\{kind="circuit_open"\} 1$/m);
     expect(text).toMatch(/^hookrelay_alerts_open\{kind="endpoint_gone"\} 0$/m);
+  });
+});
+
+describe("a latency window shorter than a day", () => {
+  test("the dashboard offers only the ranges the window holds, and its charts load", async () => {
+    const short = await startHarness({
+      health: { ...testConfig().health, windowMs: 3 * 3_600_000 },
+    });
+    try {
+      const c = dashboardClient(short.api);
+      await c.signIn(short.adminKey);
+      const page = await c.get("/dashboard");
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain("Last hour");
+      expect(page.body).not.toContain("hours=24");
+      expect(page.body).not.toContain("hours=6");
+      const src = /data-src="([^"]+)"/.exec(page.body)![1]!.replaceAll("&amp;", "&");
+      expect(src).toContain("hours=1");
+      expect((await c.get(src)).statusCode).toBe(200);
+      // a range the window does not hold, asked for by hand, falls back to one it does
+      expect((await c.get("/dashboard?hours=24")).body).toContain("Last hour");
+    } finally {
+      await short.close();
+    }
   });
 });
 

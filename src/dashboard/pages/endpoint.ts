@@ -92,7 +92,7 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
       const { principal, csrfToken } = session;
       const id = request.params.endpointId;
       const appId = await appOf(deps, principal, id);
-      const hours = chartHours(request.query);
+      const hours = chartHours(request.query, deps.config.health.windowMs);
       const [endpoint, health, attempts, analysis] = await Promise.all([
         calls.call(principal, "GET", api(appId, id)).then(ok),
         calls.call(principal, "GET", api(appId, id, "/health")).then(ok),
@@ -162,7 +162,7 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
   })}
 </div></section>
 <section aria-labelledby="h-charts"><h2 id="h-charts">${hours === 1 ? "Last hour" : `Last ${hours} hours`}</h2>
-${rangeLinks(["endpoints", id], hours)}
+${rangeLinks(["endpoints", id], hours, deps.config.health.windowMs)}
 <div class="charts">
   <figure class="chart"><h3>Latency p50 / p95 / p99 per bucket</h3>
     <div data-chart="latency" data-src="${chartSrc(hours, { endpoint_id: id })}" role="img" aria-label="Latency percentiles of this endpoint over ${hours} hours"></div></figure>

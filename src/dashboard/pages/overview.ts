@@ -16,15 +16,24 @@ import { type EndpointTableRow, endpointTable } from "../sql/endpoint-table.ts";
 /** The chart ranges a page offers (?hours=), with the bucket each uses. */
 const RANGES: Record<number, number> = { 1: 1, 6: 5, 24: 5 };
 
-/** The range a page's ?hours= asks for (24 h unless 1 or 6). */
-export const chartHours = (query: unknown): number => {
+/** The ranges the latency window holds (HOOKRELAY_LATENCY_WINDOW_MS; the API's limit). */
+const rangesWithin = (windowMs: number): number[] => {
+  const within = Object.keys(RANGES)
+    .map(Number)
+    .filter((h) => h * 3_600_000 <= windowMs);
+  return within.length > 0 ? within : [1];
+};
+
+/** The range a page's ?hours= asks for: 1, 6 or 24, else the longest the window holds. */
+export const chartHours = (query: unknown, windowMs: number): number => {
   const hours = Number(queryStrings(query).hours);
-  return hours in RANGES ? hours : 24;
+  const offered = rangesWithin(windowMs);
+  return offered.includes(hours) ? hours : offered[offered.length - 1]!;
 };
 
 /** Links to the other ranges of the same page. */
-export function rangeLinks(path: readonly string[], hours: number): Html {
-  return html`<p class="ranges">Range: ${Object.keys(RANGES).map((h) =>
+export function rangeLinks(path: readonly string[], hours: number, windowMs: number): Html {
+  return html`<p class="ranges">Range: ${rangesWithin(windowMs).map((h) =>
     Number(h) === hours
       ? html`<strong aria-current="true">${h} h</strong> `
       : html`<a href="${dashboardPath(path, { hours: h })}">${h} h</a> `,
@@ -94,13 +103,14 @@ export function shortEndpointTable(rows: EndpointTableRow[], maskUrl: (u: string
 
 export function registerOverviewPage(
   app: FastifyInstance,
-  { calls, pool, redactor }: DashboardDeps,
+  { calls, pool, redactor, config }: DashboardDeps,
 ): void {
+  const windowMs = config.health.windowMs;
   app.get("/", { schema: { hide: true } }, async (request, reply) => {
     const session = sessionOf(request);
     const { principal } = session;
     const appId = ownApp(principal);
-    const hours = chartHours(request.query);
+    const hours = chartHours(request.query, windowMs);
     const top = { appId, state: null, slow: false, limit: 5, offset: 0 } as const;
     const [summary, alerts, slow, failing] = await Promise.all([
       calls.call(principal, "GET", "/api/v1/health/summary"),
@@ -119,7 +129,7 @@ export function registerOverviewPage(
       body: html`<h1>Overview</h1>
 <section aria-labelledby="h-summary"><h2 id="h-summary">Health</h2>${summaryCards(s, dashboardPath([], { hours }))}</section>
 <section aria-labelledby="h-alerts"><h2 id="h-alerts">Open alerts</h2>${alertList(alerts.body.data as Alert[])}</section>
-<section aria-labelledby="h-charts"><h2 id="h-charts">${hours === 1 ? "Last hour" : `Last ${hours} hours`}</h2>${rangeLinks([], hours)}${chartPanels(hours)}</section>
+<section aria-labelledby="h-charts"><h2 id="h-charts">${hours === 1 ? "Last hour" : `Last ${hours} hours`}</h2>${rangeLinks([], hours, windowMs)}${chartPanels(hours)}</section>
 <section aria-labelledby="h-slow"><h2 id="h-slow">Slowest endpoints (p95)</h2>${shortEndpointTable(
         slow.rows.filter((r) => r.p95_ms !== null),
         maskUrl,
