@@ -1,7 +1,10 @@
 // hookrelay dashboard charts: every element with data-chart="<kind>" and data-src="<url>"
 // gets a uPlot chart of the time buckets that URL answers (GET /api/v1/stats/buckets,
 // read through /dashboard/chart-data). After drawing, the element carries data-points (the
-// number of buckets with data), which the browser tests read.
+// number of buckets with data), which the browser tests read. Charts of one URL share one
+// fetch, and an element is drawn once: an htmx swap (the summary's refresh every 30 s)
+// draws only the new charts inside what it swapped in, so plots and resize observers do
+// not pile up.
 (() => {
   const SERIES = {
     outcomes: [
@@ -23,21 +26,28 @@
   };
 
   const widthOf = (el) => Math.max(280, el.clientWidth || 600);
+  /** the elements drawn (or being drawn) */
+  const drawn = new WeakSet();
 
-  async function draw(el) {
+  const fetchBuckets = async (src) => {
+    const res = await fetch(src, {
+      credentials: "same-origin",
+      headers: { accept: "application/json" },
+    });
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    return res.json();
+  };
+
+  async function draw(el, bucketsOf) {
     const kind = el.getAttribute("data-chart");
     const series = SERIES[kind];
     const src = el.getAttribute("data-src");
     if (!series || !src) return;
+    drawn.add(el);
     el.setAttribute("data-state", "loading");
     let body;
     try {
-      const res = await fetch(src, {
-        credentials: "same-origin",
-        headers: { accept: "application/json" },
-      });
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      body = await res.json();
+      body = await bucketsOf(src);
     } catch (err) {
       el.setAttribute("data-state", "error");
       el.textContent = `Chart data could not be loaded (${err.message}).`;
@@ -76,10 +86,19 @@
     new ResizeObserver(() => plot.setSize({ width: widthOf(el), height: 220 })).observe(el);
   }
 
-  const start = () => {
-    for (const el of document.querySelectorAll("[data-chart]")) draw(el);
+  /** Draws the charts under `root` not drawn yet, one fetch per URL. */
+  const start = (root) => {
+    const scope = root instanceof Element ? root : document;
+    const charts = [...scope.querySelectorAll("[data-chart]")];
+    if (scope instanceof Element && scope.matches("[data-chart]")) charts.push(scope);
+    const fetches = new Map();
+    const bucketsOf = (src) => {
+      if (!fetches.has(src)) fetches.set(src, fetchBuckets(src));
+      return fetches.get(src);
+    };
+    for (const el of charts) if (!drawn.has(el)) draw(el, bucketsOf);
   };
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => start());
   else start();
-  document.addEventListener("htmx:afterSettle", start);
+  document.addEventListener("htmx:afterSettle", (event) => start(event.target));
 })();
