@@ -219,6 +219,20 @@ describe("dashboard in Chromium", () => {
     // (an alert would have been recorded by watchPage and fail the test)
   });
 
+  test("a session that ends while the overview is open: its next refresh goes to the sign-in page", async () => {
+    await signIn(page, base, h.adminKey);
+    await page.goto(`${base}/dashboard?hours=6`);
+    await h.db.pool.query("delete from dashboard_sessions");
+    await Promise.all([
+      page.waitForURL(/\/dashboard\/sign-in\?next=/),
+      page.evaluate(
+        "htmx.ajax('GET', location.href, { target: '#summary', select: '#summary', swap: 'outerHTML' })",
+      ),
+    ]);
+    expect(new URL(page.url()).searchParams.get("next")).toBe("/dashboard?hours=6");
+    await expect(page.locator("h1").textContent()).resolves.toBe("Sign in");
+  });
+
   test("a state-changing request without the CSRF token is refused", async () => {
     await signIn(page, base, h.adminKey);
     const status = await page.evaluate(async (id) => {

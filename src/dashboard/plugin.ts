@@ -77,6 +77,17 @@ export async function registerDashboard(
           request.dashboardSession = session;
           return;
         }
+        if (request.headers["hx-request"] === "true") {
+          // an htmx refresh of a part of a page: the whole page goes to sign-in (a redirect
+          // would be followed and its answer swapped in, and the part would just vanish)
+          const page = request.headers["hx-current-url"];
+          const at = typeof page === "string" ? new URL(page, "http://x") : null;
+          const next = at ? `${at.pathname}${at.search}` : "/dashboard";
+          return reply
+            .code(401)
+            .header("hx-redirect", `/dashboard/sign-in?next=${encodeURIComponent(next)}`)
+            .send();
+        }
         if (request.method === "GET" || request.method === "HEAD") {
           return reply.redirect(`/dashboard/sign-in?next=${encodeURIComponent(request.url)}`, 303);
         }

@@ -20,12 +20,12 @@ import type { Pool, Queryable } from "../db/pool.ts";
  * Attempts created this long ago may still be committing: the rollup stays behind. The
  * result writer's statements commit within milliseconds, but one can wait on a lock: an
  * attempt's `created_at` is its transaction's start (now()), so the mark also never passes
- * the start of the oldest transaction still open in this database (for an hour at most:
+ * the start of the oldest transaction still open in this database (for 10 minutes at most:
  * a session left idle in a transaction must not stop the rollup). The minutes after the
  * mark are read from the attempts themselves, so holding it back costs time, never rows.
  */
 const SETTLE_MS = 60_000;
-const OPEN_TRANSACTION_HOLD = "1 hour";
+const OPEN_TRANSACTION_HOLD = "10 minutes";
 /** At most this much history per rollup statement (the first runs catch up a day). */
 const STEP = "60 minutes";
 

@@ -98,7 +98,8 @@
     };
     for (const el of charts) if (!drawn.has(el)) draw(el, bucketsOf);
   };
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => start());
+  if (document.readyState === "loading")
+    document.addEventListener("DOMContentLoaded", () => start());
   else start();
   document.addEventListener("htmx:afterSettle", (event) => start(event.target));
 })();
