@@ -114,6 +114,80 @@ describe("pages", () => {
     expect(bad.body).toContain("1 endpoint with dead letters");
   });
 
+  test("endpoint detail: circuit history, recent attempts, both charts and the dead-letter pattern", async () => {
+    await h.db.pool.query(
+      "insert into circuit_events (endpoint_id, from_state, to_state, reason) values ($1, 'closed', 'open', 'test: 5 failures')",
+      [epFailing.id],
+    );
+    const res = await admin.get(`/dashboard/endpoints/${epFailing.id}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toMatch(
+      /data-testid="circuit-history"><li><time datetime="[^"]+">[^<]+<\/time>: <span class="badge closed">closed<\/span> → <span class="badge open">open<\/span> <span class="muted">test: 5 failures<\/span>/,
+    );
+    const attempts = /<table data-testid="attempts">[\s\S]*?<\/table>/.exec(res.body)![0];
+    expect(attempts.match(/<tr>/g)).toHaveLength(1 + 3 * 2); // header + 3 messages x 2 attempts
+    expect(attempts).toContain('<span class="badge critical">500</span>');
+    expect(res.body).toContain(
+      `data-chart="latency" data-src="/dashboard/chart-data?hours=24&amp;bucket_minutes=5&amp;endpoint_id=${epFailing.id}"`,
+    );
+    expect(res.body).toContain('data-chart="status"');
+    expect(res.body).toMatch(/3 dead, pattern <strong>[a-z ]+<\/strong>: /);
+  });
+
+  test("dead letters: the list takes its filters from the URL", async () => {
+    const rows = (body: string) =>
+      (/<table data-testid="dead-letters">[\s\S]*?<\/table>/.exec(body)![0].match(/<tr>/g) ?? [])
+        .length - 1;
+    expect(rows((await admin.get("/dashboard/dead-letters")).body)).toBe(3);
+    expect(rows((await admin.get("/dashboard/dead-letters?status_code=500")).body)).toBe(3);
+    expect(rows((await admin.get("/dashboard/dead-letters?status_code=502")).body)).toBe(0);
+    expect(rows((await admin.get(`/dashboard/dead-letters?endpoint_id=${epA.id}`)).body)).toBe(0);
+    const kind = (await admin.get("/dashboard/dead-letters?error_kind=http_status")).body;
+    expect(kind).toContain('value="http_status"');
+    const since = await admin.get("/dashboard/dead-letters?since=2999-01-01");
+    expect(rows(since.body)).toBe(0);
+    expect(since.body).toContain("No dead letters match.");
+    expect(since.body).toContain('value="2999-01-01"');
+  });
+
+  test("endpoints: the slow filter, and page 2 of more than 50", async () => {
+    const many = await createApp({ name: "Many" });
+    for (let i = 0; i < 55; i++) await createEndpoint(many.id);
+    const first = await admin.get(`/dashboard/endpoints?app=${many.id}`);
+    expect(first.body).toContain("1–50 of 55 endpoints");
+    const second = await admin.get(`/dashboard/endpoints?app=${many.id}&page=2`);
+    expect(second.body).toContain("51–55 of 55 endpoints");
+    const ids = (body: string) => new Set(body.match(/\/dashboard\/endpoints\/ep_\w+/g));
+    for (const id of ids(second.body)) expect(ids(first.body).has(id)).toBe(false);
+    await h.db.pool.query(
+      "update endpoint_health set slow = true where endpoint_id in (select id from endpoints where app_id = $1 order by id limit 2)",
+      [many.id],
+    );
+    expect((await admin.get(`/dashboard/endpoints?app=${many.id}&slow=1`)).body).toContain(
+      "1–2 of 2 endpoints",
+    );
+  });
+
+  test("overview and lookup with an app key: its app's figures only; lookup by message id", async () => {
+    const { key } = await createApiKey(h.db.pool, { role: "app", appId: appB.id });
+    const b = dashboardClient(h.api);
+    await b.signIn(key);
+    const overview = await b.get("/dashboard");
+    expect(overview.statusCode).toBe(200);
+    expect(overview.body).toMatch(/Dead letters<\/div><div class="value">0</);
+    expect(overview.body).not.toContain(epFailing.id);
+    const msg = (await h.call("GET", `${V1}/app/${appB.id}/msg`)).body.data[0].id as string;
+    const found = await b.get(`/dashboard/messages?q=${msg}`);
+    expect(found.statusCode).toBe(200);
+    expect(found.body).toContain(msg);
+    expect(found.body).toContain(epB.id);
+    // another app's message is not found
+    const other = (await h.call("GET", `${V1}/app/${appA.id}/msg`)).body.data[0].id as string;
+    expect((await b.get(`/dashboard/messages?q=${other}`)).body).not.toContain(
+      `data-testid="payload"`,
+    );
+  });
+
   test("hostile strings render as text", async () => {
     const pages = [
       await admin.get("/dashboard/endpoints"),

@@ -12,7 +12,7 @@ import { Webhook } from "standardwebhooks";
 import { Svix } from "svix";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { portalSecretHash } from "../src/security/portal-token.ts";
-import { launchBrowser, watchPage } from "./helpers/browser.ts";
+import { chartsDrawn, launchBrowser, watchPage } from "./helpers/browser.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
@@ -192,7 +192,7 @@ describe("the portal in Chromium", () => {
     await fresh.waitForSelector("#portal-status >> text=expired or was revoked");
   });
 
-  test("on a phone the endpoint page fits the screen", async () => {
+  test("on a phone the endpoint list, an endpoint's page and its form fit the screen", async () => {
     const phone = await browser.newContext({
       viewport: { width: 390, height: 844 },
       isMobile: true,
@@ -201,10 +201,16 @@ describe("the portal in Chromium", () => {
     problems.push(...watchPage(p));
     const { url } = await svix.authentication.appPortalAccess(appA, {});
     await Promise.all([p.waitForURL(`${base}/portal/endpoints`), p.goto(url)]);
-    const overflow = Number(
-      await p.evaluate("document.documentElement.scrollWidth - window.innerWidth"),
-    );
-    expect(overflow).toBeLessThanOrEqual(1);
+    const overflow = async () =>
+      Number(await p.evaluate("document.documentElement.scrollWidth - window.innerWidth"));
+    expect(await overflow()).toBeLessThanOrEqual(1);
+    const ep = await svix.endpoint.create(appA, { url: `${rx.url}/phone`, description: "phone" });
+    await p.goto(`${base}/portal/endpoints/${ep.id}`);
+    await chartsDrawn(p);
+    expect(await overflow()).toBeLessThanOrEqual(1);
+    await p.goto(`${base}/portal/endpoints/${ep.id}/edit`);
+    await p.click("details.settings summary");
+    expect(await overflow()).toBeLessThanOrEqual(1);
     await phone.close();
   });
 });

@@ -134,6 +134,49 @@ describe("a customer manages endpoints", () => {
   });
 });
 
+describe("what a customer reads", () => {
+  test("the event-type catalogue with description, schema and example; an endpoint's health cards and chart", async () => {
+    const c = await openPortal(h.api, await link());
+    const types = await c.get("/portal/event-types");
+    expect(types.statusCode).toBe(200);
+    expect(types.body).toContain("<h2><code>order.paid</code></h2>");
+    expect(types.body).toContain("<p>An order was paid</p>");
+    expect(types.body).toMatch(/<summary>Schema<\/summary><pre>\{\n {2}&quot;1&quot;: \{/);
+    expect(types.body).toContain(
+      "<h3>Example</h3><pre>{\n  &quot;order&quot;: 7,\n  &quot;total&quot;: &quot;9.90&quot;\n}</pre>",
+    );
+
+    const ep = (await h.call("POST", `${V1}/app/${appId}/endpoint`, { url: `${rx.url}/health` }))
+      .body.id;
+    // 40 attempts in the window, 3 failed, all at 345 ms; the circuit open
+    await h.db.pool.query(
+      "insert into latency_samples (endpoint_id, at, latency_ms, ok) select $1, now() - g * interval '1 second', 345, g > 3 from generate_series(1, 40) g",
+      [ep],
+    );
+    await h.db.pool.query(
+      "update endpoint_health set circuit_state = 'open', opened_at = now() where endpoint_id = $1",
+      [ep],
+    );
+    const page = await c.get(`/portal/endpoints/${ep}`);
+    const card = (label: string) =>
+      new RegExp(
+        `<span class="label">${label}</span><span class="value"[^>]*>([^<]*(?:<span[^>]*>[^<]*</span>)?)</span>`,
+      ).exec(page.body)?.[1];
+    expect(card("Success rate")).toBe("92.5 %");
+    expect(card("p95")).toBe("345 ms");
+    expect(card("Circuit")).toBe('<span class="badge open">open</span>');
+    expect(page.body).toContain(
+      `data-chart="latency" data-src="/portal/endpoints/${ep}/chart-data"`,
+    );
+    const chart = await c.get(`/portal/endpoints/${ep}/chart-data`);
+    expect(chart.statusCode).toBe(200);
+    expect(chart.json()).toMatchObject({ endpointId: ep, data: expect.any(Array) });
+    const list = await c.get("/portal/endpoints");
+    const row = list.body.slice(list.body.indexOf(`/portal/endpoints/${ep}"`)).split("</tr>")[0]!;
+    expect(row).toContain('<span class="badge open">open</span>');
+  });
+});
+
 describe("a postback endpoint through the form", () => {
   test("GET template, URL token, success rule and Ed25519: saved, shown without the token, kept on edit, delivered", async () => {
     const shop = (await h.call("POST", `${V1}/app`, { name: "Tracker <shop>" })).body.id;

@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { exampleOf } from "../../api/routes/send-example.ts";
+import { CATALOG_PATH } from "../../dashboard/endpoint-form.ts";
 import { html } from "../../dashboard/html.ts";
 import { type PortalDeps, sessionOf } from "../plugin.ts";
 import { badge } from "../views.ts";
@@ -13,7 +14,7 @@ const pretty = (json: string) => JSON.stringify(JSON.parse(json), null, 2);
 export function registerEventTypePage(app: FastifyInstance, deps: PortalDeps): void {
   app.get("/event-types", { schema: { hide: true } }, async (request, reply) => {
     const session = sessionOf(request);
-    const page = await deps.api(session, "GET", "/api/v1/event-type?limit=250");
+    const page = await deps.api(session, "GET", CATALOG_PATH);
     return deps.page(reply, {
       session,
       csrfToken: session.csrfToken,
