@@ -1,8 +1,10 @@
 /**
  * The affiliate trackers' postback URL formats in README.md (Postbacks), each rendered from
- * a sample payload as a worker renders it: the README's templates are copied here, and a
- * test fails if one stops rendering to what the tracker expects.
+ * a sample payload as a worker renders it: a test fails if one stops rendering to what the
+ * tracker expects, and the last one fails if the README lists a template not rendered here.
  */
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, test } from "vitest";
 import { DEFAULT_SENSITIVE_FIELDS, makeRedactor } from "../security/redact.ts";
 import { parseUrlTemplate, type RenderInput, renderUrlTemplate } from "./url-template.ts";
@@ -17,7 +19,10 @@ const message = (payload: string, token: string | null = null): RenderInput => (
   timestamp: 1_760_000_000,
   token,
 });
+/** the templates the tests below rendered */
+const rendered = new Set<string>();
 function render(url: string, input: RenderInput) {
+  rendered.add(url);
   const r = renderUrlTemplate(parseUrlTemplate(url), input, {
     missing: "fail",
     sensitive: redactor.isSensitive,
@@ -75,5 +80,14 @@ describe("tracker postback formats", () => {
     expect(r.shown).toBe(
       "https://www.ef-track.example.com/?nid=1234&transaction_id=***&amount=49.90",
     );
+  });
+
+  test("every template of the README's tracker list is rendered above", () => {
+    const readme = readFileSync(path.join(import.meta.dirname, "../../README.md"), "utf8");
+    const start = readme.indexOf("### Trackers' postback formats");
+    const section = readme.slice(start, readme.indexOf("```", start));
+    const listed = [...section.matchAll(/`(https:\/\/[^`]*\{[^`]*)`/g)].map((m) => m[1]!);
+    expect(listed).toHaveLength(4);
+    for (const url of listed) expect(rendered, url).toContain(url);
   });
 });
