@@ -15,10 +15,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { refreshLatencyStats } from "../src/health/latency-stats.ts";
 import { syncAlerts } from "../src/ops/alerts.ts";
-import { maintenanceTasks } from "../src/runtime.ts";
-import { makeRedactor } from "../src/security/redact.ts";
-import { makeSecretBox } from "../src/security/secret-box.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { maintenanceTask } from "./helpers/maintenance-task.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 import {
   ago,
@@ -261,12 +259,7 @@ describe("alerts", () => {
       ...h.config,
       alerts: { ...h.config.alerts, webhookUrl: `${rx.url}/operator/alerts` },
     };
-    const secretBox = makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious);
-    const redactor = makeRedactor(config.sensitiveFields);
-    const alertsTask = maintenanceTasks(config, secretBox, redactor).find(
-      (t) => t.name === "alerts",
-    )!;
-    expect(alertsTask).toBeDefined();
+    const alertsTask = maintenanceTask(config, "alerts");
     const worker = h.startWorker();
     try {
       await h.db.pool.query(

@@ -8,11 +8,9 @@ import { ApiException, Svix } from "svix";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { livePortalToken } from "../src/db/queries/portal-access.ts";
-import { maintenanceTasks } from "../src/runtime.ts";
 import { portalSecretHash } from "../src/security/portal-token.ts";
-import { makeRedactor } from "../src/security/redact.ts";
-import { makeSecretBox } from "../src/security/secret-box.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { maintenanceTask } from "./helpers/maintenance-task.ts";
 
 const V1 = "/api/v1";
 let h: Harness;
@@ -195,13 +193,7 @@ describe("ending links", () => {
       `update portal_tokens set expires_at = now() - interval '23 hours' where id = $1`,
       [links.recent],
     );
-    const config = h.config;
-    const task = maintenanceTasks(
-      config,
-      makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
-      makeRedactor(config.sensitiveFields),
-    ).find((x) => x.name === "purge-portal-links")!;
-    await task.run(pool);
+    await maintenanceTask(h.config, "purge-portal-links").run(pool);
     const left = async (table: string, column: string) =>
       (
         await pool.query(`select ${column} as id from ${table} where ${column} = any ($1)`, [

@@ -7,10 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { RetentionConfig } from "../src/config.ts";
 import type { Pool } from "../src/db/pool.ts";
 import { type PurgeProgress, purgeExpired } from "../src/ops/retention.ts";
-import { maintenanceTasks } from "../src/runtime.ts";
-import { makeRedactor } from "../src/security/redact.ts";
-import { makeSecretBox } from "../src/security/secret-box.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { maintenanceTask } from "./helpers/maintenance-task.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
 const V1 = "/api/v1";
@@ -294,13 +292,7 @@ describe("purgeExpired removes exactly what is past its age", () => {
     const old = await message(pool, t, "task-old", 21 * DAY, ["delivered"]);
     const young = await message(pool, t, "task-young", 19 * DAY, ["delivered"]);
     const oldAttempt = await attempt(pool, t, 11 * DAY);
-    const config = { ...h.config, retention };
-    const task = maintenanceTasks(
-      config,
-      makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
-      makeRedactor(config.sensitiveFields),
-    ).find((x) => x.name === "retention")!;
-    await task.run(pool);
+    await maintenanceTask({ ...h.config, retention }, "retention").run(pool);
     const ids = (
       await pool.query("select id from messages where id = any ($1)", [[old, young]])
     ).rows.map((r) => r.id);
