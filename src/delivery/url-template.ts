@@ -9,9 +9,9 @@
  *
  * Scheme, host and port are literal: a placeholder before the path is refused, so the
  * SSRF guard's check at save time holds for every request. Placeholders stand in the path
- * or the query (not the fragment, which is kept apart and never sent); each value is percent-encoded for
- * the place it stands in. The rendered request target is used as it is, never re-parsed
- * as a URL (a parser would resolve a value of `..` as a dot segment).
+ * or the query (not the fragment, which is kept apart and never sent); each value is
+ * percent-encoded for the place it stands in. The rendered request target is used as it
+ * is, never re-parsed as a URL (a parser would resolve a value of `..` as a dot segment).
  */
 import { type FieldValue, payloadFields } from "./payload-fields.ts";
 
