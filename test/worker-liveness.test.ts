@@ -123,9 +123,16 @@ async function heldWorkerLocks(): Promise<{ lock: number; pid: number }[]> {
 
 /** Starts one worker and resolves once its lock has been held long enough to judge others'. */
 async function startJudgingWorker(env: Record<string, string> = {}): Promise<HookrelayProcess> {
-  const before = (await heldWorkerLocks()).length;
+  // By lock number, not by count: a worker the previous test SIGKILLed may still hold its
+  // lock for a moment (until its backend notices the closed socket), and its release would
+  // cancel the new lock out of a count. Numbers come from a sequence and are never reused.
+  const before = new Set((await heldWorkerLocks()).map((l) => l.lock));
   const [w] = await startWorkers(1, h.db.url, env);
-  await waitFor(async () => (await heldWorkerLocks()).length > before, 10_000, "the worker's lock");
+  await waitFor(
+    async () => (await heldWorkerLocks()).some((l) => !before.has(l.lock)),
+    10_000,
+    "the worker's lock",
+  );
   await new Promise((r) => setTimeout(r, LIVENESS.judgeAfterMs + 300));
   return w!;
 }
