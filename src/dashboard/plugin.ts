@@ -6,10 +6,8 @@
  * gives the view a page needs.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { CheckKey } from "../api/auth.ts";
-import type { ApiContext } from "../api/context.ts";
-import type { InProcessCalls } from "../api/in-process.ts";
 import { registerAssetRoutes } from "./assets.ts";
+import type { DashboardDeps, DashboardOptions } from "./context.ts";
 import { checkCsrf } from "./csrf.ts";
 import { errorStatus } from "./error-status.ts";
 import { parseForm } from "./form-body.ts";
@@ -23,26 +21,9 @@ import { registerEndpointListPage } from "./pages/endpoints.ts";
 import { registerMessagePages } from "./pages/messages.ts";
 import { registerOverviewPage } from "./pages/overview.ts";
 import { registerSignInPages } from "./pages/sign-in.ts";
-import { makeSessions, type Sessions } from "./session.ts";
-
-export interface DashboardOptions extends ApiContext {
-  calls: InProcessCalls;
-  checkKey: CheckKey;
-}
-
-/** What every page module is given. */
-export interface DashboardDeps extends DashboardOptions {
-  sessions: Sessions;
-}
+import { makeSessions } from "./session.ts";
 
 const PUBLIC_PATHS = new Set(["/dashboard/sign-in"]);
-
-/** The signed-in session of a request that passed the dashboard's hook. */
-export function sessionOf(request: FastifyRequest) {
-  const session = request.dashboardSession;
-  if (!session) throw new Error("dashboard route without a session");
-  return session;
-}
 
 export async function registerDashboard(
   app: FastifyInstance,

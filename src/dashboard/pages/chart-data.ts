@@ -4,7 +4,7 @@
  * principal, so the browser needs no API key.
  */
 import type { FastifyInstance } from "fastify";
-import { type DashboardDeps, sessionOf } from "../plugin.ts";
+import { type DashboardDeps, sessionOf } from "../context.ts";
 
 export function registerChartData(app: FastifyInstance, { calls }: DashboardDeps): void {
   app.get<{ Querystring: Record<string, string> }>(

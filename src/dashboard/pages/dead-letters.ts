@@ -8,10 +8,10 @@
  */
 import type { FastifyInstance } from "fastify";
 import { ApiError } from "../../errors.ts";
+import { type DashboardDeps, sessionOf } from "../context.ts";
 import { badge, count, time } from "../format.ts";
 import { dashboardPath, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
-import { type DashboardDeps, sessionOf } from "../plugin.ts";
 import { queryStrings } from "../query.ts";
 
 const FILTERS = ["endpoint_id", "status_code", "error_kind", "since"] as const;

@@ -8,6 +8,7 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { Principal } from "../../api/auth.ts";
 import { ApiError } from "../../errors.ts";
+import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import {
   CATALOG_PATH,
@@ -19,7 +20,6 @@ import {
 } from "../endpoint-form.ts";
 import { html } from "../html.ts";
 import { sendPage } from "../layout.ts";
-import { type DashboardDeps, sessionOf } from "../plugin.ts";
 import { appOf, endpointApi, epPath, ok } from "./endpoint.ts";
 
 type P = { Params: { endpointId: string } };

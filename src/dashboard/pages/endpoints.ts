@@ -5,10 +5,10 @@
  */
 import type { FastifyInstance } from "fastify";
 import { resolveAppId } from "../../api/resolve.ts";
+import { type DashboardDeps, sessionOf } from "../context.ts";
 import { badge, count, ms, ownApp, percent, since } from "../format.ts";
 import { dashboardPath, type Html, html, raw } from "../html.ts";
 import { sendPage } from "../layout.ts";
-import { type DashboardDeps, sessionOf } from "../plugin.ts";
 import {
   ENDPOINT_SORTS,
   type EndpointSort,

@@ -8,12 +8,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../api/auth.ts";
 import { notFound } from "../../api/errors.ts";
 import { ApiError } from "../../errors.ts";
+import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import { field } from "../form-body.ts";
 import { badge, ms, ownApp, time } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
-import { type DashboardDeps, sessionOf } from "../plugin.ts";
 import { queryStrings } from "../query.ts";
 import { lookUpMessages, type MessageHit } from "../sql/message-lookup.ts";
 

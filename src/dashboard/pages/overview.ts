@@ -6,10 +6,10 @@
 import type { FastifyInstance } from "fastify";
 import type { Alert } from "../../ops/alerts.ts";
 import type { HealthSummary } from "../../ops/health-summary.ts";
+import { type DashboardDeps, sessionOf } from "../context.ts";
 import { age, badge, count, ms, ownApp, percent } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
-import { type DashboardDeps, sessionOf } from "../plugin.ts";
 import { queryStrings } from "../query.ts";
 import { type EndpointTableRow, endpointTable } from "../sql/endpoint-table.ts";
 

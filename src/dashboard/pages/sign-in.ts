@@ -5,10 +5,10 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { DashboardDeps } from "../context.ts";
 import { CSRF_FIELD, CsrfError, checkOrigin, randomToken } from "../csrf.ts";
 import { html } from "../html.ts";
 import { sendPage } from "../layout.ts";
-import type { DashboardDeps } from "../plugin.ts";
 import { cookieHeader, readCookie, SESSION_COOKIE, SIGN_IN_COOKIE, setCookie } from "../session.ts";
 
 /** Where to go after sign-in: a dashboard path of this site only (no open redirect). */

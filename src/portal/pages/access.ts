@@ -12,7 +12,7 @@ import { CsrfError, checkOrigin } from "../../dashboard/csrf.ts";
 import { html } from "../../dashboard/html.ts";
 import { servedOverHttps } from "../../dashboard/session.ts";
 import { ApiError } from "../../errors.ts";
-import { type PortalDeps, sessionOf } from "../plugin.ts";
+import { type PortalDeps, sessionOf } from "../context.ts";
 
 export function registerAccessPages(app: FastifyInstance, deps: PortalDeps): void {
   const { sessions, config } = deps;

@@ -14,8 +14,8 @@ import type { FastifyInstance } from "fastify";
 import { endpointBodyOfForm } from "../../dashboard/endpoint-form.ts";
 import { field } from "../../dashboard/form-body.ts";
 import { html } from "../../dashboard/html.ts";
+import { type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
-import { type PortalDeps, requireCan, sessionOf } from "../plugin.ts";
 import { appApi, refusedForm } from "./endpoints.ts";
 
 type P = { Params: { endpointId: string } };

@@ -22,8 +22,8 @@ import {
 } from "../../dashboard/endpoint-form.ts";
 import { type Html, html } from "../../dashboard/html.ts";
 import { ApiError } from "../../errors.ts";
+import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
-import { can, type PortalDeps, requireCan, sessionOf } from "../plugin.ts";
 import type { PortalSession } from "../session.ts";
 import { badge, eventTypesText, ms, percent, when } from "../views.ts";
 

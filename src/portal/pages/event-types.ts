@@ -6,7 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { exampleOf } from "../../api/routes/send-example.ts";
 import { CATALOG_PATH } from "../../dashboard/endpoint-form.ts";
 import { html } from "../../dashboard/html.ts";
-import { type PortalDeps, sessionOf } from "../plugin.ts";
+import { type PortalDeps, sessionOf } from "../context.ts";
 import { badge } from "../views.ts";
 
 const pretty = (json: string) => JSON.stringify(JSON.parse(json), null, 2);

@@ -9,8 +9,8 @@
  */
 import type { FastifyInstance } from "fastify";
 import { html } from "../../dashboard/html.ts";
+import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
-import { can, type PortalDeps, requireCan, sessionOf } from "../plugin.ts";
 import { badge, ms, when } from "../views.ts";
 import { actionButton, appApi, notice } from "./endpoints.ts";
 

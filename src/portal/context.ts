@@ -1,0 +1,51 @@
+/** What the portal's pages are given: its deps, the request's session, capability checks. */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { ApiContext } from "../api/context.ts";
+import type { InProcessCalls } from "../api/in-process.ts";
+import type { PortalCapability } from "../api/routes/portal-access.ts";
+import { ApiError } from "../errors.ts";
+import type { PortalPageOptions } from "./layout.ts";
+import type { PortalSession, PortalSessions } from "./session.ts";
+
+export interface PortalOptions extends ApiContext {
+  calls: InProcessCalls;
+}
+
+/** What every page module is given. */
+export interface PortalDeps extends PortalOptions {
+  sessions: PortalSessions;
+  /** sends a page with the portal's shell and headers */
+  page(reply: FastifyReply, o: PortalPageOptions, status?: number): FastifyReply;
+  /** a call into the API as the session's app; a 4xx/5xx answer is thrown as an ApiError */
+  api(
+    session: PortalSession,
+    method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE",
+    url: string,
+    body?: unknown,
+  ): // biome-ignore lint/suspicious/noExplicitAny: JSON of the route called, read by its documented shape
+  Promise<any>;
+}
+
+/** The session of a request that passed the portal's hook. */
+export function sessionOf(request: FastifyRequest): PortalSession {
+  const session = request.portalSession;
+  if (!session) throw new Error("portal route without a session");
+  return session;
+}
+
+/** What a capability lets the link's holder do (Svix's AppPortalCapability). */
+export const CAN = {
+  manageEndpoints: ["ManageEndpoint"],
+  viewSecret: ["ViewEndpointSecret", "ManageEndpointSecret", "ManageEndpoint"],
+  rotateSecret: ["ManageEndpointSecret", "ManageEndpoint"],
+  createAttempts: ["CreateAttempts"],
+} as const satisfies Record<string, readonly PortalCapability[]>;
+
+export const can = (session: PortalSession, what: keyof typeof CAN): boolean =>
+  CAN[what].some((c) => session.capabilities.includes(c));
+
+/** Throws a 403 unless the session's link grants `what`. */
+export function requireCan(session: PortalSession, what: keyof typeof CAN): void {
+  if (!can(session, what))
+    throw new ApiError(403, "forbidden", "this portal link does not allow that action");
+}
