@@ -1,10 +1,52 @@
 /**
- * One base class with a stable `code`; wrapped errors keep their `cause`.
- * API errors carry their HTTP status and become `{ code, detail }` bodies.
+ * hookrelay's one error vocabulary: a base class with a stable `code`, and the registry of
+ * every code (snake_case, as in Svix's API). Wrapped errors keep their `cause`.
+ *
+ * The HTTP API answers with the codes of the first group, each with the one status that
+ * api/errors.ts gives it ({ code, detail } bodies, docs/errors.md). The library, the
+ * receiver kit, the CLI and the server throw the second group in-process; a few codes
+ * (not_found, payload_too_large, url_not_allowed, encryption_key_missing) are in both, with
+ * the same meaning.
  */
+export const ERROR_CODES = {
+  // ------------------------------------------------------------ answered by the HTTP API
+  bad_request: "the request cannot be taken as it stands",
+  invalid_json: "the body is not valid JSON",
+  empty_body: "a JSON content type with an empty body",
+  unauthorized: "no API key, or one that is malformed, unknown or revoked",
+  forbidden: "an app-scoped key asks for what only admin keys may do",
+  not_found: "no such resource within reach",
+  conflict: "a uid or name already taken; a state that does not allow the change",
+  idempotency_conflict: "the idempotency-key is being taken over right now",
+  idempotency_in_progress: "the first request with this idempotency-key is still running",
+  encryption_key_missing: "a secret is sealed under a key this process was not given",
+  payload_too_large: "the body is over the size limit",
+  unsupported_media_type: "a body that is not application/json",
+  validation_error: "a field's value breaks its rule",
+  url_not_allowed: "the URL points where the SSRF guard refuses to send",
+  idempotency_key_reused: "the idempotency-key was used with a different request",
+  rate_limited: "over the API rate limit for this key",
+  internal_error: "anything unexpected",
+  database_unavailable: "the database cannot be reached right now",
+  // ------------------------------------------------------------ thrown in-process
+  invalid_config: "a setting, option or flag is missing or malformed",
+  database_error: "the database refused or failed an operation hookrelay needs",
+  schema_too_new: "the database was migrated by a newer hookrelay than this one",
+  not_running: "a component was used before start() or after stop()",
+  invalid_secret: "a signing secret is not whsec_ + base64 (or whsk_ for Ed25519)",
+  invalid_event_type: "an eventType that breaks the name rule",
+  invalid_payload: "a payload that is not a JSON object",
+  csrf_refused: "a state-changing form without a valid CSRF token, or from another origin",
+  webhook_verification_failed: "a received webhook failed verification (see its reason)",
+  raw_body_consumed: "a body parser ran before the receiver kit and left no raw bytes",
+  body_aborted: "the request broke off before its body was complete",
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
 export class HookRelayError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -13,13 +55,13 @@ export class HookRelayError extends Error {
 
 export class ConfigError extends HookRelayError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super("HR_ERR_CONFIG", message, options);
+    super("invalid_config", message, options);
   }
 }
 
 export class DatabaseError extends HookRelayError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super("HR_ERR_DATABASE", message, options);
+    super("database_error", message, options);
   }
 }
 
@@ -33,7 +75,7 @@ export class ApiError extends HookRelayError {
   readonly headers: Record<string, string>;
   constructor(
     status: number,
-    code: string,
+    code: ErrorCode,
     detail: string,
     options?: { cause?: unknown; headers?: Record<string, string> },
   ) {
@@ -46,3 +88,12 @@ export class ApiError extends HookRelayError {
     return { code: this.code, detail: this.message };
   }
 }
+
+/**
+ * The registry's code for `value` (a `code` read from an API answer), or internal_error for
+ * anything else: a code from a newer server, or no code at all.
+ */
+export const errorCodeOf = (value: unknown): ErrorCode =>
+  typeof value === "string" && Object.hasOwn(ERROR_CODES, value)
+    ? (value as ErrorCode)
+    : "internal_error";

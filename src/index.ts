@@ -6,7 +6,13 @@
 export { ed25519PublicKey, generateEd25519Secret } from "./delivery/ed25519-keys.ts";
 export { generateSecret, type SigningKey, secretKey, signatureHeader } from "./delivery/sign.ts";
 export { signingKeyOf } from "./delivery/signing-key.ts";
-export { ConfigError, DatabaseError, HookRelayError } from "./errors.ts";
+export {
+  ConfigError,
+  DatabaseError,
+  ERROR_CODES,
+  type ErrorCode,
+  HookRelayError,
+} from "./errors.ts";
 export {
   type EnqueueResult,
   HookRelay,

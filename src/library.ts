@@ -44,7 +44,7 @@ export class HookRelay {
       this.#pool = makePool({ connectionString: options.connectionString, max: 5 });
       this.#ownsPool = true;
     } else {
-      throw new HookRelayError("HR_ERR_CONFIG", "HookRelay needs a connectionString or a pool");
+      throw new HookRelayError("invalid_config", "HookRelay needs a connectionString or a pool");
     }
     this.#maxAttempts = options.maxAttempts ?? 5;
   }
@@ -60,7 +60,7 @@ export class HookRelay {
   ): Promise<EnqueueResult> {
     const db = options.client ?? this.#pool;
     if (!isName(message.eventType)) {
-      throw new HookRelayError("HR_ERR_INVALID_EVENT_TYPE", `eventType must be ${NAME_RULE}`);
+      throw new HookRelayError("invalid_event_type", `eventType must be ${NAME_RULE}`);
     }
     const payload =
       typeof message.payload === "string" ? message.payload : JSON.stringify(message.payload);
@@ -68,15 +68,15 @@ export class HookRelay {
     try {
       parsed = JSON.parse(payload);
     } catch (err) {
-      throw new HookRelayError("HR_ERR_INVALID_PAYLOAD", "payload is not valid JSON", {
+      throw new HookRelayError("invalid_payload", "payload is not valid JSON", {
         cause: err,
       });
     }
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-      throw new HookRelayError("HR_ERR_INVALID_PAYLOAD", "payload must be a JSON object");
+      throw new HookRelayError("invalid_payload", "payload must be a JSON object");
     }
     const appId = (await appIdsByIdOrUid(db, [app])).get(app);
-    if (!appId) throw new HookRelayError("HR_ERR_NOT_FOUND", `application ${app} not found`);
+    if (!appId) throw new HookRelayError("not_found", `application ${app} not found`);
     return enqueueMessage(
       db,
       {

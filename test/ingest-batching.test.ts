@@ -194,7 +194,7 @@ test("the batcher takes messages only between start() and stop(); stop() waits f
   const app = await h.call("POST", "/api/v1/app", { name: "batch lifecycle" });
   const batcher = makeEnqueueBatcher(h.db.pool, 5);
   const message = (i: number) => ({ appId: app.body.id, eventType: "t", payload: `{"i":${i}}` });
-  await expect(batcher.enqueue(message(0))).rejects.toMatchObject({ code: "HR_ERR_NOT_RUNNING" });
+  await expect(batcher.enqueue(message(0))).rejects.toMatchObject({ code: "not_running" });
   batcher.start();
   batcher.start();
   const settled: string[] = [];
@@ -206,7 +206,7 @@ test("the batcher takes messages only between start() and stop(); stop() waits f
   );
   const stopped = batcher.stop();
   // taken before stop(): still written; asked after it: refused
-  await expect(batcher.enqueue(message(99))).rejects.toMatchObject({ code: "HR_ERR_NOT_RUNNING" });
+  await expect(batcher.enqueue(message(99))).rejects.toMatchObject({ code: "not_running" });
   await Promise.all([stopped, batcher.stop()]);
   expect(settled).toHaveLength(40);
   expect((await Promise.all(taken)).every((r) => r.created)).toBe(true);

@@ -14,6 +14,7 @@
  * other test files that run dist/cli/main.js at the same time never see it rebuilt.
  */
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -89,7 +90,18 @@ test("the tarball holds the compiled package and nothing outside the files allow
   ]) {
     expect(files).toContain(needed);
   }
+  expect(files).toContain("LICENSE");
   expect(files.some((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))).toBe(false);
+  // src/ is not shipped, so every source map carries its source text (a stack trace or a
+  // debugger in a user's project shows the TypeScript), and no map points at a missing file.
+  expect(files.some((f) => f.endsWith(".d.ts.map"))).toBe(false);
+  const map = JSON.parse(
+    readFileSync(
+      path.join(scratch, "node_modules/hookrelay/dist/queue/claim-deliveries.js.map"),
+      "utf8",
+    ),
+  );
+  expect(map.sourcesContent?.[0]).toContain("skip locked");
   expect(files.some((f) => f.includes(".test."))).toBe(false);
 });
 

@@ -304,13 +304,13 @@ describe("Express body parsers", () => {
   test("after express.json() it refuses with a clear error instead of failing every signature", async () => {
     const res = await post(`${base}/parsed`, signedNow('{"a": 1.0}'));
     expect(res.status).toBe(500);
-    expect(res.body.code).toBe("HR_ERR_RAW_BODY_CONSUMED");
+    expect(res.body.code).toBe("raw_body_consumed");
     expect(res.body.detail).toMatch(/already parsed .*express\.raw/);
   });
 
   test("a body over the limit is 413", async () => {
     const res = await post(`${base}/small`, signedNow(JSON.stringify({ pad: "x".repeat(100) })));
-    expect(res).toMatchObject({ status: 413, body: { code: "HR_ERR_BODY_TOO_LARGE" } });
+    expect(res).toMatchObject({ status: 413, body: { code: "payload_too_large" } });
   });
 });
 

@@ -91,7 +91,7 @@ test("migrate on an up-to-date database is a no-op; one a newer hookrelay migrat
       (err: unknown) => err,
     );
     expect(refused).toBeInstanceOf(SchemaTooNewError);
-    expect(refused).toMatchObject({ code: "HR_ERR_SCHEMA_TOO_NEW", unknown: future });
+    expect(refused).toMatchObject({ code: "schema_too_new", unknown: future });
     const message = (refused as Error).message;
     for (const name of [...future, latest.name]) expect(message).toContain(name);
     expect(message).toMatch(/upgrade hookrelay/i);

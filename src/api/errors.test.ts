@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
-import { ApiError } from "../errors.ts";
+import { ApiError, ERROR_CODES } from "../errors.ts";
 import {
   API_ERRORS,
   apiError,
@@ -62,5 +62,14 @@ describe("the API error registry", () => {
       Number(m[2]),
     ]);
     expect(rows).toEqual(Object.entries(API_ERRORS));
+  });
+
+  test("docs/errors.md lists every in-process code of the one registry, and no other", () => {
+    const doc = readFileSync(new URL("../../docs/errors.md", import.meta.url), "utf8");
+    const section = doc.slice(doc.indexOf("## Codes thrown in-process"));
+    const rows = [...section.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]);
+    const inProcess = Object.keys(ERROR_CODES).filter((code) => !Object.hasOwn(API_ERRORS, code));
+    expect(rows).toEqual(inProcess);
+    for (const code of Object.keys(ERROR_CODES)) expect(code).toMatch(/^[a-z]+(_[a-z]+)*$/);
   });
 });

@@ -1,9 +1,9 @@
 /**
- * The API's error vocabulary: every `code` a `{ code, detail }` body may carry, each with
+ * The codes the API answers with (a part of the one registry in src/errors.ts), each with
  * the one HTTP status it is answered with. docs/errors.md lists them for clients (a test
- * keeps the two equal). Codes are snake_case, as in Svix's API.
+ * keeps the two equal).
  */
-import { ApiError } from "../errors.ts";
+import { ApiError, type ErrorCode } from "../errors.ts";
 
 export const API_ERRORS = {
   /** the request cannot be taken as it stands (see docs/errors.md) */
@@ -27,7 +27,7 @@ export const API_ERRORS = {
   internal_error: 500,
   /** the database cannot be reached right now (restart, failover); Retry-After says when to retry */
   database_unavailable: 503,
-} as const;
+} as const satisfies { [code in ErrorCode]?: number };
 
 export type ApiErrorCode = keyof typeof API_ERRORS;
 

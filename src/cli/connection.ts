@@ -9,7 +9,7 @@
  */
 import { InvalidArgumentError } from "commander";
 import { type ClientConfig, loadClientConfig } from "../config.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, errorCodeOf } from "../errors.ts";
 import { localCliAccessFile, readLocalCliAccess } from "../security/local-cli-access.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
@@ -108,7 +108,7 @@ export async function connect(
         const detail = problem.detail ?? (text.slice(0, 500) || res.statusText);
         throw new ApiError(
           res.status,
-          problem.code ?? `http_${res.status}`,
+          errorCodeOf(problem.code),
           local && res.status === 401
             ? `${detail}; the key in cli.json is no longer valid: restart \`npm start\` to renew it`
             : detail,

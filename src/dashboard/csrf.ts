@@ -18,7 +18,7 @@ export const CSRF_HEADER = "x-csrf-token";
 /** A state-changing request without a valid token or from another origin. */
 export class CsrfError extends HookRelayError {
   constructor(detail: string) {
-    super("HR_ERR_CSRF", detail);
+    super("csrf_refused", detail);
   }
 }
 

@@ -52,7 +52,7 @@ export class SchemaTooNewError extends HookRelayError {
   readonly unknown: string[];
   constructor(unknown: string[], latestKnown: string | undefined) {
     super(
-      "HR_ERR_SCHEMA_TOO_NEW",
+      "schema_too_new",
       `the database was migrated by a newer hookrelay: migration${unknown.length === 1 ? "" : "s"} ` +
         `${unknown.join(", ")} ${unknown.length === 1 ? "is" : "are"} applied, but this version ` +
         `knows migrations up to ${latestKnown ?? "(none)"} only. Upgrade hookrelay to the ` +

@@ -18,7 +18,7 @@ const MAX_KEY_BYTES = 64;
 
 export class InvalidSecretError extends HookRelayError {
   constructor(detail: string) {
-    super("HR_ERR_INVALID_SECRET", detail);
+    super("invalid_secret", detail);
   }
 }
 

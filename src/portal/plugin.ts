@@ -11,7 +11,7 @@ import { checkCsrf } from "../dashboard/csrf.ts";
 import { errorStatus } from "../dashboard/error-status.ts";
 import { parseForm } from "../dashboard/form-body.ts";
 import { html } from "../dashboard/html.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, errorCodeOf } from "../errors.ts";
 import type { PortalDeps, PortalOptions } from "./context.ts";
 import { sendPortalPage } from "./layout.ts";
 import { registerAccessPages } from "./pages/access.ts";
@@ -34,7 +34,7 @@ export async function registerPortal(app: FastifyInstance, options: PortalOption
       const res = await options.calls.call(session.principal, method, url, body);
       if (res.status >= 400) {
         const detail = typeof res.body?.detail === "string" ? res.body.detail : "request failed";
-        throw new ApiError(res.status, String(res.body?.code ?? "error"), detail);
+        throw new ApiError(res.status, errorCodeOf(res.body?.code), detail);
       }
       return res.body;
     },

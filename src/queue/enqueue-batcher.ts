@@ -120,7 +120,7 @@ export function makeEnqueueBatcher(
     enqueue(message) {
       if (!accepting) {
         return Promise.reject(
-          new HookRelayError("HR_ERR_NOT_RUNNING", "the enqueue batcher is not running"),
+          new HookRelayError("not_running", "the enqueue batcher is not running"),
         );
       }
       unanswered++;

@@ -35,7 +35,7 @@ export class WebhookVerificationError extends HookRelayError {
   readonly status: number;
 
   constructor(reason: VerificationReason, detail: string, options?: { cause?: unknown }) {
-    super("HR_ERR_WEBHOOK_VERIFICATION", detail, options);
+    super("webhook_verification_failed", detail, options);
     this.reason = reason;
     this.status =
       reason === VERIFICATION_REASONS.badSecret || reason === VERIFICATION_REASONS.bodyNotRaw
@@ -51,19 +51,19 @@ export class WebhookVerificationError extends HookRelayError {
 
 export const BODY_ERROR_CODES = {
   /** a body parser ran first and left a parsed value instead of the bytes (status 500) */
-  consumed: "HR_ERR_RAW_BODY_CONSUMED",
+  consumed: "raw_body_consumed",
   /** the body is larger than the receiver's limit (status 413) */
-  tooLarge: "HR_ERR_BODY_TOO_LARGE",
+  tooLarge: "payload_too_large",
   /** the request broke off before its body was complete (status 400) */
-  aborted: "HR_ERR_BODY_ABORTED",
+  aborted: "body_aborted",
 } as const;
 
 type BodyErrorCode = (typeof BODY_ERROR_CODES)[keyof typeof BODY_ERROR_CODES];
 
 const BODY_ERROR_STATUS: Record<BodyErrorCode, number> = {
-  HR_ERR_RAW_BODY_CONSUMED: 500,
-  HR_ERR_BODY_TOO_LARGE: 413,
-  HR_ERR_BODY_ABORTED: 400,
+  raw_body_consumed: 500,
+  payload_too_large: 413,
+  body_aborted: 400,
 };
 
 /** The raw body cannot be read: a parser consumed it, it is too large, or it broke off. */

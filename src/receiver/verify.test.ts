@@ -289,7 +289,7 @@ describe("headers and body", () => {
       throw new Error("accepted");
     } catch (err) {
       const e = err as WebhookVerificationError;
-      expect(e.code).toBe("HR_ERR_WEBHOOK_VERIFICATION");
+      expect(e.code).toBe("webhook_verification_failed");
       expect(e.status).toBe(401);
       expect(e.toJSON()).toEqual({
         code: "webhook_verification_failed",

@@ -30,7 +30,7 @@ type CallbackArgs = Parameters<buildConnector.Callback>;
 /**
  * Wraps `inner` (default: undici's own connector) so every socket is vetted by `guard`. A
  * refused host fails the connection with the guard's SsrfBlockedError (code
- * HR_ERR_SSRF_BLOCKED); resolver errors keep their codes (ENOTFOUND, EAI_AGAIN).
+ * url_not_allowed); resolver errors keep their codes (ENOTFOUND, EAI_AGAIN).
  */
 export function makeGuardedConnector(
   guard: Pick<SsrfGuard, "vetHost">,

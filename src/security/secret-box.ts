@@ -69,7 +69,7 @@ export function makeSecretBox(
       const key = keyId ? keys.get(keyId) : undefined;
       if (!key || !data) {
         throw new HookRelayError(
-          "HR_ERR_ENCRYPTION_KEY",
+          "encryption_key_missing",
           `a secret is sealed under key ${keyId}, which is neither HOOKRELAY_ENCRYPTION_KEY nor in HOOKRELAY_ENCRYPTION_KEY_PREVIOUS`,
         );
       }

@@ -241,7 +241,7 @@ describe("SsrfBlockedError", () => {
     ).toBe(true);
     expect(isSsrfBlockedError(Object.assign(new Error("dns"), { code: "ENOTFOUND" }))).toBe(false);
     expect(isSsrfBlockedError(null)).toBe(false);
-    expect(isSsrfBlockedError("HR_ERR_SSRF_BLOCKED")).toBe(false);
+    expect(isSsrfBlockedError("url_not_allowed")).toBe(false);
   });
 });
 

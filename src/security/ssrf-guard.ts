@@ -30,7 +30,7 @@ import { blockedReason } from "./ip-ranges.ts";
 export { type GuardedAgentOptions, makeGuardedAgent } from "./guarded-connector.ts";
 export { parseHostAddress } from "./ip-address.ts";
 
-export const SSRF_BLOCKED_CODE = "HR_ERR_SSRF_BLOCKED";
+export const SSRF_BLOCKED_CODE = "url_not_allowed";
 
 /** A URL, name or address hookrelay refuses to deliver to. Never retry it. */
 export class SsrfBlockedError extends HookRelayError {

@@ -67,6 +67,18 @@ export async function chartsDrawn(page: Page): Promise<void> {
   );
 }
 
+/** Like chartsDrawn, but a chart that failed to load is an error (the benchmark's timing). */
+export async function chartsDrawnWithoutError(page: Page): Promise<void> {
+  await chartsDrawn(page);
+  const failed = await page.evaluate(
+    () =>
+      Array.from(document.querySelectorAll("[data-chart]")).filter(
+        (el) => el.getAttribute("data-state") === "error",
+      ).length,
+  );
+  if (failed > 0) throw new Error(`${failed} chart(s) on ${page.url()} failed to load`);
+}
+
 /** Waits until every chart on the page is drawn; returns each chart's count of buckets with data. */
 export async function chartPoints(page: Page): Promise<number[]> {
   await chartsDrawn(page);

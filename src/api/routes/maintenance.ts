@@ -89,7 +89,7 @@ export function registerMaintenanceRoutes(
       }).catch((err: unknown) => {
         // A secret sealed under a key the server was not given: a configuration problem the
         // operator must fix on the server; the batch that met it was not written.
-        if (err instanceof HookRelayError && err.code === "HR_ERR_ENCRYPTION_KEY")
+        if (err instanceof HookRelayError && err.code === "encryption_key_missing")
           throw apiError("encryption_key_missing", err.message, { cause: err });
         throw err;
       });

@@ -7,7 +7,7 @@
  * how many rows and at what pace.
  */
 import type { FastifyInstance } from "fastify";
-import { ApiError } from "../../errors.ts";
+import { ApiError, errorCodeOf } from "../../errors.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { badge, count, time } from "../format.ts";
 import { dashboardPath, html } from "../html.ts";
@@ -44,7 +44,8 @@ export function registerDeadLetterPages(
       calls.call(principal, "GET", `/api/v1/dead-letters?${list}`),
     ]);
     for (const res of [analysis, dead]) {
-      if (res.status >= 400) throw new ApiError(res.status, res.body.code, res.body.detail);
+      if (res.status >= 400)
+        throw new ApiError(res.status, errorCodeOf(res.body.code), res.body.detail);
     }
     const rows = analysis.body.data as Record<string, unknown>[];
     const total = analysis.body.endpointTotal as number;

@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../api/auth.ts";
 import { notFound } from "../../api/errors.ts";
 import type { InProcessResult } from "../../api/in-process.ts";
-import { ApiError } from "../../errors.ts";
+import { ApiError, errorCodeOf } from "../../errors.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import { deliveryFacts } from "../endpoint-form.ts";
@@ -36,7 +36,11 @@ const DONE: Record<string, (n: string | undefined) => string> = {
 /** The API's answer, or the ApiError it stands for (the error page shows it). */
 export function ok(res: InProcessResult): InProcessResult {
   if (res.status >= 400) {
-    throw new ApiError(res.status, res.body?.code ?? "error", res.body?.detail ?? "request failed");
+    throw new ApiError(
+      res.status,
+      errorCodeOf(res.body?.code),
+      res.body?.detail ?? "request failed",
+    );
   }
   return res;
 }

@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../api/auth.ts";
 import { notFound } from "../../api/errors.ts";
-import { ApiError } from "../../errors.ts";
+import { ApiError, errorCodeOf } from "../../errors.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import { field } from "../form-body.ts";
@@ -24,7 +24,8 @@ export function registerMessagePages(app: FastifyInstance, deps: DashboardDeps):
 
   const get = async (principal: Principal, url: string) => {
     const res = await calls.call(principal, "GET", url);
-    if (res.status >= 400) throw new ApiError(res.status, res.body.code, res.body.detail);
+    if (res.status >= 400)
+      throw new ApiError(res.status, errorCodeOf(res.body.code), res.body.detail);
     return res.body;
   };
 
@@ -156,7 +157,8 @@ ${content}`,
         "POST",
         `/api/v1/app/${encodeURIComponent(hit.app_id)}/msg/${encodeURIComponent(hit.id)}/endpoint/${encodeURIComponent(endpointId)}/resend`,
       );
-      if (res.status >= 400) throw new ApiError(res.status, res.body.code, res.body.detail);
+      if (res.status >= 400)
+        throw new ApiError(res.status, errorCodeOf(res.body.code), res.body.detail);
       return reply.redirect(`${dashboardPath(["messages", hit.id])}?done=resent`, 303);
     },
   );
