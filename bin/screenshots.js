@@ -125,7 +125,9 @@ try {
   }
   const until = Date.now() + minutes * 60_000;
   let sent = 0;
-  process.stdout.write(`screenshots: sending messages for ${minutes} min to ${created.length} endpoints\n`);
+  process.stdout.write(
+    `screenshots: sending messages for ${minutes} min to ${created.length} endpoints\n`,
+  );
   while (Date.now() < until) {
     const burst = Math.round(rand(4, 14));
     await Promise.all(

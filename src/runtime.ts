@@ -7,7 +7,7 @@
  * embedded database. `start` and `stop` are safe to call twice.
  */
 import Fastify, { type FastifyInstance } from "fastify";
-import { ensureFirstAdminKey, makeAuthenticator } from "./api/auth.ts";
+import { ensureFirstAdminKey, makeAuthenticator, makeKeyChecker } from "./api/auth.ts";
 import { localClientUrl, provideLocalCliAccess } from "./api/local-cli-key.ts";
 import { registerMetricsRoute } from "./api/routes/health.ts";
 import { buildApi } from "./api/server.ts";
@@ -23,7 +23,7 @@ import { makeHttpSender } from "./delivery/http-sender.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
 import { makeBackoff } from "./lib/backoff.ts";
-import type { Logger } from "./logger.ts";
+import { type Logger, makeLogger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
 import { rollUpCharts } from "./ops/chart-rollup.ts";
@@ -178,7 +178,26 @@ export function maintenanceTasks(
   ];
 }
 
-export async function startRuntime(config: Config, roles: Roles, logger: Logger): Promise<Runtime> {
+/** A process's logger and the one sensitive-field redactor it masks with (docs/security.md). */
+export interface ProcessLogging {
+  logger: Logger;
+  redactor: Redactor;
+}
+
+/** Made once per process, from the configuration; the runtime masks with the same redactor. */
+export function makeProcessLogging(
+  config: Pick<Config, "logLevel" | "sensitiveFields">,
+  destination?: Parameters<typeof makeLogger>[2],
+): ProcessLogging {
+  const redactor = makeRedactor(config.sensitiveFields);
+  return { redactor, logger: makeLogger(config.logLevel, redactor, destination) };
+}
+
+export async function startRuntime(
+  config: Config,
+  roles: Roles,
+  { logger, redactor }: ProcessLogging,
+): Promise<Runtime> {
   const { pool, connectionString, embedded } = await openDatabase(config, logger);
   let api: FastifyInstance | null = null;
   let batcher: EnqueueBatcher | null = null;
@@ -208,8 +227,6 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
     // Built first: a malformed HOOKRELAY_SSRF_ALLOWLIST stops the process at start.
     const ssrfGuard = makeSsrfGuard({ allowlist: config.ssrfAllowlist });
     const secretBox = makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious);
-    // one per process: the API, the worker and the alerts all mask with it
-    const redactor = makeRedactor(config.sensitiveFields);
     if (!secretBox.encrypting) {
       logger.warn(
         "HOOKRELAY_ENCRYPTION_KEY is not set: endpoint signing secrets are stored unencrypted",
@@ -245,6 +262,7 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
       if (!config.adminKey) generatedAdminKey = await starting(() => ensureFirstAdminKey(pool));
       batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts);
       batcher.start();
+      const checkKey = makeKeyChecker(pool, config.adminKey);
       api = await buildApi({
         pool,
         config,
@@ -255,7 +273,8 @@ export async function startRuntime(config: Config, roles: Roles, logger: Logger)
         batcher,
         metrics,
         operational,
-        authenticate: makeAuthenticator(pool, config.adminKey),
+        authenticate: makeAuthenticator(checkKey),
+        checkKey,
       });
       await api.listen({ host: config.host, port: config.port });
       const address = api.server.address();

@@ -12,6 +12,7 @@ import { silentLogger } from "../src/logger.ts";
 import { makeEnqueueBatcher } from "../src/queue/enqueue-batcher.ts";
 import { WORK_CHANNEL } from "../src/queue/work-channel.ts";
 import { startRuntime } from "../src/runtime.ts";
+import { makeRedactor } from "../src/security/redact.ts";
 import { type Harness, startHarness, testConfig } from "./helpers/harness.ts";
 import { waitFor } from "./helpers/receiver.ts";
 
@@ -221,7 +222,11 @@ test("the batcher takes messages only between start() and stop(); stop() waits f
 test("a runtime stopping while messages arrive answers each one it took, and writes it first", async () => {
   const adminKey = "ingest-stop-admin-key";
   const config = testConfig({ databaseUrl: h.db.url, host: "127.0.0.1", port: 0, adminKey });
-  const runtime = await startRuntime(config, { api: true, worker: false }, silentLogger);
+  const runtime = await startRuntime(
+    config,
+    { api: true, worker: false },
+    { logger: silentLogger, redactor: makeRedactor() },
+  );
   try {
     const app = await h.call("POST", "/api/v1/app", { name: "stop while sending" });
     let answered = 0;

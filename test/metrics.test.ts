@@ -9,6 +9,7 @@ import { silentLogger } from "../src/logger.ts";
 import { makeMetrics } from "../src/ops/metrics.ts";
 import type { DeliveryResult } from "../src/queue/record-results.ts";
 import { type Runtime, startRuntime } from "../src/runtime.ts";
+import { makeRedactor } from "../src/security/redact.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import {
   buildTestApi,
@@ -405,7 +406,11 @@ describe("a runtime's /metrics after real deliveries", () => {
       metricsMaxEndpoints: 2,
       dbPoolSize: 5,
     });
-    runtime = await startRuntime(config, { api: true, worker: true }, silentLogger);
+    runtime = await startRuntime(
+      config,
+      { api: true, worker: true },
+      { logger: silentLogger, redactor: makeRedactor() },
+    );
   });
   afterAll(async () => {
     await runtime?.stop();

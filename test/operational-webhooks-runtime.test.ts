@@ -11,6 +11,7 @@ import { loadConfig } from "../src/config.ts";
 import { silentLogger } from "../src/logger.ts";
 import { verifyWebhookMessage } from "../src/receiver/index.ts";
 import { type Runtime, startRuntime } from "../src/runtime.ts";
+import { makeRedactor } from "../src/security/redact.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { testConfig } from "./helpers/harness.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
@@ -44,7 +45,11 @@ async function start(path: string): Promise<Runtime> {
     dbPoolSize: 5,
     operationalWebhookUrl: fromEnv.operationalWebhookUrl,
   });
-  return startRuntime(config, { api: true, worker: true }, silentLogger);
+  return startRuntime(
+    config,
+    { api: true, worker: true },
+    { logger: silentLogger, redactor: makeRedactor() },
+  );
 }
 
 async function api(rt: Runtime, method: string, path: string, body?: unknown) {

@@ -18,7 +18,7 @@ import net from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Config, loadConfig } from "../src/config.ts";
 import { makeLogger } from "../src/logger.ts";
-import { type Runtime, startRuntime } from "../src/runtime.ts";
+import { makeProcessLogging, type Runtime, startRuntime } from "../src/runtime.ts";
 import { makeRedactor } from "../src/security/redact.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { testConfig } from "./helpers/harness.ts";
@@ -156,12 +156,12 @@ beforeAll(async () => {
     worker: { ...base.worker, maintenanceIntervalMs: 200 },
     alerts: { ...base.alerts, webhookUrl: `${rx.url}/operator-alerts?cid=${P.cid}` },
   });
-  const logger = makeLogger("debug", makeRedactor(), {
+  const logging = makeProcessLogging(config, {
     write(line: string) {
       logLines.push(line);
     },
   });
-  runtime = await startRuntime(config, { api: true, worker: true }, logger);
+  runtime = await startRuntime(config, { api: true, worker: true }, logging);
   expect(runtime.generatedAdminKey).toMatch(/^hr_admin_/);
   adminKey = runtime.generatedAdminKey!;
 

@@ -15,7 +15,7 @@
  */
 import { existsSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
-import { createApiKey, makeAuthenticator } from "../../src/api/auth.ts";
+import { createApiKey, makeAuthenticator, makeKeyChecker } from "../../src/api/auth.ts";
 import { buildApi } from "../../src/api/server.ts";
 import { loadConfig } from "../../src/config.ts";
 import { silentLogger } from "../../src/logger.ts";
@@ -141,6 +141,7 @@ async function startApi(data: DashboardData): Promise<{ api: FastifyInstance; ke
   const config = loadConfig({}, { databaseUrl: data.db.url });
   const batcher = makeEnqueueBatcher(data.db.pool, config.delivery.maxAttempts);
   batcher.start();
+  const checkKey = makeKeyChecker(data.db.pool, undefined);
   const api = await buildApi({
     pool: data.db.pool,
     config,
@@ -149,7 +150,8 @@ async function startApi(data: DashboardData): Promise<{ api: FastifyInstance; ke
     secretBox: makeSecretBox(undefined, []),
     redactor: makeRedactor(config.sensitiveFields),
     metrics: makeMetrics({ pool: data.db.pool, maxEndpointLabels: 10 }),
-    authenticate: makeAuthenticator(data.db.pool, undefined),
+    authenticate: makeAuthenticator(checkKey),
+    checkKey,
     batcher,
   });
   api.addHook("onClose", () => batcher.stop());

@@ -64,8 +64,7 @@ export function makeKeyChecker(db: Queryable, envAdminKey: string | undefined): 
 }
 
 /** Bearer-key authentication against the stored keys and HOOKRELAY_ADMIN_KEY. */
-export function makeAuthenticator(db: Queryable, envAdminKey: string | undefined): Authenticate {
-  const checkKey = makeKeyChecker(db, envAdminKey);
+export function makeAuthenticator(checkKey: CheckKey): Authenticate {
   return async function authenticate(request: FastifyRequest): Promise<Principal> {
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;

@@ -19,7 +19,7 @@ import { ApiError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Metrics } from "../ops/metrics.ts";
 import { registerPortal } from "../portal/plugin.ts";
-import { type Authenticate, type CheckKey, makeKeyChecker } from "./auth.ts";
+import type { Authenticate, CheckKey } from "./auth.ts";
 import { checkBody } from "./body-check.ts";
 import type { ApiContext } from "./context.ts";
 import {
@@ -52,22 +52,17 @@ export interface ApiOptions extends ApiContext {
   /** served at /metrics */
   metrics: Metrics;
   /**
-   * Who a request comes from: makeAuthenticator's bearer keys for a listening server. Only
-   * in-process callers that already hold the database credentials (the CLI drives the API
-   * through inject()) may pass one that trusts every request.
+   * Who a request comes from: makeAuthenticator's bearer keys, checked with `checkKey`.
    */
   authenticate: Authenticate;
-  /** serve the OpenAPI document and UI at /docs (default true; the CLI skips them) */
+  /** What the dashboard's sign-in checks a typed key with: the same checker as `authenticate`'s. */
+  checkKey: CheckKey;
+  /** serve the OpenAPI document and UI at /docs (default true; tests may skip them) */
   docs?: boolean;
-  /** serve the operator dashboard at /dashboard (default true; the CLI skips it) */
+  /** serve the operator dashboard at /dashboard (default true) */
   dashboard?: boolean;
-  /** serve the tenant portal at /portal (default true; the CLI skips it) */
+  /** serve the tenant portal at /portal (default true) */
   portal?: boolean;
-  /**
-   * What the dashboard's sign-in checks a typed key with; default: the stored keys and
-   * config.adminKey, as makeAuthenticator checks bearer keys.
-   */
-  checkKey?: CheckKey;
 }
 
 /** Fastify's own 4xx errors, by Fastify code, in our vocabulary (others are bad_request). */
@@ -267,7 +262,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     await registerDashboard(app, {
       ...ctx,
       calls,
-      checkKey: options.checkKey ?? makeKeyChecker(pool, config.adminKey),
+      checkKey: options.checkKey,
     });
   }
   if (options.portal !== false) await registerPortal(app, { ...ctx, calls });

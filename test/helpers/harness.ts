@@ -3,7 +3,7 @@
  * on a test database, with short retry delays set by configuration.
  */
 import type { FastifyInstance } from "fastify";
-import { createApiKey, makeAuthenticator } from "../../src/api/auth.ts";
+import { createApiKey, makeAuthenticator, makeKeyChecker } from "../../src/api/auth.ts";
 import { type ApiOptions, buildApi } from "../../src/api/server.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
 import { makeHttpSender } from "../../src/delivery/http-sender.ts";
@@ -76,13 +76,15 @@ export async function buildTestApi(
   const { pool, config } = options;
   const batcher = options.batcher ?? makeEnqueueBatcher(pool, config.delivery.maxAttempts);
   batcher.start();
+  const checkKey = makeKeyChecker(pool, config.adminKey);
   const api = await buildApi({
     logger: silentLogger,
     ssrfGuard: makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
     secretBox: makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
     redactor: makeRedactor(config.sensitiveFields),
     metrics: makeMetrics({ pool, maxEndpointLabels: config.metricsMaxEndpoints }),
-    authenticate: makeAuthenticator(pool, config.adminKey),
+    authenticate: makeAuthenticator(checkKey),
+    checkKey,
     ...options,
     batcher,
   });

@@ -37,14 +37,12 @@ export function registerDatabaseCommands(program: Command): void {
     .command("migrate")
     .description("apply database migrations and exit")
     .action(async () => {
-      const [{ makeLogger }, { makeRedactor }, { openDatabase }, { migrate }] = await Promise.all([
-        import("../../logger.ts"),
-        import("../../security/redact.ts"),
+      const [{ makeProcessLogging, openDatabase }, { migrate }] = await Promise.all([
         import("../../runtime.ts"),
         import("../../db/migrate.ts"),
       ]);
       const config = loadConfig();
-      const logger = makeLogger(config.logLevel, makeRedactor(config.sensitiveFields));
+      const { logger } = makeProcessLogging(config);
       const { pool, embedded } = await openDatabase(config, logger);
       try {
         const applied = await migrate(pool);

@@ -27,10 +27,8 @@ interface ServeFlags {
 }
 
 async function serve(roles: Roles, flags: ServeFlags): Promise<void> {
-  const [{ loadConfig }, { makeLogger }, { makeRedactor }, { startRuntime }] = await Promise.all([
+  const [{ loadConfig }, { makeProcessLogging, startRuntime }] = await Promise.all([
     import("../../config.ts"),
-    import("../../logger.ts"),
-    import("../../security/redact.ts"),
     import("../../runtime.ts"),
   ]);
   const config: Config = loadConfig(undefined, {
@@ -38,8 +36,9 @@ async function serve(roles: Roles, flags: ServeFlags): Promise<void> {
     ...(flags.port !== undefined && { port: flags.port }),
     ...(flags.concurrency !== undefined && { worker: { concurrency: flags.concurrency } }),
   });
-  const logger = makeLogger(config.logLevel, makeRedactor(config.sensitiveFields));
-  const runtime = await startRuntime(config, roles, logger);
+  const logging = makeProcessLogging(config);
+  const { logger } = logging;
+  const runtime = await startRuntime(config, roles, logging);
   const out = (line: string) => process.stdout.write(`${line}\n`);
   if (runtime.apiUrl) {
     out(`hookrelay API listening on ${runtime.apiUrl} (OpenAPI UI at ${runtime.apiUrl}/docs)`);
