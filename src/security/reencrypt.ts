@@ -6,6 +6,8 @@
  * returned cursor (`after`) when run in slices, as the API route does.
  */
 import type { Pool } from "../db/pool.ts";
+import { rewriteSecrets, secretsAfter } from "../db/queries/endpoint-secrets.ts";
+import { rewriteUrlTokens, urlTokensAfter } from "../db/queries/endpoints.ts";
 import type { SecretBox } from "./secret-box.ts";
 
 export interface ReencryptOptions {
@@ -39,18 +41,15 @@ export async function reencryptSecrets(
   // endpoint has at most one, so there are far fewer of them than of secrets
   let changed = after === 0 ? await reencryptUrlTokens(pool, box, batch, options.onProgress) : 0;
   for (;;) {
-    const { rows } = await pool.query(
-      "select id, secret from endpoint_secrets where id > $1::bigint order by id limit $2::integer",
-      [after, batch],
-    );
-    if (rows.length === 0) return { changed, after, done: true };
-    after = Number(rows[rows.length - 1].id);
+    const rows = await secretsAfter(pool, after, batch);
+    const last = rows.at(-1);
+    if (last === undefined) return { changed, after, done: true };
+    after = Number(last.id);
     const stale = rows.filter((r) => box.needsReseal(r.secret));
     if (stale.length > 0) {
-      await pool.query(
-        `update endpoint_secrets s set secret = r.secret
-         from unnest($1::bigint[], $2::text[]) as r(id, secret) where s.id = r.id`,
-        [stale.map((r) => r.id), stale.map((r) => box.seal(box.open(r.secret)))],
+      await rewriteSecrets(
+        pool,
+        stale.map((r) => ({ id: r.id, secret: box.seal(box.open(r.secret)) })),
       );
       changed += stale.length;
       options.onProgress?.(changed);
@@ -70,19 +69,15 @@ async function reencryptUrlTokens(
   let after = "";
   let changed = 0;
   for (;;) {
-    const { rows } = await pool.query(
-      `select id, url_token from endpoints
-       where url_token is not null and id > $1::text order by id limit $2::integer`,
-      [after, batch],
-    );
-    if (rows.length === 0) return changed;
-    after = rows[rows.length - 1].id;
+    const rows = await urlTokensAfter(pool, after, batch);
+    const last = rows.at(-1);
+    if (last === undefined) return changed;
+    after = last.id;
     const stale = rows.filter((r) => box.needsReseal(r.url_token));
     if (stale.length > 0) {
-      await pool.query(
-        `update endpoints e set url_token = r.token
-         from unnest($1::text[], $2::text[]) as r(id, token) where e.id = r.id`,
-        [stale.map((r) => r.id), stale.map((r) => box.seal(box.open(r.url_token)))],
+      await rewriteUrlTokens(
+        pool,
+        stale.map((r) => ({ id: r.id, url_token: box.seal(box.open(r.url_token)) })),
       );
       changed += stale.length;
       onProgress?.(changed);

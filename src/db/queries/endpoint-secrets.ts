@@ -79,3 +79,35 @@ export async function replaceSecrets(
     [endpointId, MAX_OLD_SECRETS],
   );
 }
+
+/** A stored key as its re-encryption (security/reencrypt.ts) reads it. */
+export interface StoredSecret {
+  id: number;
+  /** sealed, or plain when it was stored without an encryption key */
+  secret: string;
+}
+
+/**
+ * Every endpoint's keys, current and old, in id order: the `limit` after id `after`
+ * (0 for the first page).
+ */
+export async function secretsAfter(
+  db: Queryable,
+  after: number,
+  limit: number,
+): Promise<StoredSecret[]> {
+  const { rows } = await db.query<StoredSecret>(
+    "select id, secret from endpoint_secrets where id > $1::bigint order by id limit $2::integer",
+    [after, limit],
+  );
+  return rows;
+}
+
+/** Stores each key's new value (re-sealed) by id; one statement for all of them. */
+export async function rewriteSecrets(db: Queryable, keys: readonly StoredSecret[]): Promise<void> {
+  await db.query(
+    `update endpoint_secrets s set secret = r.secret
+     from unnest($1::bigint[], $2::text[]) as r(id, secret) where s.id = r.id`,
+    [keys.map((k) => k.id), keys.map((k) => k.secret)],
+  );
+}

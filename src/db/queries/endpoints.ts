@@ -222,3 +222,39 @@ export async function deleteEndpoint(
   );
   return rows[0] ?? null;
 }
+
+/** An endpoint's stored URL token as its re-encryption (security/reencrypt.ts) reads it. */
+export interface StoredUrlToken {
+  id: string;
+  /** sealed, or plain when it was stored without an encryption key */
+  url_token: string;
+}
+
+/**
+ * The endpoints that have a URL token, in id order: the `limit` after id `after` ("" for
+ * the first page; every id sorts after it).
+ */
+export async function urlTokensAfter(
+  db: Queryable,
+  after: string,
+  limit: number,
+): Promise<StoredUrlToken[]> {
+  const { rows } = await db.query<StoredUrlToken>(
+    `select id, url_token from endpoints
+     where url_token is not null and id > $1::text order by id limit $2::integer`,
+    [after, limit],
+  );
+  return rows;
+}
+
+/** Stores each endpoint's new URL token (re-sealed) by id; one statement for all of them. */
+export async function rewriteUrlTokens(
+  db: Queryable,
+  tokens: readonly StoredUrlToken[],
+): Promise<void> {
+  await db.query(
+    `update endpoints e set url_token = r.token
+     from unnest($1::text[], $2::text[]) as r(id, token) where e.id = r.id`,
+    [tokens.map((t) => t.id), tokens.map((t) => t.url_token)],
+  );
+}
