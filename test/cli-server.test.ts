@@ -144,7 +144,7 @@ describe("one configuration: the server's", () => {
       });
       expect(r.code, show(r)).toBe(1);
       expect(r.stderr).toMatch(
-        /refusing to deliver to 127\.0\.0\.1: loopback.*\(url_not_allowed\)/,
+        /refusing to deliver to 127\.0\.0\.1: loopback.*HOOKRELAY_SSRF_ALLOWLIST can exempt it\) \(url_not_allowed\)/,
       );
     } finally {
       await strict.close();

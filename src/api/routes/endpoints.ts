@@ -160,7 +160,11 @@ export function registerEndpointRoutes(
       await ssrfGuard.checkUrl(urlToCheck(body.url));
     } catch (err) {
       if (err instanceof SsrfBlockedError) {
-        throw apiError("url_not_allowed", `url is not allowed: ${err.message}`, { cause: err });
+        throw apiError(
+          "url_not_allowed",
+          `url is not allowed: ${err.message} (the server's HOOKRELAY_SSRF_ALLOWLIST can exempt it)`,
+          { cause: err },
+        );
       }
       throw err;
     }
