@@ -4,7 +4,8 @@
  * client's appPortalAccess link opens the portal (the token leaves the address bar); a
  * customer adds an endpoint, reveals its secret, and the next message arrives there signed
  * with it; app B's endpoint is unreachable; hostile strings in a description render as
- * text; the link expires; the page loads fast (the figure is printed).
+ * text; the link expires; the pages work from the keyboard and fit 1,280 px and a phone;
+ * the page loads fast (the figure is printed).
  */
 import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -12,7 +13,13 @@ import { Webhook } from "standardwebhooks";
 import { Svix } from "svix";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { portalSecretHash } from "../src/security/portal-token.ts";
-import { chartsDrawn, launchBrowser, watchPage } from "./helpers/browser.ts";
+import {
+  chartsDrawn,
+  focusedText,
+  launchBrowser,
+  sidewaysOverflow,
+  watchPage,
+} from "./helpers/browser.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
@@ -190,6 +197,24 @@ describe("the portal in Chromium", () => {
     problems.push(...watchPage(fresh));
     await fresh.goto(link.url);
     await fresh.waitForSelector("#portal-status >> text=expired or was revoked");
+  });
+
+  test("keyboard and 1,280 px: Tab reaches the skip link and the menu, Enter follows a link, nothing scrolls sideways", async () => {
+    const { url } = await svix.authentication.appPortalAccess(appA, {});
+    await open(url);
+    expect(await sidewaysOverflow(page)).toBeLessThanOrEqual(0);
+    await page.keyboard.press("Tab");
+    await expect(focusedText(page)).resolves.toBe("Skip to content");
+    const reached: string[] = [];
+    for (let i = 0; i < 8 && reached.at(-1) !== "Delivery log"; i++) {
+      await page.keyboard.press("Tab");
+      reached.push(await focusedText(page));
+    }
+    expect(reached).toContain("Endpoints");
+    expect(reached.at(-1)).toBe("Delivery log");
+    await Promise.all([page.waitForURL(`${base}/portal/messages`), page.keyboard.press("Enter")]);
+    await expect(page.locator("h1").textContent()).resolves.toBe("Delivery log");
+    expect(await sidewaysOverflow(page)).toBeLessThanOrEqual(0);
   });
 
   test("on a phone the endpoint list, an endpoint's page and its form fit the screen", async () => {
