@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { HookRelay } from "../src/index.ts";
+import { ERROR_CODES, HookRelay } from "../src/index.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
@@ -50,11 +50,26 @@ test("send() inside the caller's transaction commits or rolls back with it", asy
   }
 });
 
-test("send() rejects bad input with a clear error", async () => {
-  await expect(relay.send("nope", { eventType: "a", payload: {} })).rejects.toThrow(/not found/);
-  await expect(relay.send("lib", { eventType: "a b", payload: {} })).rejects.toThrow(/eventType/);
-  await expect(relay.send("lib", { eventType: "a", payload: "{oops" })).rejects.toThrow(
-    /valid JSON/,
+test("send() rejects bad input with a clear error and a stable code from the registry", async () => {
+  const refused = (code: string, message: RegExp) =>
+    expect.objectContaining({
+      name: "HookRelayError",
+      code,
+      message: expect.stringMatching(message),
+    });
+  await expect(relay.send("nope", { eventType: "a", payload: {} })).rejects.toEqual(
+    refused("not_found", /not found/),
   );
-  await expect(relay.send("lib", { eventType: "a", payload: [1] })).rejects.toThrow(/object/);
+  await expect(relay.send("lib", { eventType: "a b", payload: {} })).rejects.toEqual(
+    refused("invalid_event_type", /eventType/),
+  );
+  await expect(relay.send("lib", { eventType: "a", payload: "{oops" })).rejects.toEqual(
+    refused("invalid_payload", /valid JSON/),
+  );
+  await expect(relay.send("lib", { eventType: "a", payload: [1] })).rejects.toEqual(
+    refused("invalid_payload", /object/),
+  );
+  for (const code of ["not_found", "invalid_event_type", "invalid_payload"]) {
+    expect(Object.keys(ERROR_CODES)).toContain(code);
+  }
 });
