@@ -1,11 +1,17 @@
 /**
  * `hookrelay/server`: the service's parts, for embedding it in your own process: the
  * configuration, migrations, the API (Fastify), a worker, and `startRuntime`, which wires
- * them as `hookrelay start` does.
+ * them as `hookrelay start` does (with the logger and redactor of `makeProcessLogging`).
  */
 export { buildApi } from "./api/server.ts";
 export { type Config, type ConfigOverrides, loadConfig } from "./config.ts";
 export { migrate } from "./db/migrate.ts";
 export { ApiError } from "./errors.ts";
-export { type Roles, type Runtime, startRuntime } from "./runtime.ts";
+export {
+  makeProcessLogging,
+  type ProcessLogging,
+  type Roles,
+  type Runtime,
+  startRuntime,
+} from "./runtime.ts";
 export { makeWorker, type Worker } from "./worker/worker.ts";

