@@ -1,7 +1,8 @@
 /**
- * Rewrites every stored signing secret (and every endpoint's URL token) under the current encryption key: plain ones get
- * sealed (a key was added), ones sealed under a previous key get re-sealed (the key was
- * rotated), sealed ones get opened when no key is configured any more. Batches of rows,
+ * Rewrites every stored signing secret (and every endpoint's URL token) under the current
+ * encryption key: plain ones get sealed (a key was added), ones sealed under a previous key
+ * get re-sealed (the key was rotated), sealed ones get opened when no key is configured any
+ * more. Batches of rows,
  * each batch its own statement; safe to interrupt and run again, and resumable from the
  * returned cursor (`after`) when run in slices, as the API route does.
  */
