@@ -1,9 +1,9 @@
 /** What the portal's pages are given: its deps, the request's session, capability checks. */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ApiContext } from "../api/context.ts";
+import { forbidden } from "../api/errors.ts";
 import type { InProcessCalls } from "../api/in-process.ts";
 import type { PortalCapability } from "../api/routes/portal-access.ts";
-import { ApiError } from "../errors.ts";
 import type { PortalPageOptions } from "./layout.ts";
 import type { PortalSession, PortalSessions } from "./session.ts";
 
@@ -46,6 +46,5 @@ export const can = (session: PortalSession, what: keyof typeof CAN): boolean =>
 
 /** Throws a 403 unless the session's link grants `what`. */
 export function requireCan(session: PortalSession, what: keyof typeof CAN): void {
-  if (!can(session, what))
-    throw new ApiError(403, "forbidden", "this portal link does not allow that action");
+  if (!can(session, what)) throw forbidden("this portal link does not allow that action");
 }

@@ -7,11 +7,11 @@
  *   POST /portal/sign-out  ends this browser's session (the link stays usable until it expires)
  */
 import type { FastifyInstance } from "fastify";
+import { apiError } from "../../api/errors.ts";
 import { assetUrl } from "../../dashboard/assets.ts";
 import { CsrfError, checkOrigin } from "../../dashboard/csrf.ts";
 import { html } from "../../dashboard/html.ts";
 import { servedOverHttps } from "../../dashboard/session.ts";
-import { ApiError } from "../../errors.ts";
 import { type PortalDeps, sessionOf } from "../context.ts";
 
 export function registerAccessPages(app: FastifyInstance, deps: PortalDeps): void {
@@ -51,8 +51,7 @@ export function registerAccessPages(app: FastifyInstance, deps: PortalDeps): voi
       checkOrigin(request, config.publicUrl);
       const secure = servedOverHttps(request, config.publicUrl);
       const session = await sessions.open(request.body.token, reply, secure);
-      if (!session)
-        throw new ApiError(401, "unauthorized", "this portal link has expired or was revoked");
+      if (!session) throw apiError("unauthorized", "this portal link has expired or was revoked");
       return reply.code(204).send();
     },
   );
