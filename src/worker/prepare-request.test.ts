@@ -85,3 +85,37 @@ test("a secret sealed under a key this process lacks: no request, a transient si
   });
   expect(prepared.outcome.error).toMatch(/^signing secret could not be opened: /);
 });
+
+test("a custom User-Agent replaces hookrelay's: one user-agent header, whatever its case", () => {
+  const preparer = makeRequestPreparer({ secretBox: makeSecretBox(undefined) });
+  const prepared = preparer.prepare(claim({ headers: { "User-Agent": "acme-relay/2" } }));
+  if (!prepared.ok) throw new Error("not prepared");
+  const agents = Object.entries(prepared.request.headers).filter(
+    ([n]) => n.toLowerCase() === "user-agent",
+  );
+  expect(agents).toEqual([["User-Agent", "acme-relay/2"]]);
+});
+
+test("headers saved before the API refused them are dropped at send time, told once per endpoint", () => {
+  const warnings: unknown[] = [];
+  const preparer = makeRequestPreparer({
+    secretBox: makeSecretBox(undefined),
+    logger: { warn: ((obj: unknown) => void warnings.push(obj)) as never },
+  });
+  const c = claim({
+    headers: { Expect: "100-continue", Connection: "close", "x-kept": "1", "Webhook-Id": "forged" },
+  });
+  for (let i = 0; i < 3; i++) {
+    const prepared = preparer.prepare(c);
+    if (!prepared.ok) throw new Error("not prepared");
+    const names = Object.keys(prepared.request.headers).map((n) => n.toLowerCase());
+    expect(names).not.toContain("expect");
+    expect(names).not.toContain("connection");
+    expect(names.filter((n) => n === "webhook-id")).toHaveLength(1);
+    expect(prepared.request.headers["webhook-id"]).toBe("msg_1");
+    expect(prepared.request.headers["x-kept"]).toBe("1");
+  }
+  expect(warnings).toEqual([
+    { endpointId: "ep_1", dropped: ["Expect", "Connection", "Webhook-Id"] },
+  ]);
+});

@@ -13,6 +13,7 @@
  * template needs (a dead letter of kind `missing_field`, unless the endpoint renders missing
  * fields empty): those are attempt outcomes of their own (docs/delivery.md, What is retried).
  */
+import { sendableHeaders } from "../delivery/endpoint-headers.ts";
 import { FORM_CONTENT_TYPE, formBody } from "../delivery/form-body.ts";
 import type { AttemptResult, OutboundRequest } from "../delivery/http-sender.ts";
 import { ErrorKind, Verdict } from "../delivery/retry-policy.ts";
@@ -24,6 +25,7 @@ import {
   renderUrlTemplate,
   type UrlTemplate,
 } from "../delivery/url-template.ts";
+import type { Logger } from "../logger.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
 import type { SecretBox } from "../security/secret-box.ts";
 
@@ -66,11 +68,14 @@ export function makeRequestPreparer(deps: {
   secretBox: SecretBox;
   /** field names whose values a rendered URL masks in attempt rows (security/redact.ts) */
   isSensitive?: (name: string) => boolean;
+  /** told once per endpoint about custom headers dropped at send time */
+  logger?: Pick<Logger, "warn">;
 }): RequestPreparer {
   const keyCache = new Map<string, SigningKey>();
   const tokenCache = new Map<string, string>();
   const templates = new Map<string, UrlTemplate | Error>();
   const isSensitive = deps.isSensitive ?? (() => false);
+  const droppedLogged = new Set<string>();
 
   const keysFor = (secrets: string[]) =>
     secrets.map((secret) =>
@@ -158,9 +163,25 @@ export function makeRequestPreparer(deps: {
         contentType = "application/json";
       }
 
+      // Headers saved before the API refused them (Expect, Connection, ...) are dropped, so
+      // the endpoint's deliveries still go out; a custom User-Agent replaces ours
+      // (docs/delivery.md, Custom headers).
+      const custom = sendableHeaders(claim.headers);
+      if (custom.dropped.length > 0) {
+        const key = `${claim.endpointId} ${custom.dropped.join(",")}`;
+        if (!droppedLogged.has(key)) {
+          if (droppedLogged.size > CACHE_MAX) droppedLogged.clear();
+          droppedLogged.add(key);
+          deps.logger?.warn(
+            { endpointId: claim.endpointId, dropped: custom.dropped },
+            "endpoint headers the sender controls were not sent",
+          );
+        }
+      }
+      const ownAgent = !Object.keys(custom.headers).some((n) => n.toLowerCase() === "user-agent");
       const headers: Record<string, string> = {
-        ...claim.headers,
-        "user-agent": USER_AGENT,
+        ...custom.headers,
+        ...(ownAgent && { "user-agent": USER_AGENT }),
         "webhook-id": claim.messageId,
         "webhook-timestamp": String(timestamp),
         "webhook-signature": signatureHeader(keys, claim.messageId, timestamp, body ?? ""),

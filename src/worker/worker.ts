@@ -112,6 +112,7 @@ export function makeWorker(options: WorkerOptions): Worker {
   const preparer = makeRequestPreparer({
     secretBox: options.secretBox,
     isSensitive: options.redactor.isSensitive,
+    logger,
   });
   const running = new Map<number, Running>();
   const recorder = makeAttemptRecorder({
