@@ -1,7 +1,9 @@
 /**
  * When to try again (docs/delivery.md, Retries and What is retried). The classification table and the defaults are data;
- * `retryDelayMs` is the one function that computes a delay.
+ * `retryDelayMs` is the one function that computes a delay. A receiver's Retry-After is read
+ * by retry-after.ts (re-exported here for the sender).
  */
+export { parseRetryAfter } from "./retry-after.ts";
 
 /** What an attempt's outcome means for its delivery. */
 export const Verdict = {
@@ -85,17 +87,4 @@ export function retryDelayMs(
   if (retryAfterMs !== null) return Math.min(policy.capMs, Math.max(0, retryAfterMs));
   const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** attempt);
   return Math.floor(random() * ceiling);
-}
-
-/** Parses a Retry-After header (delta seconds or an HTTP date) into milliseconds from `now`. */
-export function parseRetryAfter(
-  value: string | undefined,
-  now: number = Date.now(),
-): number | null {
-  if (!value) return null;
-  const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
-  const date = Date.parse(trimmed);
-  if (Number.isNaN(date)) return null;
-  return Math.max(0, date - now);
 }

@@ -1,0 +1,117 @@
+/**
+ * A receiver answering 429 with an invalid Retry-After (`-5`, `1.5`) gets the normal
+ * backoff: the header is ignored, the endpoint is not paused, and the next attempt is due
+ * after the jittered delay, not at once (docs/delivery.md, Retries). Before, `-5` was read as
+ * a date in 2001, so every attempt went out at once and the message was dead-lettered.
+ *
+ * End to end: the in-process API and one worker on a test database, a real receiver on
+ * 127.0.0.1. Math.random is pinned to 0.5 while an attempt is recorded, so the full-jitter
+ * delay is exactly half its ceiling and the assertions read the recorded next_attempt_at
+ * instead of waiting for the retry.
+ */
+import { afterAll, afterEach, beforeAll, expect, test, vi } from "vitest";
+import {
+  deliveryCalls,
+  type ScriptedReceiver,
+  startScriptedReceiver,
+} from "./helpers/deliveries.ts";
+import { type Harness, startHarness } from "./helpers/harness.ts";
+import { waitFor } from "./helpers/receiver.ts";
+
+let h: Harness;
+let rx: ScriptedReceiver;
+
+beforeAll(async () => {
+  h = await startHarness();
+  rx = await startScriptedReceiver();
+  h.startWorker();
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+afterAll(async () => {
+  await h?.close();
+  await rx?.close();
+});
+
+const { newApp, newEndpoint, send, attemptRows } = deliveryCalls(() => h);
+
+// After attempt 1 the jittered delay is random() * min(cap, base * 2^1): 0.5 * 20 min.
+const BASE_MS = 600_000;
+const CAP_MS = 3_600_000;
+const HALF_CEILING_MS = 0.5 * Math.min(CAP_MS, BASE_MS * 2);
+
+interface AfterFirstAttempt {
+  status: string;
+  attemptCount: number;
+  /** next_attempt_at - now() when read, in ms */
+  dueInMs: number;
+  /** endpoint_health.paused_until - now(), in ms; null when not paused */
+  pausedForMs: number | null;
+}
+
+/** Sends one message to an endpoint always answering 429 with `retryAfter`, and reads the rows after attempt 1. */
+async function firstAttemptWith(retryAfter: string): Promise<AfterFirstAttempt> {
+  vi.spyOn(Math, "random").mockReturnValue(0.5);
+  const appId = await newApp();
+  const path = rx.route(() => ({ status: 429, headers: { "retry-after": retryAfter } }));
+  const endpointId = await newEndpoint(appId, `${rx.url}${path}`, {
+    maxAttempts: 2,
+    retryBaseMs: BASE_MS,
+    retryCapMs: CAP_MS,
+  });
+  const msgId = await send(appId);
+  await waitFor(
+    async () => (await attemptRows(msgId)).length === 1,
+    10_000,
+    "the first attempt to be recorded",
+  );
+  const { rows } = await h.db.pool.query(
+    `select d.status, d.attempt_count,
+            extract(epoch from d.next_attempt_at - now()) * 1000 as due_in_ms,
+            extract(epoch from h.paused_until - now()) * 1000 as paused_for_ms
+     from deliveries d left join endpoint_health h on h.endpoint_id = d.endpoint_id
+     where d.message_id = $1 and d.endpoint_id = $2`,
+    [msgId, endpointId],
+  );
+  const row = rows[0];
+  return {
+    status: row.status,
+    attemptCount: row.attempt_count,
+    dueInMs: Number(row.due_in_ms),
+    pausedForMs: row.paused_for_ms === null ? null : Number(row.paused_for_ms),
+  };
+}
+
+test.each(["-5", "1.5"])(
+  "429 with Retry-After: %s is ignored: the normal backoff applies, no pause, no dead letter",
+  async (retryAfter) => {
+    const after = await firstAttemptWith(retryAfter);
+    expect(after.status).toBe("failed");
+    expect(after.attemptCount).toBe(1);
+    // half the ceiling from when the attempt was recorded (a few seconds of slack for the
+    // time between the write and this read on a slow machine)
+    expect(after.dueInMs).toBeLessThanOrEqual(HALF_CEILING_MS);
+    expect(after.dueInMs).toBeGreaterThan(HALF_CEILING_MS - 10_000);
+    expect(after.pausedForMs).toBeNull();
+  },
+);
+
+test("a valid Retry-After: 120 sets the delay and pauses the endpoint instead (the control)", async () => {
+  const after = await firstAttemptWith("120");
+  expect(after.status).toBe("failed");
+  expect(after.dueInMs).toBeLessThanOrEqual(120_000);
+  expect(after.dueInMs).toBeGreaterThan(110_000);
+  expect(after.pausedForMs).not.toBeNull();
+  expect(after.pausedForMs!).toBeLessThanOrEqual(120_000);
+  expect(after.pausedForMs!).toBeGreaterThan(110_000);
+});
+
+test("a huge Retry-After is clamped to the endpoint's cap", async () => {
+  const after = await firstAttemptWith("99999999999999999999");
+  expect(after.dueInMs).toBeLessThanOrEqual(CAP_MS);
+  expect(after.dueInMs).toBeGreaterThan(CAP_MS - 10_000);
+  expect(after.pausedForMs!).toBeLessThanOrEqual(CAP_MS);
+});
