@@ -4,6 +4,7 @@
  * (db/queries/endpoints.ts).
  */
 import type { EndpointFields } from "../db/queries/endpoints.ts";
+import { headerRefusal } from "../delivery/endpoint-headers.ts";
 import { InvalidSecretError, secretKey } from "../delivery/sign.ts";
 import { badRequest, validationError } from "./errors.ts";
 import {
@@ -41,22 +42,6 @@ export type EndpointIn = PostbackIn &
     ratePerHour: number | null;
   }>;
 
-/** Headers the signature scheme or HTTP itself owns; endpoints may not set them. */
-const RESERVED_HEADERS = new Set([
-  "webhook-id",
-  "webhook-timestamp",
-  "webhook-signature",
-  "content-type",
-  "content-length",
-  "host",
-  "connection",
-  "transfer-encoding",
-  "keep-alive",
-  "upgrade",
-  "te",
-  "trailer",
-]);
-
 const nullableInt = (minimum: number, maximum: number) =>
   ({ type: ["integer", "null"], minimum, maximum }) as const;
 
@@ -70,13 +55,12 @@ const endpointProperties = {
   metadata: metadataSchema,
   headers: {
     type: ["object", "null"],
-    // visible ASCII, tab and obs-text; CR/LF would split the request
-    additionalProperties: {
-      type: "string",
-      maxLength: 4096,
-      pattern: "^[\\t\\x20-\\x7e\\x80-\\xff]*$",
-    },
-    propertyNames: { pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$", maxLength: 256 },
+    description:
+      "Custom headers sent with every delivery. Names are RFC 9110 tokens, values have no CR, LF or NUL; headers the sender controls (Expect, Host, Content-Type, Content-Length, Connection and the other hop-by-hop headers, webhook-*, Proxy-*) are refused. A User-Agent replaces hookrelay's.",
+    // names and values are checked by checkHeaders (delivery/endpoint-headers.ts), whose
+    // refusals name the header and say why
+    additionalProperties: { type: "string", maxLength: 4096 },
+    propertyNames: { maxLength: 256 },
     maxProperties: 32,
   },
   uid: uidSchema,
@@ -190,10 +174,18 @@ export function checkUrl(raw: string): string {
   return raw;
 }
 
+/** The endpoint's custom headers, or a 422 naming the first that may not be sent and why. */
 function checkHeaders(headers: Record<string, string>): Record<string, string> {
-  for (const name of Object.keys(headers)) {
-    if (RESERVED_HEADERS.has(name.toLowerCase()))
-      throw validationError(`header ${name} is set by hookrelay and cannot be overridden`);
+  const seen = new Map<string, string>();
+  for (const [name, value] of Object.entries(headers)) {
+    const why = headerRefusal(name, value);
+    if (why) throw validationError(`header ${JSON.stringify(name)} ${why}`);
+    const prior = seen.get(name.toLowerCase());
+    if (prior !== undefined)
+      throw validationError(
+        `headers ${JSON.stringify(prior)} and ${JSON.stringify(name)} are the same header (names are case-insensitive): give it once`,
+      );
+    seen.set(name.toLowerCase(), name);
   }
   return headers;
 }
