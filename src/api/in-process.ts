@@ -19,6 +19,8 @@ export interface InProcessResult {
   status: number;
   // biome-ignore lint/suspicious/noExplicitAny: JSON of the route called; callers read it by the route's documented shape
   body: any;
+  /** the answer as sent, for JSON that must not be re-serialized (a stored payload) */
+  text: string;
 }
 
 export interface InProcessCalls {
@@ -64,7 +66,7 @@ export function makeInProcessCalls(app: () => FastifyInstance): InProcessCalls {
             parsed = res.body;
           }
         }
-        return { status: res.statusCode, body: parsed };
+        return { status: res.statusCode, body: parsed, text: res.body };
       } finally {
         passes.delete(pass);
       }

@@ -83,6 +83,7 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["POST", "/dashboard/endpoints/:endpointId/rotate-secret", { kind: "dashboard" }],
   ["GET HEAD", "/dashboard/messages", { kind: "dashboard" }],
   ["GET HEAD", "/dashboard/messages/:msgId", { kind: "dashboard" }],
+  ["GET HEAD", "/dashboard/messages/:msgId/payload", { kind: "dashboard" }],
   ["POST", "/dashboard/messages/:msgId/resend", { kind: "dashboard" }],
   ["POST", "/dashboard/sign-out", { kind: "dashboard" }],
   // applications
@@ -221,6 +222,7 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ],
   ["GET HEAD", "/portal/messages", { kind: "portal" }],
   ["GET HEAD", "/portal/messages/:msgId", { kind: "portal" }],
+  ["GET HEAD", "/portal/messages/:msgId/payload", { kind: "portal" }],
   ["POST", "/portal/messages/:msgId/endpoints/:endpointId/resend", { kind: "portal" }],
   ["GET HEAD", "/portal/event-types", { kind: "portal" }],
 ];

@@ -12,6 +12,7 @@ import { type DashboardDeps, sessionOf } from "../context.ts";
 import { badge, count, time } from "../format.ts";
 import { dashboardPath, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
+import { clippedText } from "../payload-view.ts";
 import { queryStrings } from "../query.ts";
 
 const FILTERS = ["endpoint_id", "status_code", "error_kind", "since"] as const;
@@ -76,7 +77,7 @@ ${
   <td class="num">${count(a.deadCount as number)}</td>
   <td>${badge("warning", String(a.pattern).replaceAll("_", " "))}</td>
   <td class="text">${a.suggestedAction}</td>
-  <td class="hide-narrow text">${a.mostCommonStatusCode ?? "no status"}: ${a.mostCommonError ?? ""}</td>
+  <td class="hide-narrow text">${a.mostCommonStatusCode ?? "no status"}: ${clippedText(String(a.mostCommonError ?? ""))}</td>
   <td class="hide-narrow">${time(a.firstDeadAt as string)} – ${time(a.lastDeadAt as string)}</td>
   <td><a class="button" href="${dashboardPath(["endpoints", a.endpointId as string, "requeue"])}">Requeue…</a></td>
 </tr>`,
@@ -103,7 +104,7 @@ ${
   <td class="url hide-narrow"><a href="${dashboardPath(["endpoints", d.endpointId as string])}">${d.url}</a></td>
   <td class="num">${d.attempts}</td>
   <td>${d.statusCode ?? d.errorKind ?? ""}</td>
-  <td class="text">${d.error ? redactor.text(String(d.error)) : ""}</td>
+  <td class="text">${d.error ? clippedText(redactor.text(String(d.error))) : ""}</td>
 </tr>`,
     )}</tbody></table></div>
 ${letters.length === 0 ? html`<p class="muted">None.</p>` : ""}

@@ -18,6 +18,7 @@ import { deliveryFacts } from "../endpoint-form.ts";
 import { age, badge, count, dash, ms, ownApp, percent, time } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
+import { clippedText } from "../payload-view.ts";
 import { queryStrings } from "../query.ts";
 import { endpointAppId } from "../sql/message-lookup.ts";
 import { chartHours, chartSrc, rangeLinks } from "./overview.ts";
@@ -177,7 +178,7 @@ ${
   dl &&
   html`<section aria-labelledby="h-dead"><h2 id="h-dead">Dead letters</h2>
 <p>${count(dl.deadCount as number)} dead, pattern <strong>${String(dl.pattern).replaceAll("_", " ")}</strong>: ${dl.suggestedAction as string}</p>
-<p class="muted">Most common: ${dl.mostCommonStatusCode ?? "no status"}, ${dl.mostCommonError ? redactor.text(dl.mostCommonError as string) : "no error text"}; first ${time(dl.firstDeadAt as string)}, last ${time(dl.lastDeadAt as string)}.</p></section>`
+<p class="muted">Most common: ${dl.mostCommonStatusCode ?? "no status"}, ${dl.mostCommonError ? clippedText(redactor.text(dl.mostCommonError as string)) : "no error text"}; first ${time(dl.firstDeadAt as string)}, last ${time(dl.lastDeadAt as string)}.</p></section>`
 }
 <section aria-labelledby="h-attempts"><h2 id="h-attempts">Recent attempts</h2>
 <div class="table-wrap"><table data-testid="attempts">
@@ -189,7 +190,7 @@ ${
   <td class="num">${a.attemptNumber}</td>
   <td>${badge(a.statusText === "success" ? "ok" : "critical", a.responseStatusCode ? String(a.responseStatusCode) : String(a.errorKind ?? "error"))}</td>
   <td class="num">${ms(a.responseDurationMs as number)}</td>
-  <td class="text">${a.error ? redactor.text(a.error as string) : a.response ? redactor.text(String(a.response).slice(0, 200)) : ""}</td>
+  <td class="text">${a.error ? clippedText(redactor.text(a.error as string)) : a.response ? redactor.text(String(a.response).slice(0, 200)) : ""}</td>
 </tr>`,
       )}</tbody></table></div>
 ${(attempts.body.data as unknown[]).length === 0 ? html`<p class="muted">No attempts yet.</p>` : ""}

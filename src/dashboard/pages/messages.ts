@@ -3,6 +3,8 @@
  * /dashboard/messages/{msgId}: one message (docs/dashboard.md, "Pages"): its payload with
  * sensitive fields masked, every delivery with its attempt timeline, and resend to one
  * endpoint (POST /dashboard/messages/{msgId}/resend, carried out by the API's resend route).
+ * The payload is shown bounded (payload-view.ts); GET /dashboard/messages/{msgId}/payload
+ * downloads it as stored.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../api/auth.ts";
@@ -14,6 +16,8 @@ import { field } from "../form-body.ts";
 import { badge, ms, ownApp, time } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
+import { sendPayload, storedPayload } from "../payload-download.ts";
+import { clippedText, payloadView } from "../payload-view.ts";
 import { queryStrings } from "../query.ts";
 import { lookUpMessages, type MessageHit } from "../sql/message-lookup.ts";
 
@@ -32,8 +36,8 @@ export function registerMessagePages(app: FastifyInstance, deps: DashboardDeps):
   async function detail(principal: Principal, csrf: string, hit: MessageHit): Promise<Html> {
     const base = `/api/v1/app/${encodeURIComponent(hit.app_id)}`;
     const msgId = encodeURIComponent(hit.id);
-    const [message, deliveries, attempts] = await Promise.all([
-      get(principal, `${base}/msg/${msgId}?with_content=true`),
+    const [payload, deliveries, attempts] = await Promise.all([
+      storedPayload(calls, principal, `${base}/msg/${msgId}`),
       get(principal, `${base}/msg/${msgId}/endpoint?limit=250`),
       get(principal, `${base}/attempt/msg/${msgId}?limit=250`),
     ]);
@@ -43,7 +47,6 @@ export function registerMessagePages(app: FastifyInstance, deps: DashboardDeps):
       list.push(a);
       byEndpoint.set(a.endpointId as string, list);
     }
-    const payload = redactor.text(JSON.stringify(message.payload ?? null, null, 2));
     return html`<section class="message" data-testid="message">
 <h2>Message <code>${hit.id}</code></h2>
 <dl class="facts">
@@ -53,7 +56,11 @@ export function registerMessagePages(app: FastifyInstance, deps: DashboardDeps):
   <dt>Created</dt><dd>${time(hit.created_at)}</dd>
 </dl>
 <h3>Payload <span class="muted">(sensitive fields masked)</span></h3>
-<pre data-testid="payload">${payload}</pre>
+${payloadView(
+  redactor.text(payload.text),
+  Buffer.byteLength(payload.text),
+  dashboardPath(["messages", hit.id, "payload"]),
+)}
 <h3>Deliveries</h3>
 ${
   (deliveries.data as Json[]).length === 0
@@ -66,7 +73,7 @@ ${
 <ol class="timeline" data-testid="attempt-timeline">${timeline.map(
           (a) => html`<li class="${a.statusText === "success" ? "success" : "failure"}">
   #${a.attemptNumber} ${time(a.timestamp as string)}: ${a.responseStatusCode ? `HTTP ${a.responseStatusCode}` : (a.errorKind ?? "error")}, ${ms(a.responseDurationMs as number)}${
-    a.error ? html` <span class="muted">${redactor.text(String(a.error))}</span>` : ""
+    a.error ? html` <span class="muted">${clippedText(redactor.text(String(a.error)))}</span>` : ""
   }</li>`,
         )}</ol>
 <form method="post" action="${dashboardPath(["messages", hit.id, "resend"])}" data-confirm="Send this message to this endpoint again?">
@@ -142,6 +149,16 @@ ${content}`,
         await detail(session.principal, session.csrfToken, hit),
         done,
       );
+    },
+  );
+
+  app.get<{ Params: { msgId: string } }>(
+    "/messages/:msgId/payload",
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const { session, hit } = await one(request);
+      const messageApi = `/api/v1/app/${encodeURIComponent(hit.app_id)}/msg/${encodeURIComponent(hit.id)}`;
+      return sendPayload(reply, await storedPayload(calls, session.principal, messageApi));
     },
   );
 

@@ -21,6 +21,7 @@ import {
   valuesOfForm,
 } from "../../dashboard/endpoint-form.ts";
 import { type Html, html } from "../../dashboard/html.ts";
+import { clippedText } from "../../dashboard/payload-view.ts";
 import { ApiError } from "../../errors.ts";
 import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
@@ -346,7 +347,7 @@ ${
 <td><a href="${portalPath(["messages", a.msgId])}"><code>${a.msgId}</code></a></td>
 <td>${a.status === 0 ? badge("delivered", String(a.responseStatusCode)) : badge("failed", a.responseStatusCode ? String(a.responseStatusCode) : (a.errorKind ?? "failed"))}</td>
 <td class="num">${ms(a.responseDurationMs)}</td>
-<td class="text hide-narrow">${a.error ?? ""}</td>
+<td class="text hide-narrow">${clippedText(a.error ?? "")}</td>
 </tr>`,
       )}</tbody></table></div>`
 }`;

@@ -5,19 +5,18 @@
  *   GET  /portal/messages/{msg}                   one message (id or eventId): its payload,
  *                                                 masked, and its delivery to each endpoint
  *                                                 with every attempt
+ *   GET  /portal/messages/{msg}/payload           its payload as stored, as a download
  *   POST /portal/messages/{msg}/endpoints/{ep}/resend
+ * The payload is shown bounded in size and depth (dashboard/payload-view.ts).
  */
 import type { FastifyInstance } from "fastify";
 import { html } from "../../dashboard/html.ts";
+import { sendPayload, storedPayload } from "../../dashboard/payload-download.ts";
+import { clippedText, payloadView } from "../../dashboard/payload-view.ts";
 import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
 import { badge, ms, when } from "../views.ts";
 import { actionButton, appApi, notice } from "./endpoints.ts";
-
-/** The payload as indented JSON, sensitive fields masked (HOOKRELAY_SENSITIVE_FIELDS). */
-function maskedPayload(payload: unknown, mask: (text: string) => string): string {
-  return mask(JSON.stringify(payload, null, 2));
-}
 
 export function registerMessagePages(app: FastifyInstance, deps: PortalDeps): void {
   app.get<{ Querystring: { iterator?: string } }>(
@@ -59,7 +58,17 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["messages"], { iter
     { schema: { hide: true } },
     async (request, reply) => {
       const session = sessionOf(request);
-      const msg = await deps.api(session, "GET", appApi(session, "msg", request.params.msgId));
+      // the facts without the payload; the payload as stored, never parsed (it may nest deeply)
+      const msg = await deps.api(
+        session,
+        "GET",
+        `${appApi(session, "msg", request.params.msgId)}?with_content=false`,
+      );
+      const payload = await storedPayload(
+        deps.calls,
+        session.principal,
+        appApi(session, "msg", msg.id),
+      );
       const deliveries = await deps.api(
         session,
         "GET",
@@ -85,7 +94,11 @@ ${notice(request.query.done)}
 <dt>Time</dt><dd>${when(msg.timestamp)}</dd>
 </dl>
 <h2>Payload</h2>
-<pre data-payload>${maskedPayload(msg.payload, deps.redactor.text)}</pre>
+${payloadView(
+  deps.redactor.text(payload.text),
+  Buffer.byteLength(payload.text),
+  portalPath(["messages", msg.id, "payload"]),
+)}
 <h2>Deliveries</h2>
 ${
   deliveries.data.length === 0
@@ -101,13 +114,23 @@ ${
           .map(
             // biome-ignore lint/suspicious/noExplicitAny: the attempt's documented shape
             (a: any) =>
-              html`<li class="${a.status === 0 ? "success" : "failure"}">${when(a.timestamp)} · attempt ${a.attemptNumber} · ${a.responseStatusCode || a.errorKind || "no response"} · ${ms(a.responseDurationMs)}${a.error ? html` · <span class="muted">${a.error}</span>` : ""}</li>`,
+              html`<li class="${a.status === 0 ? "success" : "failure"}">${when(a.timestamp)} · attempt ${a.attemptNumber} · ${a.responseStatusCode || a.errorKind || "no response"} · ${ms(a.responseDurationMs)}${a.error ? html` · <span class="muted">${clippedText(a.error)}</span>` : ""}</li>`,
           )}</ol>
 ${resend && actionButton(session, portalPath(["messages", msg.id, "endpoints", d.id, "resend"]), "Resend")}
 </section>`,
       )
 }`,
       });
+    },
+  );
+
+  app.get<{ Params: { msgId: string } }>(
+    "/messages/:msgId/payload",
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const messageApi = appApi(session, "msg", request.params.msgId);
+      return sendPayload(reply, await storedPayload(deps.calls, session.principal, messageApi));
     },
   );
 
