@@ -2,13 +2,15 @@
  * One HTTP attempt: a POST (or an endpoint's GET or PUT) through a shared undici Agent (keep-alive pools per origin), under
  * one absolute deadline that covers connect, headers and body, so a receiver that drips
  * bytes cannot outlive its timeout. Redirects are never followed (undici does not follow
- * them unless asked). At most 64 KiB of the response is read, 1 KiB kept.
+ * them unless asked). At most 64 KiB of the response is read, 1 KiB kept, as text that
+ * PostgreSQL can store whatever the receiver sent (response-body.ts).
  */
 import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import { isSsrfBlockedError, makeGuardedAgent, type SsrfGuard } from "../security/ssrf-guard.ts";
+import { readableBody } from "./response-body.ts";
 import {
   classifyStatus,
   ErrorKind,
@@ -68,7 +70,8 @@ export interface AttemptResult {
   errorKind: ErrorKind | null;
   error: string | null;
   /**
-   * The response body as read (at most 64 KiB), if any. The caller masks sensitive values
+   * The response body as read (at most 64 KiB), if any, as readable text: decompressed, or
+   * described when it is binary (response-body.ts). The caller masks sensitive values
    * and then keeps the first MAX_RESPONSE_STORED_BYTES (masking first, so a value cut in
    * half by the limit is still masked).
    */
@@ -146,6 +149,15 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
         throw err;
       }
       const body = await readCapped(response.body, MAX_RESPONSE_READ_BYTES);
+      const responseBody =
+        body.length === 0
+          ? null
+          : await readableBody(
+              body,
+              body.length >= MAX_RESPONSE_READ_BYTES,
+              headerValue(response.headers["content-encoding"]),
+              MAX_RESPONSE_READ_BYTES,
+            );
       const status = response.statusCode;
       const { verdict, errorKind } = classifyStatus(status);
       return {
@@ -155,7 +167,7 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
         verdict,
         errorKind,
         error: verdict === "success" ? null : `HTTP ${status}`,
-        responseBody: body.length > 0 ? truncateUtf8(body, MAX_RESPONSE_READ_BYTES) : null,
+        responseBody,
         retryAfterMs: RETRY_AFTER_STATUSES.has(status)
           ? parseRetryAfter(headerValue(response.headers["retry-after"]))
           : null,

@@ -14,6 +14,9 @@
  * 4. it writes the operational events the results raise (operational-events.ts) as
  *    messages of the operator application, with their deliveries.
  *
+ * Texts that came from the receiver (error, response body, URL) go through storableText
+ * (db/storable-text.ts): one NUL would fail the whole statement.
+ *
  * The health rows are locked after the deliveries are written, and the statement commits
  * at once: a claim needs those rows and waits for them, so they are never held across a
  * round trip to the worker (under load that round trip, not the SQL, was most of the
@@ -23,6 +26,7 @@ import type { HealthConfig } from "../config.ts";
 import { plainArray, textArray, timestampArray } from "../db/array-literal.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { storableText } from "../db/storable-text.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
 import { summarizeOutcomes } from "../health/circuit-breaker.ts";
 import {
@@ -227,14 +231,14 @@ export async function recordResults(
       latenciesMs: plainArray(col((r) => r.latencyMs)),
       statusCodes: plainArray(col((r) => r.statusCode)),
       errorKinds: textArray(col((r) => r.errorKind)),
-      errors: textArray(col((r) => r.error)),
-      responseBodies: textArray(col((r) => r.responseBody)),
+      errors: textArray(col((r) => storableText(r.error))),
+      responseBodies: textArray(col((r) => storableText(r.responseBody))),
       outcomes: textArray(col((r) => (r.success ? "success" : "failure"))),
       messageIds: textArray(col((r) => r.messageId)),
       endpointIds: textArray(col((r) => r.endpointId)),
       appIds: textArray(col((r) => r.appId)),
       triggers: textArray(col((r) => r.trigger)),
-      urls: textArray(col((r) => r.url)),
+      urls: textArray(col((r) => storableText(r.url))),
       isProbes: plainArray(col((r) => r.isProbe)),
       finishedClaims: textArray(results.filter((r) => r.finishesClaim).map((r) => r.claimToken)),
       outcomeEndpointIds: textArray(per((o) => o.endpointId)),

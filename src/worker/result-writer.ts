@@ -3,6 +3,10 @@
  * waiting, or `flushIntervalMs` after the first one arrived. One write at a time; results
  * that arrive during a write go into the next one.
  *
+ * A result PostgreSQL refuses (a row that cannot be written) never holds back the rest:
+ * the batch is split until that row is alone (db/write-isolating.ts), the others are
+ * written at once, and it is written in a safe form (docs/reliability.md, Poison rows).
+ *
  * A failed write (the database restarting, failing over) is retried after a backoff with
  * jitter; its rows stay in_flight under their lease meanwhile, so nothing is lost if the
  * process dies. A result whose lease has ended is not retried any more: it is logged and
@@ -12,7 +16,9 @@
  */
 import type { HealthConfig } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
+import { asciiText } from "../db/storable-text.ts";
 import { isDatabaseUnavailable } from "../db/unavailable.ts";
+import { isWorthRetryingWhole, UnwrittenRowsError, writeIsolating } from "../db/write-isolating.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
 import { makeBackoff } from "../lib/backoff.ts";
 import type { Logger } from "../logger.ts";
@@ -25,6 +31,10 @@ export interface ResultWriter {
   /** Writes everything waiting, including results added while it runs. */
   flush(): Promise<void>;
   readonly waiting: number;
+  /** results PostgreSQL refused as they were, written in a safe form since the start */
+  readonly poisoned: number;
+  /** results refused even in that form, dropped (their leases send them again) */
+  readonly dropped: number;
 }
 
 interface Queued {
@@ -51,47 +61,93 @@ export function makeResultWriter(options: {
   let queue: Queued[] = [];
   let timer: NodeJS.Timeout | null = null;
   let writing: Promise<void> | null = null;
+  // results written in a safe form, and results dropped as unwritable (see writeSafeForm)
+  let poisoned = 0;
+  let dropped = 0;
+
+  /**
+   * The last resort for a result PostgreSQL refused: its stranger texts as plain ASCII and
+   * its response body replaced by a note. If even that is refused, the result is logged and
+   * dropped (the lease expiry sends its delivery again); it never blocks the others.
+   */
+  async function writeSafeForm(result: DeliveryResult, err: unknown): Promise<void> {
+    const code = (err as { code?: unknown }).code;
+    const safe: DeliveryResult = {
+      ...result,
+      error: asciiText(result.error),
+      responseBody: `[response body not stored: the database refused it${typeof code === "string" ? ` (${asciiText(code, 16)})` : ""}]`,
+      url: asciiText(result.url, 4096) ?? "",
+      statusCode: withinInteger(result.statusCode, 0, 999),
+      latencyMs: withinInteger(result.latencyMs, 0, 2 ** 31 - 1) ?? 0,
+    };
+    options.logger.error(
+      { err, delivery: result.deliveryId, endpoint: result.endpointId },
+      "a result could not be written as it was; writing it in a safe form",
+    );
+    try {
+      await recordResults(options.pool, [safe], options.health, options.operational ?? null);
+      poisoned++;
+    } catch (again) {
+      if (isWorthRetryingWhole(again)) throw again;
+      dropped++;
+      options.logger.error(
+        { err: again, delivery: result.deliveryId, endpoint: result.endpointId },
+        "a result could not be written even in a safe form: dropped; the lease expiry sends its delivery again",
+      );
+    }
+  }
 
   async function writeOnce(): Promise<void> {
     const batch = queue;
     queue = [];
     if (batch.length === 0) return;
-    const results = batch.map((q) => q.result);
+    const written: DeliveryResult[] = [];
     try {
-      await recordResults(options.pool, results, options.health, options.operational ?? null);
+      await writeIsolating(
+        batch,
+        async (rows) => {
+          const results = rows.map((q) => q.result);
+          await recordResults(options.pool, results, options.health, options.operational ?? null);
+          written.push(...results);
+        },
+        (q, err) => writeSafeForm(q.result, err),
+      );
       if (backoff.failures > 0)
         options.logger.info({ failures: backoff.failures }, "writing results works again");
       backoff.reset();
-      const gone = [
-        ...new Set(results.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId)),
-      ];
-      if (gone.length > 0)
-        options.logger.warn({ endpoints: gone }, "endpoints answered 410 Gone and were disabled");
-      options.onWritten?.(results);
     } catch (err) {
+      const unwritten = err instanceof UnwrittenRowsError ? (err.rows as Queued[]) : batch;
       const at = now();
-      const kept = batch.filter((q) => q.leaseEndsAt > at);
-      const expired = batch.length - kept.length;
+      const kept = unwritten.filter((q) => q.leaseEndsAt > at);
+      const expired = unwritten.filter((q) => q.leaseEndsAt <= at);
       const waitMs = backoff.next();
       options.logger[isDatabaseUnavailable(err) ? "warn" : "error"](
         { err, count: kept.length, waitMs },
         "writing results failed; will retry",
       );
-      if (expired > 0) {
+      if (expired.length > 0) {
         options.logger.error(
           {
-            count: expired,
-            deliveries: batch
-              .filter((q) => q.leaseEndsAt <= at)
-              .map((q) => q.result.deliveryId)
-              .slice(0, 20),
+            count: expired.length,
+            deliveries: expired.map((q) => q.result.deliveryId).slice(0, 20),
           },
           "results not written before their lease ended: dropped; the lease expiry sends those deliveries again",
         );
       }
       queue = kept.concat(queue);
       await new Promise((r) => setTimeout(r, waitMs));
+    } finally {
+      if (written.length > 0) afterWrite(written);
     }
+  }
+
+  function afterWrite(results: DeliveryResult[]): void {
+    const gone = [
+      ...new Set(results.filter((r) => r.errorKind === ErrorKind.gone).map((r) => r.endpointId)),
+    ];
+    if (gone.length > 0)
+      options.logger.warn({ endpoints: gone }, "endpoints answered 410 Gone and were disabled");
+    options.onWritten?.(results);
   }
 
   function kick(): Promise<void> {
@@ -123,5 +179,16 @@ export function makeResultWriter(options: {
     get waiting() {
       return queue.length;
     },
+    get poisoned() {
+      return poisoned;
+    },
+    get dropped() {
+      return dropped;
+    },
   };
+}
+
+/** `value` if it is an integer within [min, max], else null. */
+function withinInteger(value: number | null, min: number, max: number): number | null {
+  return value !== null && Number.isInteger(value) && value >= min && value <= max ? value : null;
 }
