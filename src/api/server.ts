@@ -11,6 +11,7 @@ import Fastify, {
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
 } from "fastify";
 import secureJson from "secure-json-parse";
 import { registerDashboard } from "../dashboard/plugin.ts";
@@ -45,6 +46,7 @@ import { registerOperationRoutes } from "./routes/operations.ts";
 import { registerPortalAccessRoutes, registerPortalLogout } from "./routes/portal-access.ts";
 import { registerSendExampleRoute } from "./routes/send-example.ts";
 import { registerStatsRoutes } from "./routes/stats.ts";
+import { utf8Problem } from "./utf8.ts";
 import { bodyAjv, paramsAjv } from "./validators.ts";
 
 export interface ApiOptions extends ApiContext {
@@ -74,6 +76,8 @@ const FRAMEWORK_CODES: Record<string, ApiErrorCode> = {
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   const { pool, config, metrics, authenticate } = options;
+  /** requests whose application/json body was empty (or only whitespace) */
+  const emptyBodies = new WeakSet<FastifyRequest>();
   const app = Fastify({
     // Per-request logging off (at least warn): at thousands of requests a second it is noise.
     loggerInstance: options.logger.child(
@@ -128,12 +132,20 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   });
 
   // JSON only (anything else is 415), and keep the raw text: message payloads are stored
-  // exactly as sent.
+  // exactly as sent. The bytes must be UTF-8 (docs/security.md, Input): decoding bad bytes
+  // as U+FFFD would store and sign a body the client never sent.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
-    const text = body as string;
+  app.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, body, done) => {
+    const bytes = body as Buffer;
+    const notUtf8 = utf8Problem(bytes, "request body");
+    if (notUtf8) return done(apiError("invalid_json", notUtf8), undefined);
+    const text = bytes.toString("utf8");
     request.rawBody = text;
-    if (text.trim() === "") return done(null, undefined);
+    if (text.trim() === "") {
+      // no body: a route that needs one answers empty_body (the error handler)
+      emptyBodies.add(request);
+      return done(null, undefined);
+    }
     try {
       done(
         null,
@@ -175,6 +187,11 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     if (err instanceof ApiError)
       return reply.code(err.status).headers(err.headers).send(err.toJSON());
     if (err.validation) {
+      // an empty JSON body on a route that takes one (docs/errors.md)
+      if (err.validationContext === "body" && emptyBodies.has(request))
+        return reply
+          .code(API_ERRORS.empty_body)
+          .send({ code: "empty_body", detail: "the body is empty; this route takes a JSON body" });
       const first = err.validation[0];
       const extra = (first?.params as { additionalProperty?: string } | undefined)
         ?.additionalProperty;

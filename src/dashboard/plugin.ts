@@ -45,8 +45,8 @@ export async function registerDashboard(
     async (dash) => {
       dash.addContentTypeParser(
         "application/x-www-form-urlencoded",
-        { parseAs: "string", bodyLimit: 64 * 1024 },
-        (_request, body, done) => done(null, parseForm(body as string)),
+        { parseAs: "buffer", bodyLimit: 64 * 1024 },
+        (_request, body, done) => done(null, parseForm(body as Buffer)),
       );
       dash.decorateRequest("dashboardSession", null);
 

@@ -44,8 +44,8 @@ export async function registerPortal(app: FastifyInstance, options: PortalOption
     async (portal) => {
       portal.addContentTypeParser(
         "application/x-www-form-urlencoded",
-        { parseAs: "string", bodyLimit: 64 * 1024 },
-        (_request, body, done) => done(null, parseForm(body as string)),
+        { parseAs: "buffer", bodyLimit: 64 * 1024 },
+        (_request, body, done) => done(null, parseForm(body as Buffer)),
       );
       portal.decorateRequest("portalSession", null);
 
