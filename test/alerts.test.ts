@@ -22,13 +22,13 @@ import {
   ago,
   DAY,
   died,
-  dlv,
   insertSamples,
   MIN,
   newApp,
   newEndpoint,
   type Seeded,
   seed,
+  shownDeliveryIds,
   V1,
 } from "./helpers/seeded-deliveries.ts";
 
@@ -36,6 +36,8 @@ import {
 
 describe("alerts", () => {
   let h: Harness;
+  /** a delivery's id as the API shows it */
+  let dlv: (id: number) => string;
   let rx: Receiver;
   let AL: string;
   let AL2: string;
@@ -47,6 +49,7 @@ describe("alerts", () => {
     rx = await startReceiver();
     const base = loadConfig({});
     h = await startHarness({ alerts: { ...base.alerts, deadLetterMin: 3 } });
+    dlv = await shownDeliveryIds(h.db.pool);
     AL = await newApp(h);
     AL2 = await newApp(h);
     for (const name of ["growing", "tie", "few", "slow", "open", "halfOpen", "gone", "waiting"]) {

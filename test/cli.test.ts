@@ -12,6 +12,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
+import { publicIdsOf } from "../src/ids-public-key.ts";
 import { type CliOptions, listenOnLoopback, type Run, runCli, show } from "./helpers/cli.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
@@ -54,6 +55,8 @@ const X = {
 const Y = { uid: "cli-y", id: "" };
 const Z = { uid: "cli-z", id: "", endpoints: [] as string[] };
 const S = { uid: "cli-send", id: "" };
+/** W: dead letters requeued one by one, by the id `dlq list` shows and by the bare number */
+const W = { uid: "cli-w", id: "", dead: [] as number[] };
 
 async function app(uid: string): Promise<string> {
   const res = await h.call("POST", `${V1}/app`, { name: `CLI ${uid}`, uid });
@@ -147,6 +150,9 @@ beforeAll(async () => {
   await rows(Z.endpoints[0]!, "dead_letter", 3, 30 * MIN, 500);
   await rows(Z.endpoints[1]!, "dead_letter", 2, 30 * MIN, 502);
   await rows(Z.endpoints[0]!, "dead_letter", 1, 5 * 60 * MIN, 500);
+
+  W.id = await app(W.uid);
+  W.dead = await rows(await endpoint(W.id), "dead_letter", 2, 10 * MIN, 500);
 
   S.id = await app(S.uid);
   await endpoint(S.id, { eventTypes: ["order.created"] });
@@ -264,11 +270,47 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
       /^delivery\s+message\s+endpoint\s+event\s+attempts\s+status\s+error\s+died$/,
     );
     const ids = lines.slice(2).map((l) => l.split(/\s+/)[0]);
-    expect(ids).toEqual([...X.dead].sort((a, b) => b - a).map((id) => `dlv_${id}`));
+    const shown = await publicIdsOf(h.db.pool);
+    expect(ids).toEqual(
+      [...X.dead].sort((a, b) => b - a).map((id) => shown.format("delivery", id)),
+    );
     for (const l of lines.slice(2))
       expect(l).toMatch(
         new RegExp(`\\s${X.endpoints[0]}\\s+cli\\.event\\s+3\\s+401\\s+HTTP 401\\s+\\S+Z$`),
       );
+  });
+
+  test("dlq requeue --delivery: the id dlq list shows, or the bare number an operator's log holds", async ({
+    expect,
+  }) => {
+    const list = await cli(["dlq", "list", "--app", W.uid, "--json"]);
+    expect(list.code, show(list)).toBe(0);
+    const [newest] = JSON.parse(list.stdout) as { deliveryId: string }[];
+    expect(newest!.deliveryId).toMatch(/^dlv_[A-V][0-9A-Za-z]{10}$/);
+    const statusOf = async (id: number) =>
+      (await h.db.pool.query("select status from deliveries where id = $1", [id])).rows[0].status;
+
+    const byShown = await cli(["dlq", "requeue", "--delivery", newest!.deliveryId]);
+    expect(byShown.code, show(byShown)).toBe(0);
+    expect(byShown.stdout).toBe("requeued 1\n");
+    const requeued = Math.max(...W.dead);
+    expect(await statusOf(requeued)).toBe("pending");
+
+    const other = Math.min(...W.dead);
+    const byNumber = await cli(["dlq", "requeue", "--delivery", String(other)]);
+    expect(byNumber.code, show(byNumber)).toBe(0);
+    expect(await statusOf(other)).toBe("pending");
+
+    const garbled = await cli(["dlq", "requeue", "--delivery", "dlv_not-an-id"]);
+    expect(garbled.code).toBe(1);
+    expect(garbled.stderr).toMatch(/not a delivery id/);
+    const unknown = await cli([
+      "dlq",
+      "requeue",
+      "--delivery",
+      `${newest!.deliveryId.slice(0, -1)}0`,
+    ]);
+    expect(unknown.code).toBe(1);
   });
 
   test("dlq analyze: the pattern and what to do", async ({ expect }) => {

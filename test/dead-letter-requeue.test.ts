@@ -14,22 +14,25 @@ import {
   ago,
   DAY,
   died,
-  dlv,
   HOUR,
   MIN,
   newApp,
   newEndpoint,
   parkEverything,
   seed,
+  shownDeliveryIds,
   V1,
 } from "./helpers/seeded-deliveries.ts";
 
 describe("dead letters", () => {
   let h: Harness;
+  /** a delivery's id as the API shows it */
+  let dlv: (id: number) => string;
   let adminKeyId: string;
 
   beforeAll(async () => {
     h = await startHarness();
+    dlv = await shownDeliveryIds(h.db.pool);
     adminKeyId = (await h.db.pool.query("select id from api_keys where role = 'admin'")).rows[0].id;
   });
   afterAll(async () => {

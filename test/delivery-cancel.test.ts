@@ -15,22 +15,25 @@ import {
   ago,
   DAY,
   died,
-  dlv,
   HOUR,
   MIN,
   newApp,
   newEndpoint,
   parkEverything,
   seed,
+  shownDeliveryIds,
   V1,
 } from "./helpers/seeded-deliveries.ts";
 
 describe("dead letters", () => {
   let h: Harness;
+  /** a delivery's id as the API shows it */
+  let dlv: (id: number) => string;
   let rx: Receiver;
 
   beforeAll(async () => {
     h = await startHarness();
+    dlv = await shownDeliveryIds(h.db.pool);
     rx = await startReceiver();
   });
   afterAll(async () => {

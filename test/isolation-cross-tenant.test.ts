@@ -10,6 +10,7 @@
  * receiver on 127.0.0.1 to create genuine attempts, dead letters and open circuits.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { publicIdsOf } from "../src/ids-public-key.ts";
 import type { Harness } from "./helpers/harness.ts";
 import type { Receiver } from "./helpers/receiver.ts";
 import { byKind, type Fixture, fill, paramsOf } from "./helpers/tenant-routes.ts";
@@ -120,7 +121,7 @@ describe("app A's key on app B's resources", () => {
       }
     }
     const { rows } = await h.db.pool.query("select status from deliveries where id = $1", [
-      Number(B.pendingDlv.slice(4)),
+      (await publicIdsOf(h.db.pool)).parse("delivery", B.pendingDlv),
     ]);
     expect(rows[0].status).toBe("pending");
   });

@@ -8,6 +8,7 @@
  * receiver on 127.0.0.1 to create genuine attempts, dead letters and open circuits.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { publicIdsOf } from "../src/ids-public-key.ts";
 import type { Harness } from "./helpers/harness.ts";
 import { byKind, type Fixture } from "./helpers/tenant-routes.ts";
 import { startTenants, type Tenant, type Tenants, tenantCalls } from "./helpers/tenants.ts";
@@ -151,9 +152,13 @@ describe("listings with app A's key show app A only", () => {
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ requeued: 1 });
     }
+    const ids = await publicIdsOf(h.db.pool);
     const status = async (dlv: string) =>
-      (await h.db.pool.query("select status from deliveries where id = $1", [Number(dlv.slice(4))]))
-        .rows[0].status;
+      (
+        await h.db.pool.query("select status from deliveries where id = $1", [
+          ids.parse("delivery", dlv),
+        ])
+      ).rows[0].status;
     expect(await status(A.deadDlv)).toBe("pending");
     expect(await status(B.deadDlv)).toBe("dead_letter");
   });

@@ -10,6 +10,7 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { makeHttpSender } from "../src/delivery/http-sender.ts";
+import { publicIdsOf } from "../src/ids-public-key.ts";
 import { silentLogger } from "../src/logger.ts";
 import {
   ensureOperationalEndpoint,
@@ -172,8 +173,9 @@ async function attemptsOf(msgId: string) {
     status_code: number | null;
     started_at: Date;
   }>("select id, status_code, started_at from attempts where message_id = $1 order by id", [msgId]);
+  const ids = await publicIdsOf(h.db.pool);
   return rows.map((r) => ({
-    id: `atmpt_${r.id}`,
+    id: ids.format("attempt", r.id),
     responseStatusCode: r.status_code ?? 0,
     timestamp: r.started_at.toISOString(),
   }));

@@ -318,6 +318,16 @@ table portal_tokens (
   constraint portal_tokens_token_hash_key UNIQUE (token_hash)
 );
 
+table public_id_key (
+  singleton boolean not null default true,
+  secret bytea not null,
+  legacy_delivery_max bigint not null,
+  legacy_attempt_max bigint not null,
+  constraint public_id_key_pkey PRIMARY KEY (singleton),
+  constraint public_id_key_secret_check CHECK ((length(secret) = 32)),
+  constraint public_id_key_singleton_check CHECK (singleton)
+);
+
 CREATE UNIQUE INDEX alerts_open_idx ON public.alerts USING btree (kind, subject_id) WHERE (resolved_at IS NULL);
 CREATE UNIQUE INDEX alerts_pkey ON public.alerts USING btree (id);
 CREATE UNIQUE INDEX api_keys_key_hash_key ON public.api_keys USING btree (key_hash);
@@ -365,3 +375,4 @@ CREATE INDEX portal_sessions_token_idx ON public.portal_sessions USING btree (to
 CREATE INDEX portal_tokens_app_idx ON public.portal_tokens USING btree (app_id, expires_at);
 CREATE UNIQUE INDEX portal_tokens_pkey ON public.portal_tokens USING btree (id);
 CREATE UNIQUE INDEX portal_tokens_token_hash_key ON public.portal_tokens USING btree (token_hash);
+CREATE UNIQUE INDEX public_id_key_pkey ON public.public_id_key USING btree (singleton);

@@ -19,6 +19,8 @@
  * own deliveries never report on themselves.
  */
 
+import { PUBLIC_ID_PREFIX } from "../ids-public.ts";
+
 export const OperationalEvent = {
   attemptExhausted: "message.attempt.exhausted",
   attemptFailing: "message.attempt.failing",
@@ -91,7 +93,8 @@ op_attempt_events as (
              'appId', r.app_id, 'appUid', a.uid, 'endpointId', r.endpoint_id,
              'msgId', r.message_id, 'msgEventId', m.event_id,
              'lastAttempt', json_build_object(
-               'id', 'atmpt_' || ins.id,
+               -- the attempt id as the API shows it (docs/public-ids.md)
+               'id', hookrelay_public_id('${PUBLIC_ID_PREFIX.attempt}', ins.id),
                'responseStatusCode', coalesce(r.status_code, 0),
                'timestamp', ${isoUtcSql("r.started_at")})))::text as payload
   from r

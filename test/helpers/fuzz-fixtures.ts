@@ -6,6 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
+import { publicIdsOf } from "../../src/ids-public-key.ts";
 import type { Harness } from "./harness.ts";
 
 const V1 = "/api/v1";
@@ -49,7 +50,7 @@ export async function seedFixtures(h: Harness): Promise<Fixtures> {
     endpointUid: ep.body.uid,
     msgId: msg.body.id,
     eventId: `fuzz-evt-${tag}`,
-    deliveryId: `dlv_${rows[0].id}`,
+    deliveryId: (await publicIdsOf(h.db.pool)).format("delivery", rows[0].id),
     keyId: key.body.id,
     eventType: `fuzz.${tag}`,
   };

@@ -8,6 +8,7 @@
 import { expect } from "vitest";
 import type { Pool } from "../../src/db/pool.ts";
 import { ID_PREFIX, newId } from "../../src/ids.ts";
+import { publicIdsOf } from "../../src/ids-public-key.ts";
 import type { Harness } from "./harness.ts";
 
 export const V1 = "/api/v1";
@@ -170,7 +171,11 @@ export async function insertSamples(
   );
 }
 
-export const dlv = (id: number) => `dlv_${id}`;
+/** Delivery ids as the API shows them on `pool`'s installation (docs/public-ids.md). */
+export async function shownDeliveryIds(pool: Pool): Promise<(id: number) => string> {
+  const ids = await publicIdsOf(pool);
+  return (id) => ids.format("delivery", id);
+}
 
 /** Cancels every row a worker could claim, so a worker started later sees only a test's own rows. */
 export async function parkEverything(pool: Pool) {

@@ -11,6 +11,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
+import { publicIdsOf } from "../../src/ids-public-key.ts";
 import { type CallResult, type Harness, startHarness } from "./harness.ts";
 import { type Receiver, startReceiver, waitFor } from "./receiver.ts";
 import type { Fixture } from "./tenant-routes.ts";
@@ -172,13 +173,15 @@ async function seedTenants(h: Harness, rx: Receiver): Promise<Tenants> {
   );
   await worker.stop();
 
+  // ids as the API shows them (docs/public-ids.md)
+  const ids = await publicIdsOf(h.db.pool);
   for (const t of [A, B]) {
     const { rows } = await h.db.pool.query(
       "select id from attempts where message_id = $1 and endpoint_id = $2",
       [t.msgId, t.epId],
     );
-    t.attemptId = `atmpt_${rows[0].id}`;
-    t.deadDlv = `dlv_${(await deliveryOf(h, t.msgId, t.failId))!.id}`;
+    t.attemptId = ids.format("attempt", rows[0].id);
+    t.deadDlv = ids.format("delivery", (await deliveryOf(h, t.msgId, t.failId))!.id);
     // a second message stays pending (no worker runs from here on): a cancelable delivery
     const pending = await request(
       h,
@@ -189,7 +192,7 @@ async function seedTenants(h: Harness, rx: Receiver): Promise<Tenants> {
       t === B ? { "idempotency-key": idempotencyKey } : {},
     );
     expect(pending.status).toBe(202);
-    t.pendingDlv = `dlv_${(await deliveryOf(h, pending.body.id, t.epId))!.id}`;
+    t.pendingDlv = ids.format("delivery", (await deliveryOf(h, pending.body.id, t.epId))!.id);
   }
   const et = await h.call("POST", `${V1}/event-type`, {
     name: eventType,

@@ -15,17 +15,19 @@ import {
   resendDelivery,
 } from "../../db/queries/deliveries.ts";
 import { ID_PREFIX } from "../../ids.ts";
+import type { PublicIds } from "../../ids-public.ts";
+import { publicIdsOf } from "../../ids-public-key.ts";
 import type { Redactor } from "../../security/redact.ts";
+import type { Principal } from "../auth.ts";
 import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../context.ts";
-import { badRequest, conflict, notFound } from "../errors.ts";
+import { conflict, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
+import { cursorKeyOf, rowKeyOf } from "../public-id-input.ts";
 import { rawSlots } from "../raw-json.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
 import { findMessageOr404, messageOut } from "./messages.ts";
-
-const ATTEMPT_PREFIX = "atmpt_";
 
 /** Svix's MessageStatus numbers. */
 const MessageStatus = { success: 0, pending: 1, fail: 2, sending: 3, canceled: 4 } as const;
@@ -43,8 +45,8 @@ const DELIVERY_TO_SVIX: Record<string, keyof typeof MessageStatus> = {
  * already (worker/record-attempt.ts); they are masked again on the way out, so a field
  * added to HOOKRELAY_SENSITIVE_FIELDS later covers the attempts stored before.
  */
-const attemptOut = (redactor: Redactor) => (r: AttemptRow) => ({
-  id: `${ATTEMPT_PREFIX}${r.id}`,
+const attemptOut = (redactor: Redactor, ids: PublicIds) => (r: AttemptRow) => ({
+  id: ids.format("attempt", r.id),
   msgId: r.message_id,
   endpointId: r.endpoint_id,
   url: redactor.url(r.url),
@@ -59,16 +61,6 @@ const attemptOut = (redactor: Redactor) => (r: AttemptRow) => ({
   errorKind: r.error_kind,
   error: r.error === null ? null : redactor.text(r.error),
 });
-
-/** An attempt id as the API shows it (atmpt_<number>), or the bare number. */
-function parseAttemptId(raw: string): number {
-  const n = Number(raw.startsWith(ATTEMPT_PREFIX) ? raw.slice(ATTEMPT_PREFIX.length) : raw);
-  if (!Number.isSafeInteger(n) || n < 0) throw badRequest("iterator is not an attempt id");
-  return n;
-}
-
-const attemptCursor = (iterator: string | null) =>
-  iterator === null ? null : parseAttemptId(iterator);
 
 const str = { type: "string", minLength: 1, maxLength: 256 } as const;
 const params = (...names: string[]) => ({
@@ -91,8 +83,14 @@ export function registerAttemptRoutes(
   app: FastifyInstance,
   { pool, config, redactor }: ApiContext,
 ): void {
-  async function attemptPage(filter: { messageId?: string; endpointId?: string }, q: AttemptQuery) {
+  async function attemptPage(
+    principal: Principal,
+    filter: { messageId?: string; endpointId?: string },
+    q: AttemptQuery,
+  ) {
     const plan = planPage(q, "descending");
+    const cursor =
+      plan.cursor === null ? null : await cursorKeyOf(pool, principal, "attempt", plan.cursor);
     const outcome =
       q.status === undefined
         ? null
@@ -104,9 +102,10 @@ export function registerAttemptRoutes(
     const rows = await listAttempts(
       pool,
       { messageId: filter.messageId ?? null, endpointId: filter.endpointId ?? null, outcome },
-      { ...plan.window, cursor: attemptCursor(plan.cursor) },
+      { ...plan.window, cursor },
     );
-    return toPage(rows, plan, (r) => `${ATTEMPT_PREFIX}${r.id}`, attemptOut(redactor));
+    const ids = await publicIdsOf(pool);
+    return toPage(rows, plan, (r) => ids.format("attempt", r.id), attemptOut(redactor, ids));
   }
 
   app.get<{ Params: { appId: string; msgId: string }; Querystring: AttemptQuery }>(
@@ -118,7 +117,7 @@ export function registerAttemptRoutes(
       const endpointId = request.query.endpoint_id
         ? await resolveEndpointId(pool, appId, request.query.endpoint_id)
         : undefined;
-      return attemptPage({ messageId: msg.id, endpointId }, request.query);
+      return attemptPage(request.principal, { messageId: msg.id, endpointId }, request.query);
     },
   );
 
@@ -134,7 +133,7 @@ export function registerAttemptRoutes(
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
-      return attemptPage({ endpointId }, request.query);
+      return attemptPage(request.principal, { endpointId }, request.query);
     },
   );
 
@@ -144,9 +143,10 @@ export function registerAttemptRoutes(
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const msg = await findMessageOr404(pool, appId, request.params.msgId);
-      const attempt = await getAttempt(pool, parseAttemptId(request.params.attemptId), msg.id);
+      const id = await rowKeyOf(pool, request.principal, "attempt", request.params.attemptId);
+      const attempt = await getAttempt(pool, id, msg.id);
       if (!attempt) throw notFound("attempt");
-      return attemptOut(redactor)(attempt);
+      return attemptOut(redactor, await publicIdsOf(pool))(attempt);
     },
   );
 

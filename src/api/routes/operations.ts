@@ -10,6 +10,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { deliveryStatus } from "../../db/queries/deliveries.ts";
+import { publicIdsOf } from "../../ids-public-key.ts";
 import { currentAlerts } from "../../ops/alerts.ts";
 import {
   analyzeDeadLetters,
@@ -23,16 +24,9 @@ import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../context.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
 import { DEFAULT_LIMIT, MAX_LIMIT } from "../pagination.ts";
+import { cursorKeyOf, rowKeyOf } from "../public-id-input.ts";
 import { resolveAnyEndpointId, resolveAppId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
-
-export const DELIVERY_PREFIX = "dlv_";
-
-export function parseDeliveryId(raw: string): number {
-  const n = Number(raw.startsWith(DELIVERY_PREFIX) ? raw.slice(DELIVERY_PREFIX.length) : raw);
-  if (!Number.isSafeInteger(n) || n <= 0) throw badRequest("not a delivery id (dlv_<number>)");
-  return n;
-}
 
 const str = { type: "string", minLength: 1, maxLength: 256 } as const;
 const time = { type: "string", format: "date-time" } as const;
@@ -126,21 +120,25 @@ export function registerOperationRoutes(
     async (request) => {
       const q = request.query;
       const limit = q.limit ?? DEFAULT_LIMIT;
+      const before = q.iterator
+        ? await cursorKeyOf(pool, request.principal, "delivery", q.iterator)
+        : null;
       const rows = await listDeadLetters(pool, await filterOf(request, q), {
         limit: limit + 1,
-        before: q.iterator ? parseDeliveryId(q.iterator) : null,
+        before,
       });
+      const ids = await publicIdsOf(pool);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       return {
         data: page.map((d) => ({
           ...d,
-          deliveryId: `${DELIVERY_PREFIX}${d.deliveryId}`,
+          deliveryId: ids.format("delivery", d.deliveryId),
           url: redactor.url(d.url),
           error: d.error === null ? null : redactor.text(d.error),
           deadAt: iso(d.deadAt),
         })),
-        iterator: last ? `${DELIVERY_PREFIX}${last.deliveryId}` : null,
+        iterator: last ? ids.format("delivery", last.deliveryId) : null,
         prevIterator: null,
         done: rows.length <= limit,
       };
@@ -223,7 +221,9 @@ export function registerOperationRoutes(
       const requeued = await requeueDeliveries(
         pool,
         {
-          deliveryId: b.deliveryId ? parseDeliveryId(b.deliveryId) : undefined,
+          deliveryId: b.deliveryId
+            ? await rowKeyOf(pool, request.principal, "delivery", b.deliveryId)
+            : undefined,
           endpointId: (await endpointInScope(request, b.endpointId)) ?? undefined,
           since: timeInput(b.since, "since") ?? undefined,
           appId,
@@ -246,14 +246,14 @@ export function registerOperationRoutes(
       },
     },
     async (request) => {
-      const id = parseDeliveryId(request.params.deliveryId);
+      const id = await rowKeyOf(pool, request.principal, "delivery", request.params.deliveryId);
       const appId = request.principal.role === "app" ? request.principal.appId : null;
       const status = await deliveryStatus(pool, id, appId);
       if (status === null) throw notFound("delivery");
       if (!(await cancelDelivery(pool, id, appId))) {
         throw conflict(`a ${status} delivery cannot be canceled (only pending or awaiting retry)`);
       }
-      return { deliveryId: `${DELIVERY_PREFIX}${id}`, status: "canceled" };
+      return { deliveryId: (await publicIdsOf(pool)).format("delivery", id), status: "canceled" };
     },
   );
 }

@@ -114,7 +114,7 @@ export function registerDeadLetterCommands(program: Command): void {
     "requeue",
     "requeue dead letters (fresh attempt budget, same message id), endpoint by endpoint",
   )
-    .option("--delivery <id>", "one delivery (dlv_...)")
+    .option("--delivery <id>", "one delivery: its id (dlv_...) or its number from a log")
     .option("--endpoint <endpoint>", "every dead letter of this endpoint")
     .option("--since <time>", "everything that died since (ISO time or age: 2h, 7d)", timeArg)
     .option("--app <app>", "only this application")
