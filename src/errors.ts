@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   webhook_verification_failed: "a received webhook failed verification (see its reason)",
   raw_body_consumed: "a body parser ran before the receiver kit and left no raw bytes",
   body_aborted: "the request broke off before its body was complete",
+  dedup_failed: "the receiver kit's dedup store failed to say whether a message was seen",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,8 +1,9 @@
 /**
  * hookrelay/receiver's Fastify plugin in a real Fastify app on 127.0.0.1, fed by a real
  * hookrelay: each message reaches the handler once, replays and resends are acknowledged
- * without calling it, forged or stale requests get a 401 with their reason, and routes
- * outside the plugin's scope keep Fastify's JSON parsing and need no signature.
+ * without calling it, forged or stale requests get a 401 with their reason, routes outside
+ * the plugin's scope keep Fastify's JSON parsing and need no signature, and the kit's own
+ * failures (a parser added after it, a dedup store that fails) are a JSON 500 naming them.
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -33,6 +34,9 @@ let base: string;
 const handled: { id: string; payload: unknown }[] = [];
 const captured: Captured[] = [];
 const failFirst = new Set<number>();
+/** what the plugin's onError was told */
+const kitErrors: unknown[] = [];
+const kitLog = (err: unknown) => void kitErrors.push(err);
 
 async function buildApp() {
   const fastify = Fastify();
@@ -56,6 +60,34 @@ async function buildApp() {
       small.post("/hooks", async (request) => ({ id: request.webhook?.id }));
     },
     { prefix: "/small" },
+  );
+  // a parser added after the plugin: the signed bytes are gone
+  await fastify.register(
+    async (reparsed) => {
+      await reparsed.register(fastifyWebhookPlugin, { secret: SECRET, onError: kitLog });
+      reparsed.addContentTypeParser("application/json", { parseAs: "string" }, (_r, body, done) =>
+        done(null, JSON.parse(String(body))),
+      );
+      reparsed.post("/hooks", async () => ({ handled: true }));
+    },
+    { prefix: "/reparsed" },
+  );
+  // a dedup store that fails
+  await fastify.register(
+    async (failing) => {
+      await failing.register(fastifyWebhookPlugin, {
+        secret: SECRET,
+        onError: kitLog,
+        dedup: {
+          seen: async () => {
+            throw new Error("connect ECONNREFUSED 10.1.2.3:5432");
+          },
+          markSeen: async () => true,
+        },
+      });
+      failing.post("/hooks", async () => ({ handled: true }));
+    },
+    { prefix: "/failing-dedup" },
   );
   // outside the webhook scope: Fastify's own JSON parser, no verification
   fastify.post("/plain", async (request) => ({ body: request.body, webhook: request.webhook }));
@@ -190,5 +222,32 @@ describe("the plugin's scope", () => {
       body: JSON.stringify({ pad: "x".repeat(100) }),
     });
     expect((await post(`${base}/small/hooks`, request)).status).toBe(413);
+  });
+});
+
+describe("the kit's own failures: a JSON 500 that says what to fix", () => {
+  test("a content-type parser added after the plugin: raw_body_consumed, not a 401", async () => {
+    const before = kitErrors.length;
+    const request = signedWebhook({ id: "msg_reparsed", secrets: [SECRET], body: '{"a": 1}' });
+    const res = await post(`${base}/reparsed/hooks`, request);
+    expect(res.status).toBe(500);
+    expect(Object.keys(res.body).sort()).toEqual(["code", "detail"]);
+    expect(res.body.code).toBe("raw_body_consumed");
+    expect(res.body.detail).toMatch(/content-type parser added after fastifyWebhookPlugin/);
+    expect(kitErrors.slice(before)).toEqual([
+      expect.objectContaining({ code: "raw_body_consumed" }),
+    ]);
+  });
+
+  test("a dedup store that fails: dedup_failed, its error kept for the log, not sent", async () => {
+    const before = kitErrors.length;
+    const request = signedWebhook({ id: "msg_dedup_down", secrets: [SECRET], body: '{"a": 1}' });
+    const res = await post(`${base}/failing-dedup/hooks`, request);
+    expect(res.status).toBe(500);
+    expect(res.body).toMatchObject({ code: "dedup_failed" });
+    expect(JSON.stringify(res.body)).not.toContain("10.1.2.3");
+    const [err] = kitErrors.slice(before) as Error[];
+    expect(err).toMatchObject({ code: "dedup_failed" });
+    expect(err!.cause).toEqual(new Error("connect ECONNREFUSED 10.1.2.3:5432"));
   });
 });

@@ -79,3 +79,19 @@ export class WebhookBodyError extends HookRelayError {
     return { code: this.code, detail: this.message };
   }
 }
+
+/** The dedup store failed to say whether a message was seen (status 500: the sender retries). */
+export class WebhookDedupError extends HookRelayError {
+  readonly status = 500;
+  constructor(options: { cause: unknown }) {
+    super(
+      "dedup_failed",
+      "the receiver's dedup store failed, so the message was not handled; a retry will be",
+      options,
+    );
+  }
+
+  toJSON(): { code: string; detail: string } {
+    return { code: this.code, detail: this.message };
+  }
+}

@@ -18,6 +18,7 @@ export {
   VERIFICATION_REASONS,
   type VerificationReason,
   WebhookBodyError,
+  WebhookDedupError,
   WebhookVerificationError,
 } from "./errors.ts";
 export { expressWebhookMiddleware, type WebhookMiddleware } from "./express.ts";
