@@ -115,6 +115,7 @@ export function maintenanceTasks(
   config: Config,
   secretBox: SecretBox,
   redactor: Redactor,
+  logger: Logger,
 ): MaintenanceTask[] {
   const every = config.worker.maintenanceIntervalMs;
   return [
@@ -161,7 +162,12 @@ export function maintenanceTasks(
       name: "alerts",
       everyMs: every,
       async run(pool) {
-        const changes = await syncAlerts(pool, config);
+        const changes = await syncAlerts(pool, config, (alert, err) =>
+          logger.error(
+            { err, kind: alert.kind, subject: alert.subject.id },
+            "an alert could not be stored; the others were",
+          ),
+        );
         for (const a of [...changes.raised, ...changes.resolved])
           a.message = redactor.text(a.message);
         if (config.alerts.webhookUrl) {
@@ -319,7 +325,12 @@ export async function startRuntime(
         pool,
         logger: logger.child({ component: "maintenance" }),
         intervalMs: Math.min(config.worker.maintenanceIntervalMs, config.health.statsIntervalMs),
-        tasks: maintenanceTasks(config, secretBox, redactor),
+        tasks: maintenanceTasks(
+          config,
+          secretBox,
+          redactor,
+          logger.child({ component: "maintenance" }),
+        ),
       });
       maintenance.start();
     }

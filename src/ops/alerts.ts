@@ -13,6 +13,7 @@
  */
 import type { AlertConfig, HealthConfig } from "../config.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
+import { writeIsolating } from "../db/write-isolating.ts";
 import { waitingSinceSql } from "../queue/delivery-states.ts";
 
 export interface Alert {
@@ -136,6 +137,8 @@ const keyOf = (a: { kind: string; subject: { id: string } }) => `${a.kind}|${a.s
 export async function syncAlerts(
   pool: Pool,
   config: { alerts: AlertConfig; health: HealthConfig },
+  /** an alert PostgreSQL refused to store (docs/reliability.md, Poison rows) */
+  onRefused: (alert: Alert, err: unknown) => void = () => {},
 ): Promise<{ raised: Alert[]; resolved: Alert[] }> {
   const now = await currentAlerts(pool, config);
   const open = await pool.query(
@@ -145,29 +148,36 @@ export async function syncAlerts(
   const nowKeys = new Set(now.map(keyOf));
   const raised = now.filter((a) => !openKeys.has(keyOf(a)));
   const resolvedRows = open.rows.filter((r) => !nowKeys.has(`${r.kind}|${r.subject_id}`));
-  if (raised.length > 0) {
-    await pool.query(
-      `insert into alerts (kind, subject_type, subject_id, app_id, severity, message, since)
-       select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
-       on conflict (kind, subject_id) where resolved_at is null do nothing`,
-      [
-        raised.map((a) => a.kind),
-        raised.map((a) => a.subject.type),
-        raised.map((a) => a.subject.id),
-        raised.map((a) => a.subject.appId),
-        raised.map((a) => a.severity),
-        raised.map((a) => a.message),
-        raised.map((a) => a.since),
-      ],
-    );
-  }
+  const refused = new Set<Alert>();
+  await writeIsolating(
+    raised,
+    (rows) =>
+      pool.query(
+        `insert into alerts (kind, subject_type, subject_id, app_id, severity, message, since)
+         select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+         on conflict (kind, subject_id) where resolved_at is null do nothing`,
+        [
+          rows.map((a) => a.kind),
+          rows.map((a) => a.subject.type),
+          rows.map((a) => a.subject.id),
+          rows.map((a) => a.subject.appId),
+          rows.map((a) => a.severity),
+          rows.map((a) => a.message),
+          rows.map((a) => a.since),
+        ],
+      ),
+    async (alert, err) => {
+      refused.add(alert);
+      onRefused(alert, err);
+    },
+  );
   if (resolvedRows.length > 0) {
     await pool.query("update alerts set resolved_at = now() where id = any ($1::bigint[])", [
       resolvedRows.map((r) => r.id),
     ]);
   }
   return {
-    raised,
+    raised: raised.filter((a) => !refused.has(a)),
     resolved: resolvedRows.map((r) => ({
       kind: r.kind,
       severity: r.severity,
