@@ -3,13 +3,16 @@
  * registered route (bodies, headers, query strings, path parameters; huge numbers, deep
  * JSON, NUL and lone surrogates, invalid UTF-8, prototype-pollution keys, and bodies shaped
  * by the route's own schema) are always answered 2xx or 4xx, never 5xx, never a crash;
- * Object.prototype stays clean and the heap stays bounded.
+ * Object.prototype stays clean and the heap stays bounded. Beside the random walk, every
+ * inherited member name (`constructor`, `__proto__`, ...) is sent to every route as each
+ * path parameter, query value and key, and form field.
  *
  * Real PostgreSQL (one cloned database); the API through inject().
  */
 import v8 from "node:v8";
 import vm from "node:vm";
 import fc from "fast-check";
+import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { dashboardClient } from "./helpers/dashboard-client.ts";
 import { type Fixtures, realValues, seedFixtures, withFixtures } from "./helpers/fuzz-fixtures.ts";
@@ -22,10 +25,17 @@ import {
   contentTypeArb,
   idempotencyArb,
 } from "./helpers/junk-bodies.ts";
-import { type ParamChoice, paramArb, queryArb } from "./helpers/junk-strings.ts";
+import {
+  MEMBER_NAMES,
+  PAGE_QUERY_KEYS,
+  type ParamChoice,
+  paramArb,
+  pct,
+  queryArb,
+} from "./helpers/junk-strings.ts";
 import { openPortal } from "./helpers/portal-client.ts";
 import { routeBodySchemas, shapedBody } from "./helpers/route-bodies.ts";
-import { discoverRoutes } from "./helpers/routes.ts";
+import { discoverRoutes, routeQueryKeys } from "./helpers/routes.ts";
 import type { JsonSchema } from "./helpers/schema-arbitrary.ts";
 
 const V1 = "/api/v1";
@@ -45,6 +55,8 @@ interface Attempt {
 }
 
 let routes: { method: string; path: string }[] = [];
+/** the query parameters each API route declares ("GET /path" → names) */
+let queryKeys = new Map<string, string[]>();
 let appKey = "";
 /** dashboard sessions of the admin and the app key: cookie and CSRF token */
 const sessions = new Map<"admin" | "app", { cookie: string; csrf: string }>();
@@ -120,6 +132,86 @@ function urlOf(a: Attempt): string {
   return a.query ? `${path}?${a.query}` : path;
 }
 
+/** The form fields the dashboard's and the portal's forms read. */
+const FORM_FIELDS = [
+  "url",
+  "description",
+  "eventTypes",
+  "method",
+  "bodyFormat",
+  "missingFields",
+  "signatureScheme",
+  "urlToken",
+  "removeUrlToken",
+  "hadUrlToken",
+  "bodyContains",
+  "bodyNotContains",
+  "ignoreCase",
+  "onFailure",
+  "endpoint_id",
+  "eventType",
+  "key",
+  "next",
+  "n",
+];
+
+const isPage = (path: string) => /^\/(dashboard|portal)(\/|$)/.test(path);
+
+/**
+ * Every inherited member name at every route, deterministically (a random walk finds
+ * `?sort=constructor` only by luck): as every path parameter at once and each alone (the
+ * others real); on a GET, as the value of each query parameter the route declares (a
+ * page: each one pages read) and as a query key; on a page's POST, as every form field.
+ */
+function memberNameAttempts(): Attempt[] {
+  const out: Attempt[] = [];
+  const real: ParamChoice = { real: 0 };
+  for (const route of routes) {
+    if (route.method === "HEAD") continue;
+    const params = route.path.match(/:\w+|\*/g) ?? [];
+    const realParams = params.map(() => real);
+    MEMBER_NAMES.forEach((name, i) => {
+      const member: ParamChoice = { text: pct(name) };
+      const attempt = (p: ParamChoice[], query: string, body?: string): Attempt => ({
+        route,
+        params: p,
+        query,
+        body,
+        contentType: body === undefined ? undefined : "application/x-www-form-urlencoded",
+        auth: i % 2 === 0 ? "admin" : "app",
+        idempotency: null,
+      });
+      if (params.length > 0)
+        out.push(
+          attempt(
+            params.map(() => member),
+            "",
+          ),
+        );
+      if (params.length > 1) {
+        for (const k of params.keys())
+          out.push(
+            attempt(
+              params.map((_, j) => (j === k ? member : real)),
+              "",
+            ),
+          );
+      }
+      if (route.method === "GET") {
+        const keys = isPage(route.path)
+          ? PAGE_QUERY_KEYS
+          : (queryKeys.get(`GET ${route.path}`) ?? []);
+        for (const key of keys) out.push(attempt(realParams, `${key}=${pct(name)}`));
+        out.push(attempt(realParams, `${pct(name)}=1`));
+      } else if (isPage(route.path)) {
+        const form = FORM_FIELDS.map((f) => `${f}=${pct(name)}`).join("&");
+        out.push(attempt(realParams, "", `${form}&${pct(name)}=1`));
+      }
+    });
+  }
+  return out;
+}
+
 const stats = {
   requests: 0,
   byStatus: new Map<number, number>(),
@@ -127,8 +219,11 @@ const stats = {
   routesOk: new Set<string>(),
 };
 
+/** a portal session to use instead of a fresh one per request (the member-name sweep) */
+let sharedPortal: { cookie: string; csrf: string } | null = null;
+
 /** Sends one generated request; checks the answer is 2xx/4xx and well formed. */
-async function fire(a: Attempt): Promise<void> {
+async function fire(a: Attempt): Promise<LightMyRequestResponse> {
   const headers: Record<string, string> = {};
   if (a.auth === "admin") headers.authorization = `Bearer ${h.adminKey}`;
   else if (a.auth === "app") headers.authorization = `Bearer ${appKey}`;
@@ -144,7 +239,7 @@ async function fire(a: Attempt): Promise<void> {
   // links through expire-all; docs/portal.md)
   const portalPage = a.route.path.startsWith("/portal/") && a.route.path !== "/portal/sign-out";
   if ((a.auth === "admin" || a.auth === "app") && portalPage) {
-    const portal = await portalSession();
+    const portal = sharedPortal ?? (await portalSession());
     headers.cookie = portal.cookie;
     headers["x-csrf-token"] = portal.csrf;
   }
@@ -178,6 +273,7 @@ async function fire(a: Attempt): Promise<void> {
   }
   // a DELETE that worked may have removed the fixtures: re-create them
   if (a.route.method === "DELETE" && res.statusCode < 300) fx = await seedFixtures(h);
+  return res;
 }
 
 const protoNames = () => ({
@@ -198,6 +294,8 @@ beforeAll(async () => {
   h = await startHarness();
   await h.api.ready();
   routes = discoverRoutes(h.api);
+  queryKeys = routeQueryKeys(h.api);
+  expect(queryKeys.size).toBeGreaterThan(10);
   expect(routes.length).toBeGreaterThan(50);
   fx = await seedFixtures(h);
   bodySchemas = await routeBodySchemas(h.db.pool);
@@ -230,7 +328,12 @@ describe("junk at every route", () => {
   test("property: every generated request gets a 2xx or 4xx, never a 5xx", async () => {
     gc();
     heapBefore = process.memoryUsage().heapUsed;
-    await fc.assert(fc.asyncProperty(attemptArb(), fire), { numRuns: 1_500, endOnFailure: true });
+    await fc.assert(
+      fc.asyncProperty(attemptArb(), async (a) => {
+        await fire(a);
+      }),
+      { numRuns: 1_500, endOnFailure: true },
+    );
   });
 
   test("every route was hit, with real and junk parameters", async () => {
@@ -251,6 +354,26 @@ describe("junk at every route", () => {
     expect(routes.filter((r) => !stats.routesHit.has(`${r.method} ${r.path}`))).toEqual([]);
     // most routes answered 2xx at least once: the junk reached their handlers
     expect(stats.routesOk.size).toBeGreaterThan(routes.length * 0.75);
+  });
+
+  test("inherited member names at every route: as path, query and form values, and as keys", async () => {
+    const attempts = memberNameAttempts();
+    // at least the one that used to answer 500
+    expect(attempts.map(urlOf)).toContain("/dashboard/endpoints?sort=constructor");
+    sharedPortal = await portalSession();
+    try {
+      for (const a of attempts) {
+        const res = await fire(a);
+        // nor is an inherited member shown as if it were an entry ("[native code]")
+        expect(res.body, `${a.route.method} ${urlOf(a)}`).not.toMatch(
+          /\[native code\]|\[object Object\]/,
+        );
+      }
+    } finally {
+      sharedPortal = null;
+      // the POSTs may have removed the fixtures
+      fx = await seedFixtures(h);
+    }
   });
 
   test("a few thousand more requests: the heap stays bounded", async () => {

@@ -19,6 +19,21 @@ export const anyChar = fc.oneof(
   { weight: 1, arbitrary: fc.constant("\u0000") },
 );
 
+/**
+ * Names of members every JS object inherits (docs/security.md, "Input"): as a query or path
+ * value, a query key or a form field, each must be a plain unknown name (a 4xx or the
+ * default), never a lookup that finds Object.prototype's member.
+ */
+export const MEMBER_NAMES = [
+  "constructor",
+  "__proto__",
+  "toString",
+  "hasOwnProperty",
+  "valueOf",
+  "prototype",
+  "__defineGetter__",
+] as const;
+
 const SPECIAL = [
   "",
   " ",
@@ -33,11 +48,7 @@ const SPECIAL = [
   "<script>alert(1)</script>",
   "null",
   "undefined",
-  "__proto__",
-  "constructor",
-  "prototype",
-  "hasOwnProperty",
-  "toString",
+  ...MEMBER_NAMES,
   "app_",
   "ep_0000000000000000000000",
   `msg_${"z".repeat(22)}`,
@@ -114,7 +125,32 @@ export const paramArb: fc.Arbitrary<ParamChoice> = fc.oneof(
   },
 );
 
+/** The query parameters the dashboard's and the portal's pages read. */
+export const PAGE_QUERY_KEYS = [
+  "sort",
+  "dir",
+  "state",
+  "slow",
+  "app",
+  "page",
+  "q",
+  "done",
+  "n",
+  "hours",
+  "iterator",
+  "ranked",
+  "next",
+  "endpoint_id",
+  "app_id",
+  "bucket_minutes",
+  "status_code",
+  "error_kind",
+  "since",
+] as const;
+
 const QUERY_KEYS = [
+  // (a key in both lists is drawn twice as often: no harm)
+  ...PAGE_QUERY_KEYS,
   "limit",
   "iterator",
   "order",
@@ -136,9 +172,7 @@ const QUERY_KEYS = [
   "get_if_exists",
   "include_archived",
   "expunge",
-  "__proto__",
-  "constructor",
-  "prototype",
+  ...MEMBER_NAMES,
   "__proto__[hrPolluted]",
   "constructor[prototype][hrPolluted]",
   "a[b][c]",
@@ -174,6 +208,7 @@ const QUERY_VALUES = [
   "atmpt_1",
   "a,b,,c",
   "",
+  ...MEMBER_NAMES,
 ];
 export const queryArb = fc
   .array(

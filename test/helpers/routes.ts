@@ -24,3 +24,25 @@ export function discoverRoutes(app: FastifyInstance): Route[] {
   }
   return out;
 }
+
+interface OpenApiDoc {
+  paths?: Record<string, Record<string, { parameters?: { in?: string; name?: string }[] }>>;
+}
+
+/**
+ * The query parameters each API route declares, keyed "METHOD /path" as discoverRoutes
+ * names routes, from the app's OpenAPI document (@fastify/swagger's `swagger()`; routes
+ * hidden from it, the dashboard's and the portal's pages, declare none).
+ */
+export function routeQueryKeys(app: FastifyInstance): Map<string, string[]> {
+  const doc = (app as unknown as { swagger(): OpenApiDoc }).swagger();
+  const out = new Map<string, string[]>();
+  for (const [path, methods] of Object.entries(doc.paths ?? {})) {
+    for (const [method, op] of Object.entries(methods)) {
+      const names = (op.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name!);
+      const route = path.replace(/\{(\w+)\}/g, ":$1");
+      if (names.length > 0) out.set(`${method.toUpperCase()} ${route}`, names);
+    }
+  }
+  return out;
+}

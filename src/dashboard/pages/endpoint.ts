@@ -19,7 +19,7 @@ import { age, badge, count, dash, ms, ownApp, percent, time } from "../format.ts
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
 import { clippedText } from "../payload-view.ts";
-import { queryStrings } from "../query.ts";
+import { ownKey, queryStrings } from "../query.ts";
 import { endpointAppId } from "../sql/message-lookup.ts";
 import { chartHours, chartSrc, rangeLinks } from "./overview.ts";
 
@@ -119,7 +119,8 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
       const e = endpoint.body;
       const hl = health.body;
       const done = queryStrings(request.query);
-      const flash = done.done && DONE[done.done] ? DONE[done.done]!(done.n) : null;
+      const doneKey = ownKey(DONE, done.done);
+      const flash = doneKey ? DONE[doneKey]!(done.n) : null;
       const dl = (analysis.body.data as Record<string, unknown>[])[0];
       const circuit = hl.circuit;
       const body = html`<h1>Endpoint <code>${e.id}</code></h1>

@@ -9,6 +9,7 @@ import { type DashboardDeps, sessionOf } from "../context.ts";
 import { badge, count, ms, ownApp, percent, since } from "../format.ts";
 import { dashboardPath, type Html, html, raw } from "../html.ts";
 import { sendPage } from "../layout.ts";
+import { ownKey } from "../query.ts";
 import {
   ENDPOINT_SORTS,
   type EndpointSort,
@@ -63,8 +64,7 @@ export function registerEndpointListPage(
       const session = sessionOf(request);
       const { principal } = session;
       const q = request.query;
-      const sort: EndpointSort =
-        q.sort && q.sort in ENDPOINT_SORTS ? (q.sort as EndpointSort) : "app";
+      const sort: EndpointSort = ownKey(ENDPOINT_SORTS, q.sort) ?? "app";
       const descending = q.dir === "desc";
       const state = STATE_FILTERS.includes(q.state as StateFilter)
         ? (q.state as StateFilter)

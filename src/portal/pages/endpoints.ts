@@ -22,6 +22,7 @@ import {
 } from "../../dashboard/endpoint-form.ts";
 import { type Html, html } from "../../dashboard/html.ts";
 import { clippedText } from "../../dashboard/payload-view.ts";
+import { ownKey } from "../../dashboard/query.ts";
 import { ApiError } from "../../errors.ts";
 import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
@@ -45,7 +46,8 @@ export const NOTICES: Record<string, string> = {
   resent: "Message queued for delivery again.",
 };
 export const notice = (done: unknown): Html | null => {
-  const text = typeof done === "string" ? NOTICES[done] : undefined;
+  const key = ownKey(NOTICES, done);
+  const text = key ? NOTICES[key] : undefined;
   return text ? html`<p class="notice" role="status">${text}</p>` : null;
 };
 
