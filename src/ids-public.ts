@@ -61,12 +61,17 @@ export interface PublicIdOptions {
 }
 
 export function makePublicIds({ secret, legacyMax }: PublicIdOptions): PublicIds {
-  const key = Buffer.from(secret);
-  const round = (prefix: string, i: number, half: number): number => {
-    const block = Buffer.alloc(5);
+  // SHA-256 states that have taken secret ‖ prefix already; each round copies one
+  const keyed = (prefix: string) => createHash("sha256").update(secret).update(prefix);
+  const states = {
+    delivery: keyed(PUBLIC_ID_PREFIX.delivery),
+    attempt: keyed(PUBLIC_ID_PREFIX.attempt),
+  };
+  const block = Buffer.alloc(5);
+  const round = (kind: PublicIdKind, i: number, half: number): number => {
     block[0] = i;
     block.writeUInt32BE(half, 1);
-    return createHash("sha256").update(key).update(prefix).update(block).digest().readUInt32BE(0);
+    return states[kind].copy().update(block).digest().readUInt32BE(0);
   };
 
   function format(kind: PublicIdKind, n: number): string {
@@ -74,7 +79,7 @@ export function makePublicIds({ secret, legacyMax }: PublicIdOptions): PublicIds
     const prefix = PUBLIC_ID_PREFIX[kind];
     let l = Math.floor(n / HALF);
     let r = n % HALF;
-    for (let i = 0; i < ROUNDS; i++) [l, r] = [r, (l ^ round(prefix, i, r)) >>> 0];
+    for (let i = 0; i < ROUNDS; i++) [l, r] = [r, (l ^ round(kind, i, r)) >>> 0];
     let v = (BigInt(l) << 32n) | BigInt(r);
     let tail = "";
     for (let i = 0; i < TAIL; i++) {
@@ -94,7 +99,7 @@ export function makePublicIds({ secret, legacyMax }: PublicIdOptions): PublicIds
     if (v >= 1n << 64n) return null;
     let l = Number(v >> 32n);
     let r = Number(v & 0xffffffffn);
-    for (let i = ROUNDS - 1; i >= 0; i--) [l, r] = [(r ^ round(prefix, i, l)) >>> 0, l];
+    for (let i = ROUNDS - 1; i >= 0; i--) [l, r] = [(r ^ round(kind, i, l)) >>> 0, l];
     const n = l * HALF + r;
     return Number.isSafeInteger(n) ? n : null;
   }
