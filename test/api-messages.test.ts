@@ -378,7 +378,7 @@ describe("resend", () => {
         statusText: "success",
         responseStatusCode: 200,
       });
-      expect(a.id).toMatch(/^atmpt_/);
+      expect(a.id).toMatch(/^atmpt_[A-V][0-9A-Za-z]{10}$/);
       expect(isoDate(a.timestamp)).toBe(true);
     }
     const byEndpoint = await h.call("GET", `${V1}/app/${app.id}/attempt/endpoint/${ep.id}`);
