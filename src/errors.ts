@@ -5,8 +5,8 @@
  * The HTTP API answers with the codes of the first group, each with the one status that
  * api/errors.ts gives it ({ code, detail } bodies, docs/errors.md). The library, the
  * receiver kit, the CLI and the server throw the second group in-process; a few codes
- * (not_found, payload_too_large, url_not_allowed, encryption_key_missing) are in both, with
- * the same meaning.
+ * (not_found, payload_too_large, url_not_allowed, encryption_key_missing, body_aborted) are
+ * in both, with the same meaning.
  */
 export const ERROR_CODES = {
   // ------------------------------------------------------------ answered by the HTTP API

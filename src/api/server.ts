@@ -15,7 +15,7 @@ import Fastify, {
 } from "fastify";
 import secureJson from "secure-json-parse";
 import { registerDashboard } from "../dashboard/plugin.ts";
-import { isDatabaseUnavailable } from "../db/unavailable.ts";
+import { isClientAbort, isDatabaseUnavailable } from "../db/unavailable.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { Metrics } from "../ops/metrics.ts";
@@ -76,6 +76,8 @@ const FRAMEWORK_CODES: Record<string, ApiErrorCode> = {
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   const { pool, config, metrics, authenticate } = options;
+  // (request.log is at warn or above: a line of its own for client aborts, at debug)
+  const abortLog = options.logger.child({ component: "api" });
   /** requests whose application/json body was empty (or only whitespace) */
   const emptyBodies = new WeakSet<FastifyRequest>();
   const app = Fastify({
@@ -184,6 +186,22 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   });
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
+    if (isClientAbort(err)) {
+      // The client hung up before its body was complete (docs/reliability.md): the client's
+      // doing, not the database's. Told at debug; answered only if anyone is left to read it.
+      abortLog.debug(
+        { reqId: request.id, method: request.method, url: request.url.split("?")[0] },
+        "client hung up before its request body was complete",
+      );
+      if (request.raw.socket?.writable !== true) {
+        reply.hijack();
+        return undefined;
+      }
+      return reply.code(API_ERRORS.body_aborted).send({
+        code: "body_aborted",
+        detail: "the request broke off before its body was complete",
+      });
+    }
     if (err instanceof ApiError)
       return reply.code(err.status).headers(err.headers).send(err.toJSON());
     if (err.validation) {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { DatabaseError } from "../errors.ts";
-import { isDatabaseUnavailable } from "./unavailable.ts";
+import { isClientAbort, isDatabaseUnavailable } from "./unavailable.ts";
 
 const withCode = (code: string, message = "x") => Object.assign(new Error(message), { code });
 
@@ -27,7 +27,21 @@ describe("isDatabaseUnavailable", () => {
     ["a plain error", new Error("boom")],
     ["nothing", undefined],
     ["a string", "ECONNREFUSED"],
+    ["an API client that hung up mid-body (Node's http server)", withCode("ECONNRESET", "aborted")],
   ])("%s is not", (_what, err) => {
     expect(isDatabaseUnavailable(err)).toBe(false);
+  });
+});
+
+describe("isClientAbort", () => {
+  test("Node's aborted request only, not a database socket reset", () => {
+    expect(isClientAbort(withCode("ECONNRESET", "aborted"))).toBe(true);
+    const dbReset = Object.assign(withCode("ECONNRESET", "read ECONNRESET"), { syscall: "read" });
+    expect(isClientAbort(dbReset)).toBe(false);
+    expect(isDatabaseUnavailable(dbReset)).toBe(true);
+    expect(
+      isClientAbort(Object.assign(withCode("ECONNRESET", "aborted"), { syscall: "read" })),
+    ).toBe(false);
+    expect(isClientAbort(new Error("aborted"))).toBe(false);
   });
 });

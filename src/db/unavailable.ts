@@ -38,9 +38,26 @@ const DRIVER_MESSAGES = [
   /^Query read timeout/,
 ];
 
+/**
+ * True for the error Node's HTTP server gives a request whose client hung up before sending
+ * all of its body: ECONNRESET with the message "aborted" and no syscall. It says nothing about
+ * the database (pg's socket errors name their syscall: "read ECONNRESET").
+ */
+export function isClientAbort(err: unknown): boolean {
+  if (!err || typeof err !== "object") return false;
+  const { code, message, syscall } = err as {
+    code?: unknown;
+    message?: unknown;
+    syscall?: unknown;
+  };
+  return code === "ECONNRESET" && message === "aborted" && syscall === undefined;
+}
+
 /** True when `err` (or what it wraps) says the database is unreachable for now. */
 export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (!err || typeof err !== "object" || depth > 5) return false;
+  // a client that hung up on the API, not a connection to the database that was cut
+  if (isClientAbort(err)) return false;
   const { code, message, cause, errors } = err as {
     code?: unknown;
     message?: unknown;
