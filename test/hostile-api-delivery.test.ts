@@ -88,7 +88,7 @@ async function post(appId: string, body: Buffer | string) {
     headers: { authorization: `Bearer ${h.adminKey}`, "content-type": "application/json" },
     payload: body,
   });
-  let json: { id?: string; code?: string } = {};
+  let json: { id?: string; code?: string; detail?: string } = {};
   try {
     json = JSON.parse(res.body);
   } catch {}
@@ -135,6 +135,7 @@ test("hostile message bodies among ordinary ones: never a 5xx, every accepted me
         outcomes.push([name, status, json.code]);
         expect(status, `${name}: ${JSON.stringify(json)}`).toBeGreaterThanOrEqual(400);
         expect(status, `${name}: ${JSON.stringify(json)}`).toBeLessThan(500);
+        if (name.includes("proto")) expect(json.detail).toMatch(/prototype-pollution/);
       }),
     );
   }

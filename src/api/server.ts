@@ -154,12 +154,12 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
         secureJson.parse(text, undefined, { protoAction: "error", constructorAction: "error" }),
       );
     } catch (err) {
-      done(
-        apiError("invalid_json", `request body is not valid JSON: ${(err as Error).message}`, {
-          cause: err,
-        }),
-        undefined,
-      );
+      // secure-json-parse's refusal of a valid body: say what, and why (docs/security.md)
+      const message = (err as Error).message;
+      const detail = /forbidden (prototype|constructor) property/.test(message)
+        ? "request body has a key named __proto__, or constructor holding prototype: refused, so that no receiver's JSON parser is handed a prototype-pollution key"
+        : `request body is not valid JSON: ${message}`;
+      done(apiError("invalid_json", detail, { cause: err }), undefined);
     }
   });
 
