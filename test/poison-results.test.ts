@@ -14,6 +14,7 @@ import { loadConfig } from "../src/config.ts";
 import type { DeliveryResult } from "../src/queue/record-results.ts";
 import { makeResultWriter } from "../src/worker/result-writer.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
+import { successResult } from "./helpers/delivery-result.ts";
 
 let db: TestDb;
 
@@ -26,29 +27,17 @@ afterAll(async () => {
 });
 
 function result(n: number, changes: Partial<DeliveryResult> = {}): DeliveryResult {
-  return {
+  return successResult({
     // no such delivery: its state is not changed, but its attempt row is written
     deliveryId: 1_000_000 + n,
     claimToken: randomUUID(),
     messageId: `msg_poison_${n}`,
     endpointId: "ep_poison",
     appId: "app_poison",
-    trigger: "scheduled",
     url: `http://127.0.0.1:9/hook?n=${n}`,
-    attemptNumber: 1,
-    nextStatus: "delivered",
-    retryDelayMs: 0,
-    startedAt: new Date(),
-    latencyMs: 5,
-    success: true,
-    statusCode: 200,
-    errorKind: null,
-    error: null,
     responseBody: `answer ${n}`,
-    isProbe: false,
-    pauseMs: null,
     ...changes,
-  };
+  });
 }
 
 function capturedLogger() {

@@ -12,8 +12,8 @@ import { loadConfig } from "../src/config.ts";
 import { makePool, type Pool } from "../src/db/pool.ts";
 import { isDatabaseUnavailable } from "../src/db/unavailable.ts";
 import { makeEnqueueBatcher } from "../src/queue/enqueue-batcher.ts";
-import type { DeliveryResult } from "../src/queue/record-results.ts";
 import { makeResultWriter } from "../src/worker/result-writer.ts";
+import { successResult } from "./helpers/delivery-result.ts";
 import { type RefusingDatabase, startRefusingDatabase } from "./helpers/refusing-database.ts";
 
 let db: RefusingDatabase;
@@ -69,27 +69,8 @@ test("a result that cannot be written is retried until its lease ends, then drop
     retry: { baseMs: 5, capMs: 10 },
     now: () => clock,
   });
-  const result: DeliveryResult = {
-    deliveryId: 1,
-    claimToken: "00000000-0000-0000-0000-000000000000",
-    messageId: "msg_x",
-    endpointId: "ep_x",
-    appId: "app_x",
-    trigger: "scheduled",
-    url: "http://127.0.0.1:9/",
-    attemptNumber: 1,
-    nextStatus: "delivered",
-    retryDelayMs: 0,
-    startedAt: new Date(),
-    latencyMs: 5,
-    success: true,
-    statusCode: 200,
-    errorKind: null,
-    error: null,
-    responseBody: null,
-    isProbe: false,
-    pauseMs: null,
-  };
+  const result = successResult();
+
   writer.add(result, 1_000);
   const flushed = writer.flush();
   const attempts = () => lines.filter((l) => l.includes("writing results failed")).length;
