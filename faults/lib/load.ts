@@ -19,6 +19,8 @@ export interface LoadOptions {
 export interface LoadResult {
   /** accepted message ids, in order of acceptance */
   accepted: string[];
+  /** when each accepted message's answering request was sent and answered */
+  acceptances: { id: string; sentAt: number; at: number }[];
   /** messages given up on */
   givenUp: number;
   answers503: number;
@@ -37,6 +39,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function sendMessages(o: LoadOptions): Promise<LoadResult> {
   const result: LoadResult = {
     accepted: [],
+    acceptances: [],
     givenUp: 0,
     answers503: 0,
     missingRetryAfter: 0,
@@ -53,6 +56,7 @@ export async function sendMessages(o: LoadOptions): Promise<LoadResult> {
     const body = JSON.stringify({ eventType: "fault.test", eventId: `fault-${n}`, payload: { n } });
     while (Date.now() < o.giveUpAt) {
       let wait = 200;
+      const sentAt = Date.now();
       try {
         const res = await fetch(`${o.apiUrl}/api/v1/app/${o.appId}/msg`, {
           method: "POST",
@@ -62,7 +66,9 @@ export async function sendMessages(o: LoadOptions): Promise<LoadResult> {
         });
         const text = await res.text();
         if (res.status === 202 || res.status === 200) {
-          result.accepted.push((JSON.parse(text) as { id: string }).id);
+          const id = (JSON.parse(text) as { id: string }).id;
+          result.accepted.push(id);
+          result.acceptances.push({ id, sentAt, at: Date.now() });
           return;
         }
         if (res.status === 503) {
