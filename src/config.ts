@@ -80,6 +80,17 @@ export interface WorkerConfig {
   shutdownTimeoutMs: number;
   /** maintenanceIntervalMs: how often the maintenance runner wakes. Default 60_000. */
   maintenanceIntervalMs: number;
+  /**
+   * heartbeatStaleMs: a worker without a session of its own (behind a transaction pooler,
+   * no direct URL) is taken as gone, and its claims handed back, once its heartbeat row is
+   * this old; it beats every fifth of it (docs/database.md). Default 10_000.
+   */
+  heartbeatStaleMs: number;
+  /**
+   * pooledPollIntervalMs: the idle poll when no LISTEN connection can be had (a
+   * transaction pooler and no direct URL), if shorter than pollIntervalMs. Default 250.
+   */
+  pooledPollIntervalMs: number;
 }
 
 export interface Config {
@@ -101,6 +112,14 @@ export interface Config {
   logLevel: string;
   /** sensitiveFields: field names whose values are masked in logs, errors and listings. */
   sensitiveFields: string[];
+  /**
+   * databaseDirectUrl: a URL reaching PostgreSQL itself when databaseUrl is a transaction
+   * pooler; the session-bound parts (LISTEN, worker liveness, the maintenance lock) use it
+   * (docs/database.md). Unset: those parts work without a session of their own.
+   */
+  databaseDirectUrl: string | undefined;
+  /** dbPooler: what databaseUrl reaches: auto = detected at start, none, transaction. Default auto. */
+  dbPooler: "auto" | "none" | "transaction";
   /** dbPoolSize: connections per process. Default 10. */
   dbPoolSize: number;
   /**
@@ -223,6 +242,13 @@ function frameAncestorsOf(raw: string | undefined): string[] {
   return sources;
 }
 
+/** HOOKRELAY_DB_POOLER: auto, none or transaction (docs/database.md). */
+function poolerOf(raw: string | undefined): Config["dbPooler"] {
+  if (raw === undefined) return "auto";
+  if (raw === "auto" || raw === "none" || raw === "transaction") return raw;
+  throw new ConfigError(`HOOKRELAY_DB_POOLER must be auto, none or transaction, got "${raw}"`);
+}
+
 /** Builds the configuration from environment variables, then applies explicit overrides. */
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const int = (name: string, fallback: number, min = 0): number => {
@@ -257,6 +283,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       ?.split(",")
       .map((s) => s.trim())
       .filter(Boolean) ?? [...DEFAULT_SENSITIVE_FIELDS],
+    databaseDirectUrl: str("HOOKRELAY_DATABASE_DIRECT_URL"),
+    dbPooler: poolerOf(str("HOOKRELAY_DB_POOLER")),
     dbPoolSize: int("HOOKRELAY_DB_POOL_SIZE", 10, 2),
     dbStartupWaitMs: int("HOOKRELAY_DB_STARTUP_WAIT_MS", 60_000, 0),
     bodyLimitBytes: int("HOOKRELAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024),
@@ -308,6 +336,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       flushBatch: int("HOOKRELAY_RESULT_FLUSH_BATCH", 256, 1),
       shutdownTimeoutMs: int("HOOKRELAY_SHUTDOWN_TIMEOUT_MS", 30_000, 0),
       maintenanceIntervalMs: int("HOOKRELAY_MAINTENANCE_INTERVAL_MS", 60_000, 10),
+      heartbeatStaleMs: int("HOOKRELAY_HEARTBEAT_STALE_MS", 10_000, 500),
+      pooledPollIntervalMs: int("HOOKRELAY_POOLED_POLL_INTERVAL_MS", 250, 1),
     },
   };
   const merged: Config = {

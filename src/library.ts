@@ -3,8 +3,13 @@
  * can run on the application's own `pg` client inside its own transaction (transactional
  * outbox): the event is committed if and only if the business write is, and workers are
  * woken when that transaction commits.
+ *
+ * Every statement the library sends is unnamed, on its own pool as on the caller's client:
+ * either may sit behind a transaction pooler, where a named prepared statement breaks (and
+ * with it the caller's transaction), and the caller's session is the caller's
+ * (docs/database.md). The library leaves no session state anywhere.
  */
-import { makePool, type Pool, type Queryable } from "./db/pool.ts";
+import { makePool, type Pool, type Queryable, unnamedQueries } from "./db/pool.ts";
 import { appIdsByIdOrUid } from "./db/queries/applications.ts";
 import { HookRelayError } from "./errors.ts";
 import { isName, NAME_RULE } from "./names.ts";
@@ -41,7 +46,11 @@ export class HookRelay {
       this.#pool = options.pool;
       this.#ownsPool = false;
     } else if (options.connectionString) {
-      this.#pool = makePool({ connectionString: options.connectionString, max: 5 });
+      this.#pool = makePool({
+        connectionString: options.connectionString,
+        max: 5,
+        preparedStatements: false,
+      });
       this.#ownsPool = true;
     } else {
       throw new HookRelayError("invalid_config", "HookRelay needs a connectionString or a pool");
@@ -58,7 +67,7 @@ export class HookRelay {
     message: SendMessage,
     options: { client?: Queryable } = {},
   ): Promise<EnqueueResult> {
-    const db = options.client ?? this.#pool;
+    const db = unnamedQueries(options.client ?? this.#pool);
     if (!isName(message.eventType)) {
       throw new HookRelayError("invalid_event_type", `eventType must be ${NAME_RULE}`);
     }

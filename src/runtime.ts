@@ -12,12 +12,14 @@ import { localClientUrl, provideLocalCliAccess } from "./api/local-cli-key.ts";
 import { registerMetricsRoute } from "./api/routes/health.ts";
 import { buildApi } from "./api/server.ts";
 import type { Config } from "./config.ts";
+import { resolveDatabaseMode } from "./db/database-mode.ts";
 import type { EmbeddedDatabase } from "./db/embedded.ts";
 import { migrate } from "./db/migrate.ts";
-import { makePool, type Pool } from "./db/pool.ts";
+import { makePool, type Pool, usePreparedStatements } from "./db/pool.ts";
 import { purgeDashboardSessions } from "./db/queries/dashboard-sessions.ts";
 import { ping } from "./db/queries/ping.ts";
 import { purgeEndedPortalTokens } from "./db/queries/portal-access.ts";
+import { startupRefusal } from "./db/startup-refusal.ts";
 import { isDatabaseUnavailable } from "./db/unavailable.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
@@ -38,11 +40,13 @@ import { ensureOperationalEndpoint } from "./ops/operational-webhook.ts";
 import { purgeExpired } from "./ops/retention.ts";
 import { type EnqueueBatcher, makeEnqueueBatcher } from "./queue/enqueue-batcher.ts";
 import type { OperationalTarget } from "./queue/operational-events.ts";
+import { purgeOldHeartbeats } from "./queue/worker-heartbeat.ts";
 import { makeRedactor, type Redactor } from "./security/redact.ts";
 import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
-import { type Liveness, makeLiveness } from "./worker/liveness.ts";
-import { makeWorkListener, type WorkListener } from "./worker/work-listener.ts";
+import type { Liveness } from "./worker/liveness.ts";
+import { makeSessionBound, type SessionBound } from "./worker/session-bound.ts";
+import type { WorkListener } from "./worker/work-listener.ts";
 import { makeWorker, type Worker } from "./worker/worker.ts";
 
 export interface Roles {
@@ -154,6 +158,12 @@ export function maintenanceTasks(
       run: (pool) => purgeEndedPortalTokens(pool, null).then(() => undefined),
     },
     {
+      // heartbeat rows of workers that crashed (docs/database.md)
+      name: "purge-heartbeats",
+      everyMs: every,
+      run: (pool) => purgeOldHeartbeats(pool).then(() => undefined),
+    },
+    {
       name: "retention",
       everyMs: every,
       run: (pool) => purgeExpired(pool, config.retention).then(() => undefined),
@@ -211,6 +221,7 @@ export async function startRuntime(
   let liveness: Liveness | null = null;
   let listener: WorkListener | null = null;
   let maintenance: Maintenance | null = null;
+  let sessionBound: SessionBound | null = null;
   let sender: ReturnType<typeof makeHttpSender> | null = null;
   let metricsServer: FastifyInstance | null = null;
   let stopping: Promise<void> | null = null;
@@ -224,6 +235,7 @@ export async function startRuntime(
     await liveness?.stop();
     await listener?.stop();
     await maintenance?.stop();
+    await sessionBound?.end();
     await sender?.close();
     await pool.end();
     await embedded?.stop();
@@ -241,6 +253,12 @@ export async function startRuntime(
     const startDeadline = performance.now() + config.dbStartupWaitMs;
     const starting = <T>(step: () => Promise<T>) =>
       whileDatabaseStarts(step, startDeadline, logger);
+    // What DATABASE_URL reaches (docs/database.md): one line says the mode and its cost.
+    const mode = await starting(() =>
+      resolveDatabaseMode(config, connectionString, embedded !== null),
+    );
+    usePreparedStatements(pool, mode.pooler === "direct");
+    logger.info({ pooler: mode.pooler, direct: mode.sessionUrl !== null }, mode.line);
     const applied = await starting(async () => {
       await ping(pool);
       return migrate(pool);
@@ -299,16 +317,20 @@ export async function startRuntime(
     }
     if (roles.worker) {
       sender = makeHttpSender({ ssrfGuard });
-      liveness = makeLiveness({
-        connectionString,
-        logger: logger.child({ component: "liveness" }),
-        onHeld: () => worker?.wake(),
+      sessionBound = makeSessionBound({
+        mode,
+        pool,
+        config,
+        logger,
+        onWork: () => worker?.wake(),
       });
+      liveness = sessionBound.liveness;
       await liveness.start();
       const w = makeWorker({
         pool,
         sender,
-        config,
+        // without LISTEN the poll is all there is: the mode's own, shorter (docs/database.md)
+        config: { ...config, worker: { ...config.worker, pollIntervalMs: mode.pollIntervalMs } },
         logger: logger.child({ component: "worker" }),
         onResults: (results) => metrics.recordResults(results),
         onClaim: (size) => metrics.recordClaim(size),
@@ -318,13 +340,14 @@ export async function startRuntime(
         liveness,
       });
       worker = w;
-      listener = makeWorkListener({ connectionString, onWork: () => w.wake(), logger });
-      await starting(() => listener!.start());
+      listener = sessionBound.listener;
+      if (listener) await starting(() => listener!.start());
       w.start();
       maintenance = makeMaintenance({
         pool,
         logger: logger.child({ component: "maintenance" }),
         intervalMs: Math.min(config.worker.maintenanceIntervalMs, config.health.statsIntervalMs),
+        lock: sessionBound.maintenanceLock,
         tasks: maintenanceTasks(
           config,
           secretBox,
@@ -349,6 +372,6 @@ export async function startRuntime(
     };
   } catch (err) {
     await stopAll().catch(() => undefined);
-    throw err;
+    throw startupRefusal(err);
   }
 }

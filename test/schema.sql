@@ -281,6 +281,14 @@ table latency_samples (
   ok boolean not null
 );
 
+table maintenance_lease (
+  singleton boolean not null default true,
+  holder text not null,
+  expires_at timestamp with time zone not null,
+  constraint maintenance_lease_pkey PRIMARY KEY (singleton),
+  constraint maintenance_lease_singleton_check CHECK (singleton)
+);
+
 table messages (
   id text not null,
   app_id text not null,
@@ -328,6 +336,13 @@ table public_id_key (
   constraint public_id_key_singleton_check CHECK (singleton)
 );
 
+table worker_heartbeats (
+  worker_lock integer not null,
+  worker_id text not null,
+  beat_at timestamp with time zone not null,
+  constraint worker_heartbeats_pkey PRIMARY KEY (worker_lock)
+);
+
 CREATE UNIQUE INDEX alerts_open_idx ON public.alerts USING btree (kind, subject_id) WHERE (resolved_at IS NULL);
 CREATE UNIQUE INDEX alerts_pkey ON public.alerts USING btree (id);
 CREATE UNIQUE INDEX api_keys_key_hash_key ON public.api_keys USING btree (key_hash);
@@ -364,6 +379,7 @@ CREATE INDEX idempotency_keys_created_idx ON public.idempotency_keys USING btree
 CREATE UNIQUE INDEX idempotency_keys_pkey ON public.idempotency_keys USING btree (principal, key);
 CREATE INDEX latency_samples_at_brin ON public.latency_samples USING brin (at);
 CREATE INDEX latency_samples_endpoint_idx ON public.latency_samples USING btree (endpoint_id, at);
+CREATE UNIQUE INDEX maintenance_lease_pkey ON public.maintenance_lease USING btree (singleton);
 CREATE UNIQUE INDEX messages_app_id_event_id_key ON public.messages USING btree (app_id, event_id);
 CREATE INDEX messages_app_idx ON public.messages USING btree (app_id, id);
 CREATE INDEX messages_created_brin ON public.messages USING brin (created_at);
@@ -376,3 +392,4 @@ CREATE INDEX portal_tokens_app_idx ON public.portal_tokens USING btree (app_id, 
 CREATE UNIQUE INDEX portal_tokens_pkey ON public.portal_tokens USING btree (id);
 CREATE UNIQUE INDEX portal_tokens_token_hash_key ON public.portal_tokens USING btree (token_hash);
 CREATE UNIQUE INDEX public_id_key_pkey ON public.public_id_key USING btree (singleton);
+CREATE UNIQUE INDEX worker_heartbeats_pkey ON public.worker_heartbeats USING btree (worker_lock);

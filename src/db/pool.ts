@@ -32,6 +32,54 @@ export interface PoolOptions {
    * answer (the API's 503) instead of a hang. Default 10_000.
    */
   connectTimeoutMs?: number;
+  /**
+   * preparedStatements: false drops the `name` of named query configs (namedSql), so every
+   * statement is an unnamed one: a transaction pooler shares server connections, where a
+   * named statement prepared by one client is missing or already there for the next
+   * (docs/database.md). Default true; settable later with usePreparedStatements().
+   */
+  preparedStatements?: boolean;
+}
+
+/** Per pool: whether its connections keep statement names (docs/database.md). */
+const naming = new WeakMap<pg.Pool, { named: boolean }>();
+
+/** Turns a pool's named prepared statements on or off (off behind a transaction pooler). */
+export function usePreparedStatements(pool: Pool, on: boolean): void {
+  const state = naming.get(pool);
+  if (!state) throw new Error("usePreparedStatements: not a pool made by makePool");
+  state.named = on;
+}
+
+/** A query config without its statement name; anything else (text, a Query, a cursor) as is. */
+export function withoutName<T>(config: T): T {
+  if (config === null || typeof config !== "object" || !("name" in config)) return config;
+  if (typeof (config as { submit?: unknown }).submit === "function") return config;
+  const { name: _name, ...rest } = config as Record<string, unknown>;
+  return rest as T;
+}
+
+/**
+ * `db` with every statement sent unnamed: for a client hookrelay does not own (the
+ * library's caller's), which may sit behind a transaction pooler and must never be left
+ * with session state of ours.
+ */
+export function unnamedQueries(db: Queryable): Queryable {
+  const query = (config: unknown, ...rest: unknown[]) =>
+    (db.query as (...args: unknown[]) => unknown).call(db, withoutName(config), ...rest);
+  return { query } as Queryable;
+}
+
+/** pg's Client, dropping statement names while `state.named` is false. */
+function clientClass(state: { named: boolean }): new () => pg.ClientBase {
+  return class extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super(config);
+      const query = this.query.bind(this) as (...args: unknown[]) => unknown;
+      (this as { query: unknown }).query = (config: unknown, ...rest: unknown[]) =>
+        query(state.named ? config : withoutName(config), ...rest);
+    }
+  } as unknown as new () => pg.ClientBase;
 }
 
 /**
@@ -43,7 +91,9 @@ export interface PoolOptions {
  * error, and the pool drops a client that is no longer queryable when it is released.
  */
 export function makePool(options: PoolOptions): Pool {
+  const state = { named: options.preparedStatements ?? true };
   const pool = new pg.Pool({
+    Client: clientClass(state),
     connectionString: options.connectionString,
     max: options.max,
     application_name: options.applicationName ?? "hookrelay",
@@ -53,6 +103,7 @@ export function makePool(options: PoolOptions): Pool {
     // a database host that vanishes is noticed (docs/worker-liveness.md)
     ...clientKeepAlive,
   });
+  naming.set(pool, state);
   const logLost = (err: Error, what: string) => {
     // 57P01: the server is shutting down (a restart, or the embedded cluster stopping at exit).
     const level = (err as { code?: string }).code === "57P01" ? "debug" : "warn";

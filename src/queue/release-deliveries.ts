@@ -5,7 +5,8 @@
  * - releaseDeliveries: a worker's own rows (shutdown before they were sent, or aborted at
  *   the drain deadline);
  * - releaseLostClaims: the unfinished rows of claims whose worker is gone (its liveness
- *   lock is free: docs/worker-liveness.md) or whose lease ran out (a worker alive but stuck,
+ *   lock is free: docs/worker-liveness.md; or its heartbeat row is stale: docs/database.md)
+ *   or whose lease ran out (a worker alive but stuck,
  *   or cut off from the database). Every worker runs it once per poll interval.
  *
  * A row is only handed back while it still carries the claim's token and is in flight, so
@@ -43,16 +44,30 @@ export interface LostClaimsOptions {
    * worker gets a moment to take its lock again before the others judge it gone.
    */
   checkOwners: boolean;
+  /**
+   * A heartbeat row older than this makes its worker gone (docs/database.md). Every
+   * process of a deployment should use the same value (HOOKRELAY_HEARTBEAT_STALE_MS).
+   * Default 10_000.
+   */
+  heartbeatStaleMs?: number;
 }
 
 // One statement (a round trip per poll interval, whatever the number of claims):
 //
-// dead     The workers that own claims and whose lock this statement can take: their
-//          liveness connection has ended. One try per worker, not per row; a try that
-//          succeeds holds the lock until this statement's transaction ends (an xact lock),
-//          so two workers checking at once do not both take the same claims, and a live
-//          worker's lock is never taken at all (the try fails at once). Materialized, so
-//          the tries run exactly once.
+// owners   The workers that own claims (none while checkOwners is false).
+// beating  Those of them that prove they are alive by a heartbeat row (a worker behind a
+//          transaction pooler without a direct URL: docs/database.md); the others hold an
+//          advisory lock (docs/worker-liveness.md). Both kinds may share a database.
+// stale    The beating owners whose row is older than the threshold, locked (skip locked:
+//          a row its worker is writing right now is beating; one another checker holds is
+//          that checker's), so two workers checking at once do not both take the same
+//          claims, and a worker that beats again meanwhile waits for this hand-back.
+// freed    The other owners whose lock this statement can take: their liveness
+//          connection has ended. One try per worker, not per row; a try that succeeds
+//          holds the lock until this statement's transaction ends (an xact lock), so two
+//          workers checking at once do not both take the same claims, and a live worker's
+//          lock is never taken at all (the try fails at once). Materialized, so the tries
+//          run exactly once.
 // lost     Those workers' claims and every claim whose lease ran out, deleted; a claim
 //          another worker is handing back right now, or whose last result is being
 //          written, is skipped (it has them).
@@ -60,14 +75,34 @@ export interface LostClaimsOptions {
 // slots    The endpoints' in-flight slots are freed and a probe among the rows released
 //          (probeReleasedSet), the health rows locked in id order like every other writer.
 // wake     One NOTIFY at commit when anything came back: idle workers claim it at once.
-const LOST_CLAIMS_SQL = namedSql<{ limit: number; checkOwners: boolean; lockClass: number }>(
+const LOST_CLAIMS_SQL = namedSql<{
+  limit: number;
+  checkOwners: boolean;
+  lockClass: number;
+  staleMs: number;
+}>(
   `
-with dead as materialized (
+with owners as materialized (
+  select distinct worker_lock from claims
+  where worker_lock is not null and $checkOwners::boolean
+),
+beating as materialized (
+  select worker_lock from worker_heartbeats where worker_lock in (select worker_lock from owners)
+),
+stale as materialized (
+  select worker_lock from worker_heartbeats
+  where worker_lock in (select worker_lock from beating)
+    and beat_at < now() - $staleMs::integer * interval '1 millisecond'
+  for update skip locked
+),
+freed as materialized (
   select o.worker_lock
-  from (select distinct worker_lock from claims where worker_lock is not null) o
-  where case when $checkOwners::boolean
-             then pg_try_advisory_xact_lock($lockClass::int, o.worker_lock)
-             else false end
+  from owners o
+  where o.worker_lock not in (select worker_lock from beating)
+    and pg_try_advisory_xact_lock($lockClass::int, o.worker_lock)
+),
+dead as (
+  select worker_lock from stale union all select worker_lock from freed
 ),
 lost as (
   delete from claims
@@ -123,6 +158,7 @@ export async function releaseLostClaims(
       limit: options.limit ?? 100,
       checkOwners: options.checkOwners,
       lockClass: WORKER_LOCK_CLASS,
+      staleMs: options.heartbeatStaleMs ?? 10_000,
     }),
   );
   return rows[0].released;

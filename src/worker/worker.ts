@@ -139,6 +139,7 @@ export function makeWorker(options: WorkerOptions): Worker {
         // statement's NOTIFY wakes whoever has room for them, this worker included.
         await releaseLostClaims(pool, {
           checkOwners: !liveness || liveness.heldForMs() >= LIVENESS.judgeAfterMs,
+          heartbeatStaleMs: cfg.heartbeatStaleMs,
         }).catch((err) =>
           logger[isDatabaseUnavailable(err) ? "warn" : "error"](
             { err },

@@ -1,0 +1,64 @@
+/**
+ * The parts of a worker process that want a database session of their own (docs/database.md):
+ * the LISTEN connection, the liveness lock and the maintenance lock. With a session URL
+ * (DATABASE_URL reached directly, or HOOKRELAY_DATABASE_DIRECT_URL beside a transaction
+ * pooler) they use it as always; without one the worker polls, proves it is alive by a
+ * heartbeat row and runs maintenance under a lease row, all through the pooled pool.
+ */
+import type { Config } from "../config.ts";
+import type { DatabaseMode } from "../db/database-mode.ts";
+import { makePool, type Pool } from "../db/pool.ts";
+import type { Logger } from "../logger.ts";
+import { type MaintenanceLock, sessionLock } from "../ops/maintenance.ts";
+import { leaseLock } from "../ops/maintenance-lease.ts";
+import { makeHeartbeatLiveness } from "./heartbeat-liveness.ts";
+import { type Liveness, makeLiveness } from "./liveness.ts";
+import { makeWorkListener, type WorkListener } from "./work-listener.ts";
+
+export interface SessionBound {
+  liveness: Liveness;
+  /** null: no session for LISTEN, the worker polls (mode.pollIntervalMs) */
+  listener: WorkListener | null;
+  maintenanceLock: MaintenanceLock;
+  /** ends the small direct pool of the maintenance lock, if one was made */
+  end(): Promise<void>;
+}
+
+export function makeSessionBound(options: {
+  mode: DatabaseMode;
+  pool: Pool;
+  config: Pick<Config, "worker">;
+  logger: Logger;
+  onWork: () => void;
+}): SessionBound {
+  const { mode, pool, logger } = options;
+  const url = mode.sessionUrl;
+  if (url === null) {
+    return {
+      liveness: makeHeartbeatLiveness({
+        pool,
+        logger: logger.child({ component: "liveness" }),
+        staleMs: options.config.worker.heartbeatStaleMs,
+        onHeld: options.onWork,
+      }),
+      listener: null,
+      maintenanceLock: leaseLock(pool, logger.child({ component: "maintenance" })),
+      end: async () => undefined,
+    };
+  }
+  // The session lock needs a session: the main pool's when it is direct, else a small one.
+  const lockPool =
+    mode.pooler === "direct" ? null : makePool({ connectionString: url, max: 1, logger });
+  return {
+    liveness: makeLiveness({
+      connectionString: url,
+      logger: logger.child({ component: "liveness" }),
+      onHeld: options.onWork,
+    }),
+    listener: makeWorkListener({ connectionString: url, onWork: options.onWork, logger }),
+    maintenanceLock: sessionLock(lockPool ?? pool),
+    end: async () => {
+      await lockPool?.end();
+    },
+  };
+}

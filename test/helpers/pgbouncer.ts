@@ -1,0 +1,157 @@
+/**
+ * Debian's PostgreSQL 15 and PgBouncer 1.18, started for a test on free loopback ports in a
+ * temp folder (as the postgres system user when this process is root, since neither runs as
+ * root), and stopped by PID. `pgbouncerMissing()` says what is absent: the pooler tests
+ * skip loudly outside CI and fail in CI (docs/database.md, "Tests").
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { chown, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
+import { ensurePostgresUser } from "../../src/db/postgres-as-root.ts";
+import { initCluster, type RunAs, startCluster } from "../../src/db/postgres-cluster.ts";
+
+const PG_ROOT = "/usr/lib/postgresql/15";
+const PGBOUNCER = "/usr/sbin/pgbouncer";
+
+/** What is not installed, or null when both are. */
+export function pgbouncerMissing(): string | null {
+  const missing = [
+    !existsSync(path.join(PG_ROOT, "bin", "postgres")) && "postgresql-15",
+    !existsSync(PGBOUNCER) && "pgbouncer",
+  ].filter(Boolean);
+  return missing.length ? missing.join(" and ") : null;
+}
+
+export type PoolMode = "transaction" | "statement" | "session";
+
+export interface PooledDatabase {
+  /** PostgreSQL itself */
+  directUrl: string;
+  /** the same database through PgBouncer in `mode` */
+  pooledUrl: string;
+  /** another PgBouncer on the same database, for the other modes this test asks for */
+  pooler(mode: PoolMode): Promise<string>;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function waitForPort(port: number, child: ChildProcess, log: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (child.exitCode !== null)
+      throw new Error(`pgbouncer exited: ${await readFile(log, "utf8")}`);
+    const open = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, "127.0.0.1", () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on("error", () => resolve(false));
+    });
+    if (open) return;
+    await sleep(50);
+  }
+  throw new Error(`pgbouncer did not listen on ${port}: ${await readFile(log, "utf8")}`);
+}
+
+/**
+ * PostgreSQL 15 with a database `hookrelay`, and PgBouncer in `mode` in front of it with a
+ * small server pool (`poolSize`, default 5), so that server connections really are shared.
+ */
+export async function startPooledDatabase(
+  options: { mode?: PoolMode; poolSize?: number } = {},
+): Promise<PooledDatabase> {
+  const runAs: RunAs = process.getuid?.() === 0 ? await ensurePostgresUser() : null;
+  const dir = await mkdtemp(path.join(tmpdir(), "hookrelay-pgb-"));
+  if (runAs) await chown(dir, runAs.uid, runAs.gid);
+  const clusterDir = path.join(dir, "pg");
+  await mkdir(clusterDir, { mode: 0o700 });
+  if (runAs) await chown(clusterDir, runAs.uid, runAs.gid);
+  const password = randomBytes(12).toString("hex");
+  const binaries = { root: PG_ROOT, version: "15" };
+  await initCluster({ binaries, clusterDir, user: "postgres", password, runAs });
+  const pgPort = await freePort();
+  const cluster = await startCluster({
+    binaries,
+    clusterDir,
+    port: pgPort,
+    flags: ["-c", "max_connections=60", "-c", "fsync=off"],
+    runAs,
+    logFile: path.join(dir, "postgres.log"),
+  });
+  const directUrl = `postgres://postgres:${password}@127.0.0.1:${pgPort}/hookrelay`;
+  const admin = new pg.Client({
+    connectionString: `postgres://postgres:${password}@127.0.0.1:${pgPort}/postgres`,
+  });
+  await admin.connect();
+  await admin.query("create database hookrelay");
+  await admin.end();
+
+  const bouncers: ChildProcess[] = [];
+  const pooler = async (mode: PoolMode): Promise<string> => {
+    const port = await freePort();
+    const name = `pgbouncer-${mode}-${port}`;
+    const ini = path.join(dir, `${name}.ini`);
+    const log = path.join(dir, `${name}.log`);
+    const users = path.join(dir, `${name}.users`);
+    await writeFile(users, `"postgres" "${password}"\n`);
+    await writeFile(
+      ini,
+      [
+        "[databases]",
+        `hookrelay = host=127.0.0.1 port=${pgPort} dbname=hookrelay user=postgres password=${password}`,
+        "[pgbouncer]",
+        "listen_addr = 127.0.0.1",
+        `listen_port = ${port}`,
+        "unix_socket_dir =",
+        "auth_type = trust",
+        `auth_file = ${users}`,
+        `pool_mode = ${mode}`,
+        "max_client_conn = 200",
+        `default_pool_size = ${options.poolSize ?? 5}`,
+        "ignore_startup_parameters = extra_float_digits,options",
+        `logfile = ${log}`,
+        `pidfile = ${path.join(dir, `${name}.pid`)}`,
+        "",
+      ].join("\n"),
+    );
+    for (const f of [ini, users]) if (runAs) await chown(f, runAs.uid, runAs.gid);
+    await writeFile(log, "");
+    if (runAs) await chown(log, runAs.uid, runAs.gid);
+    const child = spawn(PGBOUNCER, [ini], { ...(runAs ?? {}), stdio: "ignore", detached: true });
+    child.unref();
+    bouncers.push(child);
+    await waitForPort(port, child, log);
+    return `postgres://postgres:${password}@127.0.0.1:${port}/hookrelay`;
+  };
+  const pooledUrl = await pooler(options.mode ?? "transaction");
+  return {
+    directUrl,
+    pooledUrl,
+    pooler,
+    async stop() {
+      for (const b of bouncers) {
+        if (b.exitCode === null && b.pid) {
+          try {
+            process.kill(b.pid, "SIGINT");
+          } catch {
+            // gone already
+          }
+        }
+      }
+      await cluster.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
