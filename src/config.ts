@@ -4,6 +4,8 @@
  * default; README.md carries the same table.
  */
 import path from "node:path";
+import { schemaNameOf } from "./db/schema-name.ts";
+import { type DbTlsSettings, withTlsParams } from "./db/tls-params.ts";
 import { ConfigError } from "./errors.ts";
 import { DEFAULT_SENSITIVE_FIELDS } from "./security/redact.ts";
 
@@ -127,6 +129,19 @@ export interface Config {
    * restarting, failing over, or started at the same moment) before it gives up. Default 60_000.
    */
   dbStartupWaitMs: number;
+  /**
+   * dbSchema: the schema of hookrelay's tables; the role's search_path must lead to it
+   * (checked at start; docs/database.md, "Roles and schema"). Unset: the role's current
+   * schema (usually public).
+   */
+  dbSchema: string | undefined;
+  /**
+   * migrationDatabaseUrl: the URL of a role that owns the schema, for `hookrelay migrate`
+   * and for a starting server that finds the schema behind. Unset: databaseUrl.
+   */
+  migrationDatabaseUrl: string | undefined;
+  /** migrateOnStart: auto = a starting server migrates a schema that is behind; skip = it refuses to start. Default auto. */
+  migrateOnStart: "auto" | "skip";
   /** bodyLimitBytes: largest accepted API request body. Default 1 MiB. */
   bodyLimitBytes: number;
   /** idempotencyTtlMs: how long an idempotency-key's response is replayed. Default 24 h. */
@@ -170,6 +185,22 @@ const envString = (env: Env, name: string): string | undefined => {
   const raw = env[name]?.trim();
   return raw ? raw : undefined;
 };
+/**
+ * HOOKRELAY_DB_SSLMODE, _SSLROOTCERT, _SSLCERT, _SSLKEY, _SSLPASSWORD: TLS to PostgreSQL
+ * (docs/database.md, "TLS"). They are written into every database URL, each overriding the
+ * URL's parameter of the same name, so that every connection reads TLS the same way.
+ */
+function dbTlsOf(env: Env): DbTlsSettings {
+  return {
+    sslmode: envString(env, "HOOKRELAY_DB_SSLMODE"),
+    sslrootcert: envString(env, "HOOKRELAY_DB_SSLROOTCERT"),
+    sslcert: envString(env, "HOOKRELAY_DB_SSLCERT"),
+    sslkey: envString(env, "HOOKRELAY_DB_SSLKEY"),
+    sslpassword: envString(env, "HOOKRELAY_DB_SSLPASSWORD"),
+  };
+}
+const withDbTls = (env: Env, url: string | undefined) => url && withTlsParams(url, dbTlsOf(env));
+
 const dataDirOf = (env: Env) => path.resolve(envString(env, "HOOKRELAY_DATA_DIR") ?? ".hookrelay");
 
 /**
@@ -190,7 +221,7 @@ export function loadClientConfig(env: Env = process.env): ClientConfig {
     serverUrl: envString(env, "HOOKRELAY_URL"),
     apiKey: envString(env, "HOOKRELAY_KEY"),
     dataDir: dataDirOf(env),
-    databaseUrl: envString(env, "DATABASE_URL"),
+    databaseUrl: withDbTls(env, envString(env, "DATABASE_URL")),
   };
 }
 
@@ -249,6 +280,12 @@ function poolerOf(raw: string | undefined): Config["dbPooler"] {
   throw new ConfigError(`HOOKRELAY_DB_POOLER must be auto, none or transaction, got "${raw}"`);
 }
 
+/** HOOKRELAY_MIGRATE: auto or skip (docs/database.md, "Roles and schema"). */
+function migrateModeOf(raw: string | undefined): Config["migrateOnStart"] {
+  if (raw === undefined || raw === "auto" || raw === "skip") return raw ?? "auto";
+  throw new ConfigError(`HOOKRELAY_MIGRATE must be auto or skip, got "${raw}"`);
+}
+
 /** Builds the configuration from environment variables, then applies explicit overrides. */
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const int = (name: string, fallback: number, min = 0): number => {
@@ -287,6 +324,9 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     dbPooler: poolerOf(str("HOOKRELAY_DB_POOLER")),
     dbPoolSize: int("HOOKRELAY_DB_POOL_SIZE", 10, 2),
     dbStartupWaitMs: int("HOOKRELAY_DB_STARTUP_WAIT_MS", 60_000, 0),
+    dbSchema: schemaNameOf(str("HOOKRELAY_DB_SCHEMA"), "HOOKRELAY_DB_SCHEMA"),
+    migrationDatabaseUrl: str("HOOKRELAY_MIGRATION_DATABASE_URL"),
+    migrateOnStart: migrateModeOf(str("HOOKRELAY_MIGRATE")),
     bodyLimitBytes: int("HOOKRELAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024),
     idempotencyTtlMs: int("HOOKRELAY_IDEMPOTENCY_TTL_MS", 24 * 3600_000, 1),
     apiRateLimitPerSecond: int("HOOKRELAY_API_RATE_LIMIT", 10_000, 0),
@@ -349,6 +389,9 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     retention: { ...config.retention, ...overrides.retention },
     worker: { ...config.worker, ...overrides.worker },
   };
+  // after the overrides: a URL given by a flag gets the TLS settings too
+  for (const key of ["databaseUrl", "databaseDirectUrl", "migrationDatabaseUrl"] as const)
+    merged[key] = withDbTls(env, merged[key]);
   if (merged.delivery.retryCapMs < merged.delivery.retryBaseMs) {
     throw new ConfigError("HOOKRELAY_RETRY_CAP_MS must be >= HOOKRELAY_RETRY_BASE_MS");
   }

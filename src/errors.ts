@@ -32,6 +32,8 @@ export const ERROR_CODES = {
   invalid_config: "a setting, option or flag is missing or malformed",
   database_error: "the database refused or failed an operation hookrelay needs",
   schema_too_new: "the database was migrated by a newer hookrelay than this one",
+  schema_not_migrated: "the schema is missing or behind, and this process does not migrate it",
+  insufficient_privilege: "the database role lacks a right hookrelay needs",
   not_running: "a component was used before start() or after stop()",
   invalid_secret: "a signing secret is not whsec_ + base64 (or whsk_ for Ed25519)",
   invalid_event_type: "an eventType that breaks the name rule",

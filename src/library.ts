@@ -11,6 +11,7 @@
  */
 import { makePool, type Pool, type Queryable, unnamedQueries } from "./db/pool.ts";
 import { appIdsByIdOrUid } from "./db/queries/applications.ts";
+import { schemaNameOf } from "./db/schema-name.ts";
 import { HookRelayError } from "./errors.ts";
 import { isName, NAME_RULE } from "./names.ts";
 import { type EnqueueResult, enqueueMessage } from "./queue/enqueue-message.ts";
@@ -24,6 +25,12 @@ export interface HookRelayOptions {
   pool?: Pool;
   /** maxAttempts for endpoints without their own. Default 5. */
   maxAttempts?: number;
+  /**
+   * The schema of hookrelay's tables (HOOKRELAY_DB_SCHEMA). Given, every statement names
+   * it, so `send()` on your client finds them whatever your search_path is, and leaves it
+   * as it was (docs/database.md, "Roles and schema"). Default: your connection's search_path.
+   */
+  schema?: string;
 }
 
 export interface SendMessage {
@@ -40,6 +47,7 @@ export class HookRelay {
   readonly #pool: Pool;
   readonly #ownsPool: boolean;
   readonly #maxAttempts: number;
+  readonly #schema: string | undefined;
 
   constructor(options: HookRelayOptions) {
     if (options.pool) {
@@ -56,6 +64,7 @@ export class HookRelay {
       throw new HookRelayError("invalid_config", "HookRelay needs a connectionString or a pool");
     }
     this.#maxAttempts = options.maxAttempts ?? 5;
+    this.#schema = schemaNameOf(options.schema, "HookRelay's schema option");
   }
 
   /**
@@ -84,7 +93,7 @@ export class HookRelay {
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
       throw new HookRelayError("invalid_payload", "payload must be a JSON object");
     }
-    const appId = (await appIdsByIdOrUid(db, [app])).get(app);
+    const appId = (await appIdsByIdOrUid(db, [app], this.#schema)).get(app);
     if (!appId) throw new HookRelayError("not_found", `application ${app} not found`);
     return enqueueMessage(
       db,
@@ -98,6 +107,7 @@ export class HookRelay {
         deliverAt: message.deliverAt,
       },
       this.#maxAttempts,
+      this.#schema,
     );
   }
 

@@ -14,11 +14,12 @@ import { buildApi } from "./api/server.ts";
 import type { Config } from "./config.ts";
 import { resolveDatabaseMode } from "./db/database-mode.ts";
 import type { EmbeddedDatabase } from "./db/embedded.ts";
-import { migrate } from "./db/migrate.ts";
 import { makePool, type Pool, usePreparedStatements } from "./db/pool.ts";
 import { purgeDashboardSessions } from "./db/queries/dashboard-sessions.ts";
 import { ping } from "./db/queries/ping.ts";
 import { purgeEndedPortalTokens } from "./db/queries/portal-access.ts";
+import { withSearchPath } from "./db/schema-name.ts";
+import { prepareSchema } from "./db/start-schema.ts";
 import { startupRefusal } from "./db/startup-refusal.ts";
 import { isDatabaseUnavailable } from "./db/unavailable.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
@@ -80,6 +81,8 @@ export async function openDatabase(config: Config, logger: Logger) {
       logger,
     });
     connectionString = embedded.connectionString;
+    // a direct connection of our own: the schema can be the session's default
+    if (config.dbSchema) connectionString = withSearchPath(connectionString, config.dbSchema);
   }
   const pool = makePool({ connectionString, max: config.dbPoolSize, logger });
   return { pool, connectionString, embedded };
@@ -261,7 +264,13 @@ export async function startRuntime(
     logger.info({ pooler: mode.pooler, direct: mode.sessionUrl !== null }, mode.line);
     const applied = await starting(async () => {
       await ping(pool);
-      return migrate(pool);
+      // migrates where allowed, checks the role's rights (docs/database.md, "Roles and schema")
+      return prepareSchema(pool, {
+        schema: config.dbSchema,
+        migrate: config.migrateOnStart,
+        migrationDatabaseUrl: config.migrationDatabaseUrl,
+        logger,
+      });
     });
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
     // Operational webhooks: the operator app's endpoint, pointed at the configured URL.

@@ -11,8 +11,10 @@
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { DatabaseError, HookRelayError } from "../errors.ts";
+import { ConfigError, DatabaseError, HookRelayError } from "../errors.ts";
 import { type Pool, type PoolClient, withTransaction } from "./pool.ts";
+import { isPrivilegeError, migrationRefused, PrivilegeError } from "./schema-errors.ts";
+import { tablePrefix } from "./schema-name.ts";
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 // Any constant works; this one spells "hookrelay" loosely and is ours alone.
@@ -66,55 +68,122 @@ export class SchemaTooNewError extends HookRelayError {
  * Throws SchemaTooNewError if the database has applied migrations `known` does not hold.
  * By id only: a file renamed since it was applied is still the same migration.
  */
-async function refuseNewerSchema(client: PoolClient, known: readonly Migration[]): Promise<void> {
-  const { rows } = await client.query(
-    "select name from hookrelay_migrations where id <> all ($1::integer[]) order by id",
-    [known.map((m) => m.id)],
-  );
-  if (rows.length > 0)
+export function refuseNewerSchema(
+  applied: readonly { id: number; name: string }[],
+  known: readonly Migration[],
+): void {
+  const ids = new Set(known.map((m) => m.id));
+  const unknown = applied.filter((a) => !ids.has(a.id));
+  if (unknown.length > 0)
     throw new SchemaTooNewError(
-      rows.map((r) => r.name as string),
+      unknown.map((a) => a.name),
       known.at(-1)?.name,
     );
 }
 
+export interface MigrateOptions {
+  /**
+   * The schema to migrate (created when missing, if the role may); undefined: the
+   * connection's current schema, as before HOOKRELAY_DB_SCHEMA existed (usually public).
+   */
+  schema?: string;
+}
+
+async function appliedIn(client: PoolClient, schema: string) {
+  const { rows } = await client.query<{ id: number; name: string }>(
+    `select id, name from ${tablePrefix(schema)}hookrelay_migrations order by id`,
+  );
+  return rows;
+}
+
+/**
+ * The schema of this migration run: the configured one, created if missing, or the
+ * current one. Every transaction of the run then resolves names in it alone (a local
+ * setting: it ends with the transaction, so it holds behind a transaction pooler too).
+ */
+async function enterSchema(client: PoolClient, configured: string | undefined) {
+  const { rows } = await client.query(
+    `select current_user as role, current_schema() as current,
+            exists (select from pg_namespace where nspname = $1::text) as exists`,
+    [configured ?? ""],
+  );
+  const role: string = rows[0].role;
+  const schema: string | null = configured ?? rows[0].current;
+  if (schema === null)
+    throw new ConfigError(
+      `role "${role}" has no schema on its search_path to migrate into: set HOOKRELAY_DB_SCHEMA (docs/database.md, "Roles and schema").`,
+    );
+  // CREATE SCHEMA checks the database's CREATE right even when the schema exists: ask first.
+  if (configured !== undefined && !rows[0].exists) {
+    try {
+      await client.query(`create schema "${schema}"`);
+    } catch (err) {
+      if (!isPrivilegeError(err)) throw err;
+      throw new PrivilegeError(
+        `role "${role}" may not create schema "${schema}" (${err.message}): have an administrator run \`create schema ${schema} authorization ${role}\`, then migrate again (docs/database.md, "Roles and schema").`,
+      );
+    }
+  }
+  await client.query("select set_config('search_path', $1::text, true)", [`"${schema}"`]);
+  return { role, schema };
+}
+
 /**
  * Brings the schema up to date; returns the names of the migrations this call applied.
- * Refuses (SchemaTooNewError, nothing changed) a database a newer hookrelay migrated.
+ * Refuses (SchemaTooNewError, nothing changed) a database a newer hookrelay migrated, and
+ * answers a role that may not make a change with one sentence (PrivilegeError). A schema
+ * already current is only read: a role with no right to change it may call this.
  */
-export async function migrate(pool: Pool): Promise<string[]> {
+export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise<string[]> {
   const migrations = await loadMigrations();
-  await withTransaction(pool, async (client) => {
-    await client.query("select pg_advisory_xact_lock($1::bigint)", [MIGRATION_LOCK]);
-    await client.query(`
-      create table if not exists hookrelay_migrations (
-        id integer primary key,
-        name text not null,
-        applied_at timestamptz not null default now()
-      )`);
-    // (unknown rows mean the table was there before: a refusal leaves everything as it was)
-    await refuseNewerSchema(client, migrations);
-  });
-  const applied: string[] = [];
-  for (const migration of migrations) {
-    const done = await withTransaction(pool, async (client) => {
+  let where = { role: "?", schema: options.schema ?? "?" };
+  try {
+    const pending = await withTransaction(pool, async (client) => {
       await client.query("select pg_advisory_xact_lock($1::bigint)", [MIGRATION_LOCK]);
-      // again under this lock: a newer hookrelay may have migrated since the check above
-      await refuseNewerSchema(client, migrations);
-      const inserted = await client.query(
-        `insert into hookrelay_migrations (id, name) values ($1::integer, $2::text)
-         on conflict (id) do nothing`,
-        [migration.id, migration.name],
+      where = await enterSchema(client, options.schema);
+      const exists = await client.query(
+        "select to_regclass('hookrelay_migrations') is not null as e",
       );
-      if (inserted.rowCount === 0) return false;
-      try {
-        await client.query(migration.sql);
-      } catch (err) {
-        throw new DatabaseError(`migration ${migration.name} failed`, { cause: err });
-      }
-      return true;
+      if (!exists.rows[0].e)
+        await client.query(`
+          create table hookrelay_migrations (
+            id integer primary key,
+            name text not null,
+            applied_at timestamptz not null default now()
+          )`);
+      // (unknown rows mean the table was there before: a refusal leaves everything as it was)
+      const applied = await appliedIn(client, where.schema);
+      refuseNewerSchema(applied, migrations);
+      const done = new Set(applied.map((a) => a.id));
+      return migrations.filter((m) => !done.has(m.id));
     });
-    if (done) applied.push(migration.name);
+    const applied: string[] = [];
+    for (const migration of pending) {
+      const done = await withTransaction(pool, async (client) => {
+        await client.query("select pg_advisory_xact_lock($1::bigint)", [MIGRATION_LOCK]);
+        await enterSchema(client, where.schema);
+        // again under this lock: a newer hookrelay may have migrated since the check above
+        refuseNewerSchema(await appliedIn(client, where.schema), migrations);
+        const inserted = await client.query(
+          `insert into hookrelay_migrations (id, name) values ($1::integer, $2::text)
+           on conflict (id) do nothing`,
+          [migration.id, migration.name],
+        );
+        if (inserted.rowCount === 0) return false;
+        try {
+          await client.query(migration.sql);
+        } catch (err) {
+          if (isPrivilegeError(err)) throw err;
+          throw new DatabaseError(`migration ${migration.name} failed`, { cause: err });
+        }
+        return true;
+      });
+      if (done) applied.push(migration.name);
+    }
+    return applied;
+  } catch (err) {
+    if (isPrivilegeError(err) && !(err instanceof PrivilegeError))
+      throw migrationRefused(where.role, where.schema, err);
+    throw err;
   }
-  return applied;
 }

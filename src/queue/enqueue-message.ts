@@ -14,6 +14,8 @@
  */
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { tablePrefix as t } from "../db/schema-name.ts";
+import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
 import { WORK_CHANNEL } from "./work-channel.ts";
 
@@ -57,8 +59,14 @@ interface EnqueueParams {
   defaultMaxAttempts: number;
 }
 
-const ENQUEUE_SQL = namedSql<EnqueueParams>(
-  `
+/**
+ * The statements, naming the tables in `schema` when given (the library's, on a caller's
+ * connection whose search_path is the caller's: docs/database.md, "Roles and schema"), in
+ * the connection's search_path otherwise.
+ */
+const enqueueSql = (schema: string | undefined) =>
+  namedSql<EnqueueParams>(
+    `
 with input as (
   select *
   from unnest($ids::text[], $appIds::text[], $eventTypes::text[], $eventIds::text[],
@@ -67,7 +75,7 @@ with input as (
     with ordinality as i(id, app_id, event_type, event_id, payload, channels, tags, deliver_at, retention_ms, n)
 ),
 msg as (
-  insert into messages (id, app_id, event_type, event_id, payload, channels, tags, expires_at)
+  insert into ${t(schema)}messages (id, app_id, event_type, event_id, payload, channels, tags, expires_at)
   select i.id, i.app_id, i.event_type, i.event_id, i.payload,
          case when i.channels is null then null
               else array(select jsonb_array_elements_text(i.channels::jsonb)) end,
@@ -81,12 +89,12 @@ msg as (
 ),
 -- The fan-out: one delivery per matching endpoint of each message written.
 fanout as (
-  insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at)
-  select m.id, e.id, m.app_id, coalesce(e.max_attempts, $defaultMaxAttempts::integer),
+  insert into ${t(schema)}deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at)
+  select m.id, e.id, m.app_id, ${effectiveSql("e", "maxAttempts")},
          coalesce(i.deliver_at, now())
   from msg m
   join input i on i.id = m.id
-  join endpoints e on e.app_id = m.app_id
+  join ${t(schema)}endpoints e on e.app_id = m.app_id
   where not e.disabled
     and (e.event_types is null or m.event_type = any (e.event_types))
     and (e.channels is null or e.channels && coalesce(m.channels, '{}'::text[]))
@@ -108,17 +116,30 @@ left join msg m on m.id = i.id
 left join fanned f on f.message_id = i.id
 order by i.n
 `,
-  // (the name predates the single-message callers: one prepared statement for both)
-  "hookrelay_enqueue_batch",
-);
+    // (the name predates the single-message callers: one prepared statement for both)
+    `hookrelay_enqueue_batch${schema === undefined ? "" : `_${schema}`}`,
+  );
 
 // The original of a message whose eventId was taken: a new statement, so it sees a
 // message another transaction committed meanwhile, and one written earlier in the same
 // batch.
-const ORIGINALS_SQL = namedSql<{ appIds: string[]; eventIds: string[] }>(`
+const originalsSql = (schema: string | undefined) =>
+  namedSql<{ appIds: string[]; eventIds: string[] }>(`
 select k.n, m.id, m.created_at
 from unnest($appIds::text[], $eventIds::text[]) with ordinality as k(app_id, event_id, n)
-join messages m on m.app_id = k.app_id and m.event_id = k.event_id`);
+join ${t(schema)}messages m on m.app_id = k.app_id and m.event_id = k.event_id`);
+
+const compile = (schema: string | undefined) => ({
+  enqueue: enqueueSql(schema),
+  originals: originalsSql(schema),
+});
+/** Compiled once per schema; the search_path's when the module loads. */
+const statements = new Map([[undefined as string | undefined, compile(undefined)]]);
+function statementsFor(schema: string | undefined) {
+  const found = statements.get(schema) ?? compile(schema);
+  statements.set(schema, found);
+  return found;
+}
 
 const json = (v: string[] | null | undefined) => (v ? JSON.stringify(v) : null);
 
@@ -132,9 +153,11 @@ export async function writeMessages(
   db: Queryable,
   messages: readonly NewMessage[],
   defaultMaxAttempts: number,
+  schema?: string,
 ): Promise<(EnqueueResult | Error)[]> {
+  const sql = statementsFor(schema);
   const { rows } = await db.query(
-    ENQUEUE_SQL.query({
+    sql.enqueue.query({
       ids: messages.map(() => newId(ID_PREFIX.message)),
       appIds: messages.map((m) => m.appId),
       eventTypes: messages.map((m) => m.eventType),
@@ -160,7 +183,7 @@ export async function writeMessages(
   if (repeated.length === 0) return results;
   try {
     const originals = await db.query(
-      ORIGINALS_SQL.query({
+      sql.originals.query({
         appIds: repeated.map((r) => r.appId),
         eventIds: repeated.map((r) => r.eventId),
       }),
@@ -179,16 +202,21 @@ export async function writeMessages(
   return results;
 }
 
-/** Accepts one message (with its deliveries); inside the caller's transaction if `db` is one. */
+/**
+ * Accepts one message (with its deliveries); inside the caller's transaction if `db` is
+ * one. `schema`: name the tables there (the library's, on the caller's connection).
+ */
 export async function enqueueMessage(
   db: Queryable,
   message: NewMessage,
   defaultMaxAttempts: number,
+  schema?: string,
 ): Promise<EnqueueResult> {
   const [result = new Error("no answer for the message")] = await writeMessages(
     db,
     [message],
     defaultMaxAttempts,
+    schema,
   );
   if (result instanceof Error) throw result;
   return result;

@@ -35,17 +35,25 @@ export async function databaseUrl(): Promise<string> {
 export function registerDatabaseCommands(program: Command): void {
   program
     .command("migrate")
-    .description("apply database migrations and exit")
-    .action(async () => {
+    .description(
+      "apply database migrations and exit (as the role that owns the schema: docs/database.md)",
+    )
+    .option(
+      "--database-url <url>",
+      "the role to migrate as (default: HOOKRELAY_MIGRATION_DATABASE_URL, else DATABASE_URL)",
+    )
+    .action(async (o: { databaseUrl?: string }) => {
       const [{ makeProcessLogging, openDatabase }, { migrate }] = await Promise.all([
         import("../../runtime.ts"),
         import("../../db/migrate.ts"),
       ]);
-      const config = loadConfig();
+      const fromEnv = loadConfig();
+      const url = o.databaseUrl ?? fromEnv.migrationDatabaseUrl;
+      const config = url ? loadConfig(undefined, { databaseUrl: url }) : fromEnv;
       const { logger } = makeProcessLogging(config);
       const { pool, embedded } = await openDatabase(config, logger);
       try {
-        const applied = await migrate(pool);
+        const applied = await migrate(pool, { schema: config.dbSchema });
         process.stdout.write(
           applied.length ? `applied: ${applied.join(", ")}\n` : "schema up to date\n",
         );

@@ -1,5 +1,6 @@
 /** Applications (tenants): the rows behind /api/v1/app. */
 import type { Queryable } from "../pool.ts";
+import { tablePrefix } from "../schema-name.ts";
 import type { PageWindow } from "./page-window.ts";
 
 export interface AppRow {
@@ -21,10 +22,12 @@ const COLUMNS = "id, uid, name, rate_limit, metadata, created_at, updated_at";
 export async function appIdsByIdOrUid(
   db: Queryable,
   idsOrUids: readonly string[],
+  /** the tables' schema, named in the statement (the library's); default: the search_path */
+  schema?: string,
 ): Promise<Map<string, string>> {
   const { rows } = await db.query<{ id: string; uid: string | null }>({
-    name: "hookrelay_resolve_apps",
-    text: `select id, uid from applications where id = any ($1::text[]) or uid = any ($1::text[])`,
+    name: `hookrelay_resolve_apps${schema === undefined ? "" : `_${schema}`}`,
+    text: `select id, uid from ${tablePrefix(schema)}applications where id = any ($1::text[]) or uid = any ($1::text[])`,
     values: [idsOrUids],
   });
   const found = new Map<string, string>();
