@@ -6,6 +6,13 @@
 import type { EndpointFields } from "../db/queries/endpoints.ts";
 import { headerRefusal } from "../delivery/endpoint-headers.ts";
 import { InvalidSecretError, secretKey } from "../delivery/sign.ts";
+import type { PolicyIn } from "../domain/endpoint-policy.ts";
+import {
+  policyColumnsOf,
+  policyConflict,
+  policyPutDefaults,
+  policySchemaProperties,
+} from "../domain/endpoint-policy-derived.ts";
 import { badRequest, validationError } from "./errors.ts";
 import {
   type PostbackIn,
@@ -16,6 +23,7 @@ import {
 import { metadataSchema, nameListSchema, uidSchema } from "./schemas.ts";
 
 export type EndpointIn = PostbackIn &
+  PolicyIn &
   Partial<{
     url: string;
     description: string;
@@ -26,24 +34,9 @@ export type EndpointIn = PostbackIn &
     metadata: Record<string, string>;
     headers: Record<string, string> | null;
     uid: string | null;
-    throttleRate: number | null;
-    rateLimit: number | null;
     secret: string | null;
     version: number;
-    timeoutMs: number | null;
-    maxAttempts: number | null;
-    retryBaseMs: number | null;
-    retryCapMs: number | null;
-    maxInFlight: number | null;
-    failureThreshold: number | null;
-    cooldownMs: number | null;
-    ratePerSecond: number | null;
-    ratePerMinute: number | null;
-    ratePerHour: number | null;
   }>;
-
-const nullableInt = (minimum: number, maximum: number) =>
-  ({ type: ["integer", "null"], minimum, maximum }) as const;
 
 const endpointProperties = {
   url: { type: "string", minLength: 1, maxLength: 2048 },
@@ -64,20 +57,10 @@ const endpointProperties = {
     maxProperties: 32,
   },
   uid: uidSchema,
-  throttleRate: nullableInt(1, 1_000_000),
-  rateLimit: nullableInt(1, 1_000_000),
   secret: { type: ["string", "null"], maxLength: 128 },
   version: { type: "integer", minimum: 1 },
-  timeoutMs: nullableInt(100, 300_000),
-  maxAttempts: nullableInt(1, 100),
-  retryBaseMs: nullableInt(0, 86_400_000),
-  retryCapMs: nullableInt(0, 604_800_000),
-  maxInFlight: nullableInt(1, 10_000),
-  failureThreshold: nullableInt(1, 10_000),
-  cooldownMs: nullableInt(1_000, 86_400_000),
-  ratePerSecond: nullableInt(1, 1_000_000),
-  ratePerMinute: nullableInt(1, 60_000_000),
-  ratePerHour: nullableInt(1, 1_000_000_000),
+  // the delivery policy (domain/endpoint-policy.ts)
+  ...policySchemaProperties(),
   // postback endpoints: method, bodyFormat, urlToken, missingFields, successRule
   ...postbackProperties,
 } as const;
@@ -108,27 +91,12 @@ export function toColumns(body: EndpointIn): Partial<EndpointFields> {
   if (body.metadata !== undefined) cols.metadata = body.metadata;
   if (body.headers !== undefined) cols.headers = checkHeaders(body.headers ?? {});
   if (body.uid !== undefined) cols.uid = body.uid;
-  const rate = body.throttleRate !== undefined ? body.throttleRate : body.rateLimit;
-  if (rate !== undefined) cols.throttle_rate = rate;
-  if (body.timeoutMs !== undefined) cols.timeout_ms = body.timeoutMs;
-  if (body.maxAttempts !== undefined) cols.max_attempts = body.maxAttempts;
-  if (body.retryBaseMs !== undefined) cols.retry_base_ms = body.retryBaseMs;
-  if (body.retryCapMs !== undefined) cols.retry_cap_ms = body.retryCapMs;
-  if (body.maxInFlight !== undefined) cols.max_in_flight = body.maxInFlight;
-  if (body.failureThreshold !== undefined) cols.failure_threshold = body.failureThreshold;
-  if (body.cooldownMs !== undefined) cols.cooldown_ms = body.cooldownMs;
-  if (body.ratePerSecond !== undefined) cols.rate_per_second = body.ratePerSecond;
-  if (body.ratePerMinute !== undefined) cols.rate_per_minute = body.ratePerMinute;
-  if (body.ratePerHour !== undefined) cols.rate_per_hour = body.ratePerHour;
+  // the delivery policy (domain/endpoint-policy.ts)
+  Object.assign(cols, policyColumnsOf(body));
   // postback endpoints
   Object.assign(cols, postbackColumns(body));
-  if (
-    typeof cols.retry_base_ms === "number" &&
-    typeof cols.retry_cap_ms === "number" &&
-    cols.retry_cap_ms < cols.retry_base_ms
-  ) {
-    throw badRequest("retryCapMs must be >= retryBaseMs");
-  }
+  const conflict = policyConflict(cols);
+  if (conflict) throw badRequest(conflict);
   return cols;
 }
 
@@ -140,17 +108,8 @@ export const REPLACE_DEFAULTS: Partial<EndpointFields> = {
   disabled: false,
   disabled_reason: null,
   metadata: {},
-  throttle_rate: null,
-  timeout_ms: null,
-  max_attempts: null,
-  retry_base_ms: null,
-  retry_cap_ms: null,
-  max_in_flight: null,
-  failure_threshold: null,
-  cooldown_ms: null,
-  rate_per_second: null,
-  rate_per_minute: null,
-  rate_per_hour: null,
+  // the delivery policy: each field as its `put` says (domain/endpoint-policy.ts)
+  ...policyPutDefaults(),
   // (the postback fields are not reset: a PUT that leaves them out keeps them, like the URL
   // token, because the svix client's endpoint.upsert is a PUT that cannot send them, and a
   // GET postback silently turned into a POST would lose every conversion)

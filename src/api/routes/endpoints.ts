@@ -12,6 +12,7 @@ import {
   updateEndpoint,
 } from "../../db/queries/endpoints.ts";
 import { notifyWork } from "../../db/queries/work.ts";
+import { policyOut } from "../../domain/endpoint-policy-derived.ts";
 import { ID_PREFIX, newId } from "../../ids.ts";
 import { emitEndpointEvent } from "../../ops/operational-webhook.ts";
 import { OperationalEvent } from "../../queue/operational-events.ts";
@@ -67,18 +68,8 @@ export const endpointOut = (r: EndpointRow) => ({
   disabled: r.disabled,
   disabledReason: r.disabled_reason,
   metadata: r.metadata,
-  throttleRate: r.throttle_rate,
-  rateLimit: r.throttle_rate,
-  timeoutMs: r.timeout_ms,
-  maxAttempts: r.max_attempts,
-  retryBaseMs: r.retry_base_ms,
-  retryCapMs: r.retry_cap_ms,
-  maxInFlight: r.max_in_flight,
-  failureThreshold: r.failure_threshold,
-  cooldownMs: r.cooldown_ms,
-  ratePerSecond: r.rate_per_second,
-  ratePerMinute: r.rate_per_minute,
-  ratePerHour: r.rate_per_hour,
+  // the delivery policy (domain/endpoint-policy.ts)
+  ...policyOut(r),
   // postback endpoints
   ...postbackOut(r),
   createdAt: iso(r.created_at),

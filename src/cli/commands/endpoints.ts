@@ -5,6 +5,7 @@
  * postback settings (method, body format, URL token, missing fields, success rule).
  */
 import { type Command, InvalidArgumentError } from "commander";
+import { ENDPOINT_POLICY, type PolicyField } from "../../domain/endpoint-policy.ts";
 import { durationArg, enc, headerArg, intArg, list, orDefault, RESET } from "../args.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
@@ -12,24 +13,20 @@ import { onServer, serverCommand } from "../server-command.ts";
 // biome-ignore lint/suspicious/noExplicitAny: API responses are rendered field by field
 type Json = any;
 
-/** flag, API field, parser, help */
-const POLICY: ReadonlyArray<readonly [string, string, (v: string) => number, string]> = [
-  ["--timeout <duration>", "timeoutMs", durationArg, "deadline of one attempt (15s, 500ms)"],
-  ["--max-attempts <n>", "maxAttempts", intArg, "attempts before a dead letter"],
-  ["--retry-base <duration>", "retryBaseMs", durationArg, "base of the retry backoff"],
-  ["--retry-cap <duration>", "retryCapMs", durationArg, "longest wait between attempts"],
-  ["--max-in-flight <n>", "maxInFlight", intArg, "requests to it at once, across workers"],
-  [
-    "--failure-threshold <n>",
-    "failureThreshold",
-    intArg,
-    "failures in a row that open the circuit",
-  ],
-  ["--cooldown <duration>", "cooldownMs", durationArg, "first wait of an open circuit"],
-  ["--rate-per-second <n>", "ratePerSecond", intArg, "most deliveries per second"],
-  ["--rate-per-minute <n>", "ratePerMinute", intArg, "most deliveries per minute"],
-  ["--rate-per-hour <n>", "ratePerHour", intArg, "most deliveries per hour"],
-];
+/** flag, API field, parser, help: the delivery policy's flags (domain/endpoint-policy.ts) */
+const POLICY: ReadonlyArray<readonly [string, string, (v: string) => number, string]> =
+  ENDPOINT_POLICY.flatMap((f: PolicyField) =>
+    f.cli
+      ? [
+          [
+            f.cli.flag,
+            f.api,
+            f.cli.value === "duration" ? durationArg : intArg,
+            f.cli.help,
+          ] as const,
+        ]
+      : [],
+  );
 
 /** camelCase of a flag: --max-in-flight -> maxInFlight (commander's option key) */
 const optionKey = (flag: string) =>

@@ -1,11 +1,13 @@
 /** Endpoints of an app: the rows behind /api/v1/app/{app}/endpoint. */
+import type { PolicyColumns } from "../../domain/endpoint-policy.ts";
+import { POLICY_COLUMN_TYPES, POLICY_SELECT_LIST } from "../../domain/endpoint-policy-derived.ts";
 import { assignments, type ColumnMap, columnList } from "../column-map.ts";
 import type { Queryable } from "../pool.ts";
 import { insertSecrets, type NewSecret } from "./endpoint-secrets.ts";
 import type { PageWindow } from "./page-window.ts";
 
 /** The columns an endpoint's create, replace or patch may write. */
-export interface EndpointFields {
+export interface EndpointFields extends PolicyColumns {
   uid: string | null;
   url: string;
   description: string;
@@ -15,17 +17,7 @@ export interface EndpointFields {
   disabled_reason: string | null;
   metadata: Record<string, string>;
   headers: Record<string, string>;
-  throttle_rate: number | null;
-  timeout_ms: number | null;
-  max_attempts: number | null;
-  retry_base_ms: number | null;
-  retry_cap_ms: number | null;
-  max_in_flight: number | null;
-  failure_threshold: number | null;
-  cooldown_ms: number | null;
-  rate_per_second: number | null;
-  rate_per_minute: number | null;
-  rate_per_hour: number | null;
+  // (and the delivery policy's columns, domain/endpoint-policy.ts)
   // postback endpoints (migration 0010; README.md, Postbacks)
   method: "POST" | "GET" | "PUT";
   body_format: "json" | "form";
@@ -53,17 +45,8 @@ const FIELD_TYPES: ColumnMap<EndpointFields> = {
   disabled_reason: "text",
   metadata: "jsonb",
   headers: "jsonb",
-  throttle_rate: "integer",
-  timeout_ms: "integer",
-  max_attempts: "integer",
-  retry_base_ms: "integer",
-  retry_cap_ms: "integer",
-  max_in_flight: "integer",
-  failure_threshold: "integer",
-  cooldown_ms: "integer",
-  rate_per_second: "integer",
-  rate_per_minute: "integer",
-  rate_per_hour: "integer",
+  // the delivery policy (domain/endpoint-policy.ts)
+  ...POLICY_COLUMN_TYPES,
   // postback endpoints
   method: "text",
   body_format: "text",
@@ -93,8 +76,7 @@ export interface EndpointRow extends Omit<EndpointFields, "headers" | "url_token
 }
 
 const COLUMNS = `id, app_id, uid, url, description, event_types, channels, disabled, disabled_reason,
-  metadata, throttle_rate, timeout_ms, max_attempts, retry_base_ms, retry_cap_ms, max_in_flight,
-  failure_threshold, cooldown_ms, rate_per_second, rate_per_minute, rate_per_hour,
+  metadata, ${POLICY_SELECT_LIST},
   method, body_format, url_token is not null as has_url_token, missing_fields, success_rule,
   created_at, updated_at,
   (select string_agg(distinct s.scheme, '+' order by s.scheme) from endpoint_secrets s

@@ -1,0 +1,273 @@
+/**
+ * An endpoint's delivery policy, declared once: how long an attempt may take, how often
+ * and how far apart it is retried, how many requests may run at once, when its circuit
+ * opens and for how long, and its rate limits. Each field is a nullable integer column of
+ * `endpoints`; null means "the process default" (the resolved configuration's field named
+ * by `default`) or, for a limit without a default, "no limit".
+ *
+ * Everything that spells a policy field is derived from ENDPOINT_POLICY (the generic parts
+ * in domain/endpoint-policy-derived.ts): the API's JSON
+ * schema and answer (api/endpoint-input.ts, api/routes/endpoints.ts), the column lists
+ * (db/queries/endpoints.ts), what a PUT resets, the CLI's flags (cli/commands/endpoints.ts),
+ * the dashboard's form (dashboard/endpoint-form.ts) and the effective value, in SQL
+ * (`effectiveSql`) and in TypeScript (`effective`). How to add a field:
+ * docs/architecture.md, "Endpoint policy".
+ *
+ * A leaf: it imports nothing of hookrelay but the configuration's types.
+ */
+import type { DeliveryDefaults, HealthConfig } from "../config.ts";
+
+/** The process defaults policy fields fall back to, as the resolved configuration has them. */
+export type PolicyDefaults = Pick<
+  DeliveryDefaults,
+  "timeoutMs" | "maxAttempts" | "retryBaseMs" | "retryCapMs" | "maxInFlight"
+> &
+  Pick<HealthConfig, "failureThreshold" | "cooldownMs">;
+
+/** The process defaults of a resolved configuration. */
+export function policyDefaultsOf(config: {
+  delivery: DeliveryDefaults;
+  health: HealthConfig;
+}): PolicyDefaults {
+  const { timeoutMs, maxAttempts, retryBaseMs, retryCapMs, maxInFlight } = config.delivery;
+  const { failureThreshold, cooldownMs } = config.health;
+  return {
+    timeoutMs,
+    maxAttempts,
+    retryBaseMs,
+    retryCapMs,
+    maxInFlight,
+    failureThreshold,
+    cooldownMs,
+  };
+}
+
+/** One policy field. */
+export interface PolicyField {
+  /** its name in the API's bodies and answers */
+  readonly api: string;
+  /** a second API name for the same value (Svix's): read when `api` is absent, answered beside it */
+  readonly alias?: string;
+  readonly column: string;
+  readonly sqlType: "integer";
+  /** the API's bounds (inclusive); always an integer */
+  readonly min: number;
+  readonly max: number;
+  /** what it means: the OpenAPI description, followed by what null means */
+  readonly description: string;
+  /** null stands for this process default (the configuration field and its variable) */
+  readonly default: { readonly key: keyof PolicyDefaults; readonly env: string } | null;
+  /** with no default: what null means */
+  readonly nullMeans?: string;
+  /** a column whose value applies while this one is null (SQL's effective value) */
+  readonly fallback?: string;
+  /** a body giving both must not set it below this field ("retryCapMs must be >= retryBaseMs") */
+  readonly atLeast?: string;
+  /** what a PUT that leaves it out does: back to null ("reset") or "keep" the stored value */
+  readonly put: "reset" | "keep";
+  /** the `hookrelay endpoint add|update` flag; `value`: how its argument is read */
+  readonly cli: {
+    readonly flag: string;
+    readonly value: "duration" | "int";
+    readonly help: string;
+  } | null;
+  /** the dashboard's endpoint form field */
+  readonly form: { readonly label: string; readonly help: string; readonly unit: string } | null;
+}
+
+const defaultOf = <K extends keyof PolicyDefaults, E extends string>(key: K, env: E) =>
+  ({ key, env }) as const;
+
+/** The policy fields, in the order the API answers them and the CLI lists them. */
+export const ENDPOINT_POLICY = [
+  {
+    api: "throttleRate",
+    alias: "rateLimit",
+    column: "throttle_rate",
+    sqlType: "integer",
+    min: 1,
+    max: 1_000_000,
+    description: "Svix's per-second rate limit; ratePerSecond takes its place when both are set.",
+    default: null,
+    nullMeans: "no limit",
+    put: "reset",
+    cli: null,
+    form: null,
+  },
+  {
+    api: "timeoutMs",
+    column: "timeout_ms",
+    sqlType: "integer",
+    min: 100,
+    max: 300_000,
+    description: "Deadline of one attempt (connect, headers and body), in milliseconds.",
+    default: defaultOf("timeoutMs", "HOOKRELAY_TIMEOUT_MS"),
+    put: "reset",
+    cli: {
+      flag: "--timeout <duration>",
+      value: "duration",
+      help: "deadline of one attempt (15s, 500ms)",
+    },
+    form: { label: "Timeout", help: "deadline of one attempt", unit: "ms" },
+  },
+  {
+    api: "maxAttempts",
+    column: "max_attempts",
+    sqlType: "integer",
+    min: 1,
+    max: 100,
+    description: "Attempts before a delivery becomes a dead letter.",
+    default: defaultOf("maxAttempts", "HOOKRELAY_MAX_ATTEMPTS"),
+    put: "reset",
+    cli: { flag: "--max-attempts <n>", value: "int", help: "attempts before a dead letter" },
+    form: { label: "Max attempts", help: "attempts before a dead letter", unit: "attempts" },
+  },
+  {
+    api: "retryBaseMs",
+    column: "retry_base_ms",
+    sqlType: "integer",
+    min: 0,
+    max: 86_400_000,
+    description:
+      "Base of the retry backoff, in milliseconds: the wait after attempt n is random(0, min(retryCapMs, retryBaseMs * 2^n)).",
+    default: defaultOf("retryBaseMs", "HOOKRELAY_RETRY_BASE_MS"),
+    put: "reset",
+    cli: { flag: "--retry-base <duration>", value: "duration", help: "base of the retry backoff" },
+    form: { label: "Retry base", help: "base of the retry backoff", unit: "ms" },
+  },
+  {
+    api: "retryCapMs",
+    column: "retry_cap_ms",
+    sqlType: "integer",
+    min: 0,
+    max: 604_800_000,
+    description:
+      "Longest wait between attempts, also of a Retry-After, in milliseconds; at least retryBaseMs.",
+    default: defaultOf("retryCapMs", "HOOKRELAY_RETRY_CAP_MS"),
+    atLeast: "retryBaseMs",
+    put: "reset",
+    cli: {
+      flag: "--retry-cap <duration>",
+      value: "duration",
+      help: "longest wait between attempts",
+    },
+    form: { label: "Retry cap", help: "longest wait between attempts", unit: "ms" },
+  },
+  {
+    api: "maxInFlight",
+    column: "max_in_flight",
+    sqlType: "integer",
+    min: 1,
+    max: 10_000,
+    description: "Requests to the endpoint at once, across all workers.",
+    default: defaultOf("maxInFlight", "HOOKRELAY_ENDPOINT_MAX_IN_FLIGHT"),
+    put: "reset",
+    cli: {
+      flag: "--max-in-flight <n>",
+      value: "int",
+      help: "requests to it at once, across workers",
+    },
+    form: { label: "Max in flight", help: "requests to it at once", unit: "requests" },
+  },
+  {
+    api: "failureThreshold",
+    column: "failure_threshold",
+    sqlType: "integer",
+    min: 1,
+    max: 10_000,
+    description: "Failed attempts in a row that open the endpoint's circuit.",
+    default: defaultOf("failureThreshold", "HOOKRELAY_FAILURE_THRESHOLD"),
+    put: "reset",
+    cli: {
+      flag: "--failure-threshold <n>",
+      value: "int",
+      help: "failures in a row that open the circuit",
+    },
+    form: {
+      label: "Failure threshold",
+      help: "failures in a row that open the circuit",
+      unit: "failures",
+    },
+  },
+  {
+    api: "cooldownMs",
+    column: "cooldown_ms",
+    sqlType: "integer",
+    min: 1_000,
+    max: 86_400_000,
+    description:
+      "First wait of an open circuit before its probe, in milliseconds; it doubles with every failed probe.",
+    default: defaultOf("cooldownMs", "HOOKRELAY_COOLDOWN_MS"),
+    put: "reset",
+    cli: {
+      flag: "--cooldown <duration>",
+      value: "duration",
+      help: "first wait of an open circuit",
+    },
+    form: { label: "Circuit cooldown", help: "first wait of an open circuit", unit: "ms" },
+  },
+  {
+    api: "ratePerSecond",
+    column: "rate_per_second",
+    sqlType: "integer",
+    min: 1,
+    max: 1_000_000,
+    description: "Most deliveries per second, across all workers.",
+    default: null,
+    nullMeans: "throttleRate, or no limit",
+    fallback: "throttle_rate",
+    put: "reset",
+    cli: { flag: "--rate-per-second <n>", value: "int", help: "most deliveries per second" },
+    form: { label: "Rate per second", help: "most deliveries per second", unit: "per second" },
+  },
+  {
+    api: "ratePerMinute",
+    column: "rate_per_minute",
+    sqlType: "integer",
+    min: 1,
+    max: 60_000_000,
+    description: "Most deliveries per minute, across all workers.",
+    default: null,
+    nullMeans: "no limit",
+    put: "reset",
+    cli: { flag: "--rate-per-minute <n>", value: "int", help: "most deliveries per minute" },
+    form: { label: "Rate per minute", help: "most deliveries per minute", unit: "per minute" },
+  },
+  {
+    api: "ratePerHour",
+    column: "rate_per_hour",
+    sqlType: "integer",
+    min: 1,
+    max: 1_000_000_000,
+    description: "Most deliveries per hour, across all workers.",
+    default: null,
+    nullMeans: "no limit",
+    put: "reset",
+    cli: { flag: "--rate-per-hour <n>", value: "int", help: "most deliveries per hour" },
+    form: { label: "Rate per hour", help: "most deliveries per hour", unit: "per hour" },
+  },
+] as const satisfies readonly PolicyField[];
+
+type Entry = (typeof ENDPOINT_POLICY)[number];
+/** A policy field's API name. */
+export type PolicyName = Entry["api"];
+export type PolicyColumn = Entry["column"];
+export type AliasName = Extract<Entry, { alias: string }>["alias"];
+/** The fields that fall back to a process default. */
+export type DefaultedName = Extract<Entry, { default: object }>["api"];
+
+/** A body's policy fields (each may be left out). */
+export type PolicyIn = Partial<Record<PolicyName | AliasName, number | null>>;
+/** The policy columns of an endpoints row. */
+export type PolicyColumns = Record<PolicyColumn, number | null>;
+/** The policy fields of the API's answer. */
+export type PolicyOut = Record<PolicyName | AliasName, number | null>;
+
+/** A field's declaration by its API name. */
+export const fieldOf = (name: PolicyName): PolicyField =>
+  ENDPOINT_POLICY.find((f) => f.api === name) as PolicyField;
+
+/** What null means for a field, the end of its description. */
+export function nullMeaning(f: PolicyField): string {
+  return f.default ? `the server's default (${f.default.env})` : (f.nullMeans ?? "no limit");
+}
