@@ -9,6 +9,7 @@
 import { Writable } from "node:stream";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { loadConfig } from "../src/config.ts";
 import { loadMigrations, migrate } from "../src/db/migrate.ts";
 import { makePool, type Pool } from "../src/db/pool.ts";
 import { PrivilegeError, SchemaNotMigratedError } from "../src/db/schema-errors.ts";
@@ -206,6 +207,26 @@ describe("the owner migrates, the app role runs", () => {
     );
   });
 
+  test("one role for everything: a role that may create the schema migrates it at start and runs", async () => {
+    const solo = uniqueRole("hr_solo");
+    roles.push(solo);
+    await runSql(
+      db.url,
+      `create role ${solo} login password '${ROLE_PASSWORD}';
+       grant create on database ${db.name} to ${solo};
+       alter role ${solo} set search_path = hookrelay_z;`,
+    );
+    const rt = await start(configAs(solo, { dbSchema: "hookrelay_z" }));
+    expect((await api(rt, "GET", "/app")).status).toBe(200);
+    await rt.stop();
+    const { rows } = await db.pool.query(
+      `select nspowner::regrole::text as owner,
+              (select count(*)::int from hookrelay_z.hookrelay_migrations) as applied
+       from pg_namespace where nspname = 'hookrelay_z'`,
+    );
+    expect(rows).toEqual([{ owner: solo, applied: (await loadMigrations()).length }]);
+  });
+
   test("migrate as the app role on a current schema only reads", async () => {
     expect(await migrate(poolAs(app), { schema: SCHEMA })).toEqual([]);
   });
@@ -326,11 +347,27 @@ describe("one sentence at start", () => {
   });
 });
 
+test("the settings: a schema name must be a plain lowercase SQL name; HOOKRELAY_MIGRATE auto or skip", () => {
+  expect(loadConfig({ HOOKRELAY_DB_SCHEMA: "hookrelay" }).dbSchema).toBe("hookrelay");
+  expect(loadConfig({}).dbSchema).toBeUndefined();
+  for (const bad of ["Hookrelay", "hook-relay", "1x", 'a"b', "pg_x", "a".repeat(64)])
+    expect(() => loadConfig({ HOOKRELAY_DB_SCHEMA: bad }), bad).toThrow(/HOOKRELAY_DB_SCHEMA/);
+  expect(loadConfig({}).migrateOnStart).toBe("auto");
+  expect(loadConfig({ HOOKRELAY_MIGRATE: "skip" }).migrateOnStart).toBe("skip");
+  expect(() => loadConfig({ HOOKRELAY_MIGRATE: "never" })).toThrow(/HOOKRELAY_MIGRATE/);
+  expect(
+    loadConfig({ HOOKRELAY_MIGRATION_DATABASE_URL: "postgres://o@h/d" }).migrationDatabaseUrl,
+  ).toBe("postgres://o@h/d");
+  expect(() => new HookRelay({ connectionString: "postgres://h/d", schema: "Bad" })).toThrow(
+    /schema/,
+  );
+});
+
 describe("the CLI", () => {
   test("migrate --database-url runs as the given role; a role without rights gets one line on stderr", async () => {
     const env = { HOOKRELAY_DB_SCHEMA: SCHEMA };
     const migrated = await runCli(["migrate", "--database-url", urlAs(db.url, owner)], { env });
-    expect(migrated).toMatchObject({ code: 0, stdout: "schema up to date\n" });
+    expect(migrated).toMatchObject({ code: 0, stdout: "schema up to date\n", stderr: "" });
     const refused = await runCli(["api", "--port", "0"], {
       env: { ...env, DATABASE_URL: urlAs(db.url, noRights) },
     });
