@@ -35,6 +35,7 @@
 import type { HealthConfig } from "../config.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 
 export const CircuitState = { closed: "closed", open: "open", halfOpen: "half_open" } as const;
 export type CircuitState = (typeof CircuitState)[keyof typeof CircuitState];
@@ -125,14 +126,14 @@ locked as (
 ),
 cur as (
   select h.endpoint_id, h.circuit_state, h.probe_delivery_id, h.very_slow,
-         coalesce(e.cooldown_ms, $cooldownMs::integer) as base_cooldown,
-         coalesce(h.cooldown_ms, coalesce(e.cooldown_ms, $cooldownMs::integer)) as cooldown,
+         ${effectiveSql("e", "cooldownMs", "$cooldownMs")} as base_cooldown,
+         coalesce(h.cooldown_ms, ${effectiveSql("e", "cooldownMs", "$cooldownMs")}) as cooldown,
          case when i.any_ok then i.trailing_failures
               else h.consecutive_failures + i.trailing_failures end as failures,
          case when h.very_slow
-              then least(coalesce(e.failure_threshold, $failureThreshold::integer),
+              then least(${effectiveSql("e", "failureThreshold", "$failureThreshold")},
                          $verySlowFailureThreshold::integer)
-              else coalesce(e.failure_threshold, $failureThreshold::integer) end as threshold,
+              else ${effectiveSql("e", "failureThreshold", "$failureThreshold")} end as threshold,
          i.probe_id, i.probe_ok
   from locked h
   join i on i.endpoint_id = h.endpoint_id

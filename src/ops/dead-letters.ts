@@ -5,6 +5,7 @@
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
+import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import { CANCELABLE, cancelSet, requeueSet } from "../queue/delivery-states.ts";
 import { WORK_CHANNEL } from "../queue/work-channel.ts";
 import { detectPattern, type Pattern } from "./dead-letter-patterns.ts";
@@ -227,9 +228,9 @@ with target as (
   ) l
 ),
 paced as (
-  select t.id, coalesce(e.max_attempts, $defaultMaxAttempts::integer) as max_attempts,
+  select t.id, ${effectiveSql("e", "maxAttempts")} as max_attempts,
          -- least() skips nulls: the strictest configured limit, per second
-         now() + coalesce((t.rn - 1) / least(coalesce(e.rate_per_second, e.throttle_rate)::float8,
+         now() + coalesce((t.rn - 1) / least(${effectiveSql("e", "ratePerSecond")}::float8,
                                              e.rate_per_minute / 60.0,
                                              e.rate_per_hour / 3600.0), 0) * interval '1 second' as due
   from target t join endpoints e on e.id = t.endpoint_id
@@ -299,7 +300,7 @@ export interface RequeuePlanRow {
 export async function requeuePlan(db: Queryable, target: RequeueTarget): Promise<RequeuePlanRow[]> {
   const { rows } = await db.query(
     `select d.endpoint_id, count(*)::int as deliveries,
-            least(coalesce(e.rate_per_second, e.throttle_rate)::float8,
+            least(${effectiveSql("e", "ratePerSecond")}::float8,
                   e.rate_per_minute / 60.0, e.rate_per_hour / 3600.0) as per_second
      from deliveries d join endpoints e on e.id = d.endpoint_id
      where (d.status = 'dead_letter' or ($4::boolean and d.status = 'failed'))

@@ -6,6 +6,7 @@
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import type { SuccessRuleRow } from "../db/queries/endpoints.ts";
+import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import {
   admitsClaimSql,
   claimRoomSql,
@@ -111,15 +112,15 @@ with no_flush_wait as (
 ),
 ready as (
   select h.endpoint_id, h.circuit_state, h.in_flight, h.tokens_second, h.tokens_minute,
-         h.tokens_hour, h.tokens_at, e.timeout_ms, coalesce(e.max_in_flight, $defaultMaxInFlight::int) as max_in_flight,
+         h.tokens_hour, h.tokens_at, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
          -- Svix's throttleRate is a per-second limit
-         coalesce(e.rate_per_second, e.throttle_rate) as rate_per_second,
+         ${effectiveSql("e", "ratePerSecond")} as rate_per_second,
          e.rate_per_minute, e.rate_per_hour
   from endpoint_health h
   join endpoints e on e.id = h.endpoint_id
   where not e.disabled
     and (h.paused_until is null or h.paused_until <= now())
-    and h.in_flight < coalesce(e.max_in_flight, $defaultMaxInFlight::int)
+    and h.in_flight < ${effectiveSql("e", "maxInFlight")}
     and ${admitsClaimSql("h")}
     and exists (
       select 1 from deliveries d
@@ -152,7 +153,7 @@ room as (
   order by random()
 ),
 picked as (
-  select d.id, d.endpoint_id, coalesce(r.timeout_ms, $defaultTimeoutMs::int) as timeout_ms
+  select d.id, d.endpoint_id, ${effectiveSql("r", "timeoutMs")} as timeout_ms
   from room r
   cross join lateral (
     select d.id, d.endpoint_id
@@ -227,7 +228,7 @@ signing as (
 -- may hash-join the whole messages table to find a few hundred rows.
 select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
        c.failure_notified, m.event_type, m.payload, m.event_id,
-       e.url, e.headers, coalesce(e.timeout_ms, $defaultTimeoutMs::int) as timeout_ms,
+       e.url, e.headers, ${effectiveSql("e", "timeoutMs")} as timeout_ms,
        e.retry_base_ms, e.retry_cap_ms,
        e.method, e.body_format, e.url_token, e.missing_fields, e.success_rule,
        -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)

@@ -18,7 +18,7 @@
  * Deliveries and endpoints of the operator application raise no events: the events'
  * own deliveries never report on themselves.
  */
-
+import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import { PUBLIC_ID_PREFIX } from "../ids-public.ts";
 
 export const OperationalEvent = {
@@ -127,7 +127,7 @@ op_messages as (
 ),
 op_fanout as (
   insert into deliveries (message_id, endpoint_id, app_id, max_attempts)
-  select m.id, e.id, e.app_id, coalesce(e.max_attempts, $opMaxAttempts::integer)
+  select m.id, e.id, e.app_id, ${effectiveSql("e", "maxAttempts", "$opMaxAttempts")}
   from op_messages m
   join endpoints e on e.app_id = $opAppId::text
   where not e.disabled and (e.event_types is null or m.event_type = any (e.event_types))

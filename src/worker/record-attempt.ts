@@ -12,6 +12,7 @@ import {
   truncateUtf8,
 } from "../delivery/http-sender.ts";
 import { ErrorKind, type RetryPolicy, Verdict } from "../delivery/retry-policy.ts";
+import { effective } from "../domain/endpoint-policy-derived.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
 import { afterAttempt } from "../queue/delivery-states.ts";
 import { attemptEvent, type OperationalTarget } from "../queue/operational-events.ts";
@@ -107,8 +108,8 @@ export function makeAttemptRecorder(deps: {
       const attemptNumber = claim.attemptCount + 1;
       const policy: RetryPolicy = {
         maxAttempts: claim.maxAttempts,
-        baseMs: claim.retryBaseMs ?? defaults.retryBaseMs,
-        capMs: claim.retryCapMs ?? defaults.retryCapMs,
+        baseMs: effective(claim, defaults, "retryBaseMs"),
+        capMs: effective(claim, defaults, "retryCapMs"),
       };
       const next = afterAttempt(result.verdict, attemptNumber, policy, result.retryAfterMs);
       // A Retry-After on 429/503 pauses the whole endpoint, not just this delivery.

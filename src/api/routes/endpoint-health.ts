@@ -13,6 +13,7 @@ import {
   listEndpointHealth,
 } from "../../db/queries/endpoint-health.ts";
 import { notifyWork } from "../../db/queries/work.ts";
+import { effective } from "../../domain/endpoint-policy-derived.ts";
 import { resetCircuit } from "../../health/circuit-transitions.ts";
 import { endpointLatency, type LatencyStats, slowness } from "../../health/latency-stats.ts";
 import { ID_PREFIX } from "../../ids.ts";
@@ -29,7 +30,13 @@ function healthOut(
   latency: LatencyStats,
   history?: unknown[],
 ) {
-  const threshold = r.failure_threshold ?? health.failureThreshold;
+  // the endpoint's policy, each field or its process default (domain/endpoint-policy.ts)
+  const policy = {
+    failureThreshold: r.failure_threshold,
+    cooldownMs: r.base_cooldown_ms,
+    maxInFlight: r.max_in_flight,
+  };
+  const threshold = effective(policy, health, "failureThreshold");
   const { slow, verySlow } = slowness(latency, health);
   const oldest = r.oldest_pending_at;
   return {
@@ -44,8 +51,8 @@ function healthOut(
       effectiveFailureThreshold: verySlow
         ? Math.min(threshold, health.verySlowFailureThreshold)
         : threshold,
-      cooldownMs: r.cooldown_ms ?? r.base_cooldown_ms ?? health.cooldownMs,
-      baseCooldownMs: r.base_cooldown_ms ?? health.cooldownMs,
+      cooldownMs: r.cooldown_ms ?? effective(policy, health, "cooldownMs"),
+      baseCooldownMs: effective(policy, health, "cooldownMs"),
       openedAt: iso(r.opened_at),
       openUntil: iso(r.open_until),
       ...(history && { history }),
@@ -64,7 +71,7 @@ function healthOut(
     lastSuccessAt: iso(r.last_success_at),
     lastFailureAt: iso(r.last_failure_at),
     limits: {
-      maxInFlight: r.max_in_flight ?? defaults.maxInFlight,
+      maxInFlight: effective(policy, defaults, "maxInFlight"),
       ratePerSecond: r.rate_per_second,
       ratePerMinute: r.rate_per_minute,
       ratePerHour: r.rate_per_hour,

@@ -3,6 +3,7 @@
  * to each endpoint, the messages sent to an endpoint, and resend. The queue's own
  * statements (claim, results, release) live in src/queue.
  */
+import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
 import { requeueSet } from "../../queue/delivery-states.ts";
 import { WORK_CHANNEL } from "../../queue/work-channel.ts";
 import type { Queryable } from "../pool.ts";
@@ -112,7 +113,7 @@ export async function resendDelivery(
   const { rowCount } = await db.query(
     `with resent as (
        insert into deliveries (message_id, endpoint_id, app_id, max_attempts, trigger)
-       select $1::text, e.id, e.app_id, coalesce(e.max_attempts, $3::integer), 'manual'
+       select $1::text, e.id, e.app_id, ${effectiveSql("e", "maxAttempts", "$3")}, 'manual'
        from endpoints e where e.id = $2::text
        on conflict (message_id, endpoint_id) do update
          set ${requeueSet({ maxAttempts: "excluded.max_attempts", dueAt: "now()" })}

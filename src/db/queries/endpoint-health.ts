@@ -3,6 +3,7 @@
  * by the workers and the maintenance runner, src/health), the endpoint's limits and its
  * queue, and the circuit's history.
  */
+import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
 import { waitingSinceSql } from "../../queue/delivery-states.ts";
 import type { Queryable } from "../pool.ts";
 import type { PageWindow } from "./page-window.ts";
@@ -45,7 +46,7 @@ export interface EndpointHealthRow {
 
 const HEALTH_SELECT = `
   select e.id, e.app_id, e.url, e.disabled, e.failure_threshold, e.cooldown_ms as base_cooldown_ms,
-         e.max_in_flight, coalesce(e.rate_per_second, e.throttle_rate) as rate_per_second,
+         e.max_in_flight, ${effectiveSql("e", "ratePerSecond")} as rate_per_second,
          e.rate_per_minute, e.rate_per_hour,
          h.circuit_state, h.consecutive_failures, h.cooldown_ms, h.opened_at, h.open_until,
          h.in_flight, h.paused_until, h.last_success_at, h.last_failure_at,

@@ -4,6 +4,7 @@
  * one statement, waking the workers at commit. The ordinary fan-out (queue/enqueue-message.ts)
  * is not used: a test must reach the endpoint it is meant for and no other.
  */
+import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
 import { WORK_CHANNEL } from "../../queue/work-channel.ts";
 import type { Queryable } from "../pool.ts";
 
@@ -29,7 +30,7 @@ export async function insertTestMessage(
      ),
      delivery as (
        insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at)
-       select m.id, e.id, m.app_id, coalesce(e.max_attempts, $6::integer), now()
+       select m.id, e.id, m.app_id, ${effectiveSql("e", "maxAttempts", "$6")}, now()
        from msg m join endpoints e on e.id = $3::text
        returning message_id
      )
