@@ -85,6 +85,8 @@ export function maskPassword(connectionString: string): string {
   try {
     const url = new URL(connectionString);
     if (url.password) url.password = "****";
+    // a client key's passphrase (docs/database.md, "TLS")
+    if (url.searchParams.has("sslpassword")) url.searchParams.set("sslpassword", "****");
     return url.toString();
   } catch {
     return connectionString.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:****@");

@@ -2,6 +2,7 @@
 import pg from "pg";
 import type { Logger } from "../logger.ts";
 import { clientKeepAlive } from "./keepalive.ts";
+import { pgConnection } from "./tls.ts";
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -92,9 +93,12 @@ function clientClass(state: { named: boolean }): new () => pg.ClientBase {
  */
 export function makePool(options: PoolOptions): Pool {
   const state = { named: options.preparedStatements ?? true };
+  // TLS as libpq means the URL's sslmode etc., failures told as sentences (docs/database.md)
+  const db = pgConnection(options.connectionString);
   const pool = new pg.Pool({
-    Client: clientClass(state),
-    connectionString: options.connectionString,
+    Client: db.explaining(clientClass(state)),
+    connectionString: db.connectionString,
+    ssl: db.ssl,
     max: options.max,
     application_name: options.applicationName ?? "hookrelay",
     idleTimeoutMillis: 30_000,

@@ -15,6 +15,7 @@
 import pg from "pg";
 import { ConfigError, DatabaseError } from "../errors.ts";
 import { clientKeepAlive } from "./keepalive.ts";
+import { pgConnection } from "./tls.ts";
 
 /** direct: every client connection has a server session of its own. */
 export type PoolerMode = "direct" | "transaction";
@@ -42,9 +43,11 @@ export async function detectPooler(
   setting: PoolerSetting,
   what: string,
 ): Promise<Detected> {
+  const db = pgConnection(connectionString); // TLS as the URL says (docs/database.md, "TLS")
   const open = async () => {
-    const c = new pg.Client({
-      connectionString,
+    const c = new (db.explaining(pg.Client))({
+      connectionString: db.connectionString,
+      ssl: db.ssl,
       application_name: "hookrelay-detect",
       connectionTimeoutMillis: 10_000,
       ...clientKeepAlive,

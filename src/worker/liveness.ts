@@ -16,6 +16,7 @@
  */
 import pg from "pg";
 import { clientKeepAlive } from "../db/keepalive.ts";
+import { pgConnection } from "../db/tls.ts";
 import type { Logger } from "../logger.ts";
 import { applyLivenessSettings, nextWorkerLock, tryWorkerLock } from "../queue/worker-lock.ts";
 
@@ -58,6 +59,9 @@ export interface LivenessOptions {
 
 export function makeLiveness(options: LivenessOptions): Liveness {
   const { logger } = options;
+  // TLS resolved once, as the URL says (docs/database.md, "TLS")
+  const db = pgConnection(options.connectionString);
+  const Client = db.explaining(pg.Client);
   let client: pg.Client | null = null;
   let lock: number | null = null;
   let heldSince: number | null = null;
@@ -68,8 +72,9 @@ export function makeLiveness(options: LivenessOptions): Liveness {
   const pause = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
   async function connect(): Promise<void> {
-    const c = new pg.Client({
-      connectionString: options.connectionString,
+    const c = new Client({
+      connectionString: db.connectionString,
+      ssl: db.ssl,
       application_name: "hookrelay-liveness",
       ...clientKeepAlive,
     });

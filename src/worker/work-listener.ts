@@ -7,6 +7,7 @@
  */
 import pg from "pg";
 import { clientKeepAlive } from "../db/keepalive.ts";
+import { pgConnection } from "../db/tls.ts";
 import { makeBackoff } from "../lib/backoff.ts";
 import type { Logger } from "../logger.ts";
 import { WORK_CHANNEL } from "../queue/work-channel.ts";
@@ -27,10 +28,14 @@ export function makeWorkListener(options: {
   let stopped = true;
   let retryTimer: NodeJS.Timeout | null = null;
   const backoff = makeBackoff(options.reconnect);
+  // TLS resolved once, as the URL says (docs/database.md, "TLS")
+  const db = pgConnection(options.connectionString);
+  const Client = db.explaining(pg.Client);
 
   async function connect(): Promise<void> {
-    const c = new pg.Client({
-      connectionString: options.connectionString,
+    const c = new Client({
+      connectionString: db.connectionString,
+      ssl: db.ssl,
       application_name: "hookrelay-listener",
       connectionTimeoutMillis: 10_000,
       ...clientKeepAlive,
