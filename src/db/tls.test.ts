@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { makeCertificates, type TlsFiles } from "../../test/helpers/tls-certificates.ts";
+import { loadClientConfig, loadConfig } from "../config.ts";
 import { ConfigError } from "../errors.ts";
 import { resolveTls } from "./tls.ts";
 import { explainTlsFailure } from "./tls-failures.ts";
@@ -172,6 +173,44 @@ describe("withTlsParams", () => {
     expect(withTlsParams(URL, {})).toBe(URL);
     const r = resolveTls(withTlsParams(URL, { sslmode: "verify-full", sslrootcert: files.ca }));
     expect(r.mode).toBe("verify-full");
+  });
+});
+
+describe("config: HOOKRELAY_DB_SSL* reach every database URL", () => {
+  const env = {
+    DATABASE_URL: `${URL}?sslmode=disable`,
+    HOOKRELAY_DATABASE_DIRECT_URL: URL,
+    HOOKRELAY_MIGRATION_DATABASE_URL: URL,
+    HOOKRELAY_DB_SSLMODE: "verify-full",
+    HOOKRELAY_DB_SSLROOTCERT: "/etc/ca.pem",
+  };
+  const tlsOf = (url: string | undefined) => {
+    const r = resolveTls(url ?? "", {});
+    return { mode: r.mode, ca: r.given.sslrootcert?.value };
+  };
+
+  test("each URL, a URL given by a flag (an override) too, and the CLI's db-url", () => {
+    const want = { mode: "verify-full", ca: "/etc/ca.pem" };
+    // resolving reads the CA file, so only the parameters are compared here
+    const params = (url: string | undefined) =>
+      Object.fromEntries(new URLSearchParams(url?.split("?")[1] ?? ""));
+    const config = loadConfig(env);
+    for (const url of [config.databaseUrl, config.databaseDirectUrl, config.migrationDatabaseUrl])
+      expect(params(url)).toEqual({ sslmode: want.mode, sslrootcert: want.ca });
+    const flagged = loadConfig(env, { databaseUrl: `${URL}?application_name=m` });
+    expect(params(flagged.databaseUrl)).toEqual({
+      application_name: "m",
+      sslmode: want.mode,
+      sslrootcert: want.ca,
+    });
+    expect(params(loadClientConfig(env).databaseUrl)).toEqual({
+      sslmode: want.mode,
+      sslrootcert: want.ca,
+    });
+    expect(loadConfig({ DATABASE_URL: URL }).databaseUrl).toBe(URL);
+    expect(tlsOf(loadConfig({ DATABASE_URL: `${URL}?sslmode=require` }).databaseUrl).mode).toBe(
+      "require",
+    );
   });
 });
 
