@@ -1,0 +1,53 @@
+/**
+ * The failover scenario (`npm run faults -- --scenario failover`, docs/reliability.md,
+ * Failover (Patroni)) in its small size: a two-node Patroni cluster over etcd behind
+ * haproxy, the primary's postmaster SIGKILLed under load. It must pass: nothing lost, no
+ * hookrelay process exited, no API 500 (the scenario's own exit code says so), and the
+ * primary must really have moved. Timings are printed, not asserted. It needs Debian's
+ * patroni, etcd-server and haproxy, which the scenario installs with apt-get when missing
+ * (.ci/run installs them first).
+ */
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect, test } from "vitest";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+function runScenario(
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(ROOT, "bin/faults.js"), ...args], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString("utf8");
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString("utf8");
+    });
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+test("npm run faults -- --scenario failover passes: the primary moves, nothing is lost", async () => {
+  const { code, stdout, stderr } = await runScenario(["--scenario", "failover", "--size", "small"]);
+  expect(code, `failover exited ${code}\n${stdout}\n${stderr.slice(-6000)}`).toBe(0);
+  for (const figure of [
+    /^messages accepted \(202\)\s+[1-9]\d*$/m,
+    /^LOST\s+0$/m,
+    /^duplicated .*\s\d+$/m,
+    /^primary switch \(Patroni\)\s+(pg1 -> pg2|pg2 -> pg1)$/m,
+    /^kill -> first 202 to a request sent after it\s+\d+\.\d s$/m,
+    /^kill -> first delivery of a message accepted after it\s+\d+\.\d s$/m,
+    /^API 500 answers\s+0$/m,
+    /^SELF-EXITS .*\s0$/m,
+  ])
+    expect(stdout).toMatch(figure);
+  expect(stdout).toContain("PASS: lost 0, self-exits 0, API 500s 0");
+}, 360_000);
