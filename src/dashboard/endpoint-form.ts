@@ -8,7 +8,16 @@
  *
  * The URL token is never sent to the browser: the form shows whether one is set, an empty
  * token field keeps it, and "remove" clears it (as a PUT that leaves it out keeps it).
+ *
+ * The dashboard's form also shows the delivery policy (dashboard/endpoint-policy-form.ts).
  */
+import {
+  type PolicyFormValues,
+  policyBodyOfForm,
+  policyFieldset,
+  policyValuesOfEndpoint,
+  policyValuesOfForm,
+} from "./endpoint-policy-form.ts";
 import { field, fields } from "./form-body.ts";
 import { type Html, html } from "./html.ts";
 
@@ -32,6 +41,8 @@ export interface EndpointFormValues {
   ignoreCase: boolean;
   onFailure: string;
   signatureScheme: string;
+  /** the delivery policy as typed (dashboard/endpoint-policy-form.ts) */
+  policy: PolicyFormValues;
 }
 
 export const NEW_ENDPOINT: EndpointFormValues = {
@@ -47,6 +58,7 @@ export const NEW_ENDPOINT: EndpointFormValues = {
   ignoreCase: false,
   onFailure: "retry",
   signatureScheme: "v1",
+  policy: {},
 };
 
 /** The form's values for an endpoint as the API shows it. */
@@ -66,6 +78,7 @@ export function valuesOfEndpoint(e: any): EndpointFormValues {
     ignoreCase: rule.ignoreCase === true,
     onFailure: rule.onFailure ?? "retry",
     signatureScheme: e.signatureScheme ?? "v1",
+    policy: policyValuesOfEndpoint(e),
   };
 }
 
@@ -91,6 +104,7 @@ export function valuesOfForm(body: unknown): EndpointFormValues {
     ignoreCase: field(body, "ignoreCase") === "on",
     onFailure: field(body, "onFailure") || "retry",
     signatureScheme: field(body, "signatureScheme") || "v1",
+    policy: policyValuesOfForm(body),
   };
 }
 
@@ -122,6 +136,8 @@ export function endpointBodyOfForm(body: unknown): Record<string, unknown> {
           onFailure: v.onFailure === "permanent" ? "permanent" : "retry",
         }
       : null;
+  // the delivery policy, when the form showed it
+  Object.assign(out, policyBodyOfForm(body));
   return out;
 }
 
@@ -188,6 +204,8 @@ export interface EndpointFormOptions {
   catalog: CatalogEntry[];
   /** the API's refusal of the last post, shown above the form */
   error: string | null;
+  /** show the delivery policy fields (the dashboard; the portal leaves policy to the operator) */
+  policy?: boolean;
 }
 
 /** The add or edit form. */
@@ -222,6 +240,7 @@ ${select("onFailure", "A 2xx that breaks the rule", ON_FAILURE, v.onFailure)}</p
 <p>${select("signatureScheme", "Signatures", SCHEMES, v.signatureScheme)}<br>
 <span class="muted">A change keeps the old key signing beside the new one for 24 hours.</span></p>
 </details>
+${o.policy ? policyFieldset(v.policy) : ""}
 <p><button type="submit" class="primary">Save</button> <a href="${o.cancelHref}">Cancel</a></p>
 </form>`;
 }

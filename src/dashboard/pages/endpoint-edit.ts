@@ -50,6 +50,7 @@ export function registerEndpointEditPage(app: FastifyInstance, deps: DashboardDe
           values,
           catalog,
           error: error?.message ?? null,
+          policy: true,
         })}`,
       },
       error?.status ?? 200,

@@ -1,0 +1,71 @@
+/**
+ * The delivery-policy part of the dashboard's endpoint form (docs/dashboard.md, "Editing
+ * an endpoint"): one number field per policy field of the table (domain/endpoint-policy.ts)
+ * that declares a form field, with its label, unit, bounds and help. An empty field means
+ * the server's default (or no limit), as null does in the API.
+ *
+ * The fields post under their API names beside a marker (`policyFields`), so a form that
+ * does not show them (the portal's) sends no policy and changes none.
+ */
+import { ENDPOINT_POLICY, type PolicyField, type PolicyName } from "../domain/endpoint-policy.ts";
+import { field } from "./form-body.ts";
+import { type Html, html } from "./html.ts";
+
+/** The fields as typed: "" is unset. */
+export type PolicyFormValues = Partial<Record<PolicyName, string>>;
+
+const MARKER = "policyFields";
+
+/** The policy fields the form shows, in the table's order. */
+export const FORM_POLICY: readonly (PolicyField & { form: NonNullable<PolicyField["form"]> })[] = (
+  ENDPOINT_POLICY as readonly PolicyField[]
+).filter((f): f is PolicyField & { form: NonNullable<PolicyField["form"]> } => f.form !== null);
+
+const nameOf = (f: PolicyField) => f.api as PolicyName;
+
+/** The form's values for an endpoint as the API shows it. */
+// biome-ignore lint/suspicious/noExplicitAny: the endpoint's documented shape
+export function policyValuesOfEndpoint(e: any): PolicyFormValues {
+  const values: PolicyFormValues = {};
+  for (const f of FORM_POLICY) {
+    const v = e[f.api];
+    values[nameOf(f)] = typeof v === "number" ? String(v) : "";
+  }
+  return values;
+}
+
+/** The values as posted. */
+export function policyValuesOfForm(body: unknown): PolicyFormValues {
+  const values: PolicyFormValues = {};
+  for (const f of FORM_POLICY) values[nameOf(f)] = field(body, f.api).trim();
+  return values;
+}
+
+/**
+ * The API body's policy fields for a posted form: empty is null (the default), digits are
+ * a number, anything else goes as typed for the API to refuse in its own words. Nothing
+ * when the form did not show the fields.
+ */
+export function policyBodyOfForm(body: unknown): Record<string, unknown> {
+  if (field(body, MARKER) !== "1") return {};
+  const out: Record<string, unknown> = {};
+  for (const [name, v] of Object.entries(policyValuesOfForm(body))) {
+    out[name] = v === "" ? null : /^\d+$/.test(v) ? Number(v) : v;
+  }
+  return out;
+}
+
+/** The policy section: open by itself when any field is set. */
+export function policyFieldset(values: PolicyFormValues): Html {
+  const set = FORM_POLICY.some((f) => values[nameOf(f)]);
+  return html`<details class="settings"${set ? html` open` : ""}><summary>Delivery policy: timeout, retries, in-flight limit, circuit, rate limits <span class="muted">(empty: the server's default or no limit)</span></summary>
+<input type="hidden" name="${MARKER}" value="1">
+<div class="form-grid">
+${FORM_POLICY.map(
+  (f) =>
+    html`<p><label>${f.form.label} (${f.form.unit})<br><input type="number" name="${f.api}" min="${f.min}" max="${f.max}" step="1" value="${values[nameOf(f)] ?? ""}" placeholder="${f.default ? "server default" : "no limit"}" data-policy="${f.api}"></label><br>
+<span class="muted">${f.form.help}</span></p>`,
+)}
+</div>
+</details>`;
+}
