@@ -37,6 +37,8 @@ export interface PooledDatabase {
   pooledUrl: string;
   /** another PgBouncer on the same database, for the other modes this test asks for */
   pooler(mode: PoolMode): Promise<string>;
+  /** a streaming standby of the database (pg_basebackup -R): its URL */
+  standby(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -63,6 +65,24 @@ async function waitForPort(port: number, child: ChildProcess, log: string): Prom
     await sleep(50);
   }
   throw new Error(`pgbouncer did not listen on ${port}: ${await readFile(log, "utf8")}`);
+}
+
+function run(file: string, args: string[], runAs: RunAs, env: Record<string, string>) {
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn(file, args, {
+      ...(runAs ?? {}),
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let err = "";
+    child.stderr?.on("data", (c: Buffer) => {
+      err += c.toString();
+    });
+    child.on("error", reject);
+    child.on("close", (code) =>
+      code === 0 ? resolve() : reject(new Error(`${path.basename(file)} exited ${code}: ${err}`)),
+    );
+  });
 }
 
 /**
@@ -135,11 +155,46 @@ export async function startPooledDatabase(
     await waitForPort(port, child, log);
     return `postgres://postgres:${password}@127.0.0.1:${port}/hookrelay`;
   };
+  const clusters = [cluster];
+  const standby = async (): Promise<string> => {
+    const standbyDir = path.join(dir, `standby-${clusters.length}`);
+    await run(
+      path.join(PG_ROOT, "bin", "pg_basebackup"),
+      [
+        "-D",
+        standbyDir,
+        "-R",
+        "-c",
+        "fast",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        String(pgPort),
+        "-U",
+        "postgres",
+      ],
+      runAs,
+      { PGPASSWORD: password },
+    );
+    const port = await freePort();
+    clusters.push(
+      await startCluster({
+        binaries,
+        clusterDir: standbyDir,
+        port,
+        flags: ["-c", "max_connections=60"],
+        runAs,
+        logFile: path.join(dir, `standby-${port}.log`),
+      }),
+    );
+    return `postgres://postgres:${password}@127.0.0.1:${port}/hookrelay`;
+  };
   const pooledUrl = await pooler(options.mode ?? "transaction");
   return {
     directUrl,
     pooledUrl,
     pooler,
+    standby,
     async stop() {
       for (const b of bouncers) {
         if (b.exitCode === null && b.pid) {
@@ -150,7 +205,7 @@ export async function startPooledDatabase(
           }
         }
       }
-      await cluster.stop();
+      for (const c of clusters.reverse()) await c.stop();
       await rm(dir, { recursive: true, force: true });
     },
   };
