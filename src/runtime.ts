@@ -10,7 +10,6 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { ensureFirstAdminKey, makeAuthenticator, makeKeyChecker } from "./api/auth.ts";
 import { localClientUrl, provideLocalCliAccess } from "./api/local-cli-key.ts";
 import { registerMetricsRoute } from "./api/routes/health.ts";
-import { buildApi } from "./api/server.ts";
 import type { Config } from "./config.ts";
 import { resolveDatabaseMode } from "./db/database-mode.ts";
 import type { EmbeddedDatabase } from "./db/embedded.ts";
@@ -25,6 +24,7 @@ import { isDatabaseUnavailable } from "./db/unavailable.ts";
 import { makeHttpSender } from "./delivery/http-sender.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
+import { buildHttpApp } from "./http-app.ts";
 import { makeBackoff } from "./lib/backoff.ts";
 import { type Logger, makeLogger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
@@ -296,7 +296,7 @@ export async function startRuntime(
       batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts);
       batcher.start();
       const checkKey = makeKeyChecker(pool, config.adminKey);
-      api = await buildApi({
+      api = await buildHttpApp({
         pool,
         config,
         logger,

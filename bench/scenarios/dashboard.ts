@@ -16,8 +16,8 @@
 import { existsSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import { createApiKey, makeAuthenticator, makeKeyChecker } from "../../src/api/auth.ts";
-import { buildApi } from "../../src/api/server.ts";
 import { loadConfig } from "../../src/config.ts";
+import { buildHttpApp } from "../../src/http-app.ts";
 import { silentLogger } from "../../src/logger.ts";
 import { rollUpCharts } from "../../src/ops/chart-rollup.ts";
 import { makeMetrics } from "../../src/ops/metrics.ts";
@@ -142,7 +142,7 @@ async function startApi(data: DashboardData): Promise<{ api: FastifyInstance; ke
   const batcher = makeEnqueueBatcher(data.db.pool, config.delivery.maxAttempts);
   batcher.start();
   const checkKey = makeKeyChecker(data.db.pool, undefined);
-  const api = await buildApi({
+  const api = await buildHttpApp({
     pool: data.db.pool,
     config,
     logger: silentLogger,

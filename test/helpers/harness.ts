@@ -4,9 +4,9 @@
  */
 import type { FastifyInstance } from "fastify";
 import { createApiKey, makeAuthenticator, makeKeyChecker } from "../../src/api/auth.ts";
-import { type ApiOptions, buildApi } from "../../src/api/server.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
 import { makeHttpSender } from "../../src/delivery/http-sender.ts";
+import { buildHttpApp, type HttpAppOptions } from "../../src/http-app.ts";
 import { silentLogger } from "../../src/logger.ts";
 import { makeMetrics } from "../../src/ops/metrics.ts";
 import { makeEnqueueBatcher } from "../../src/queue/enqueue-batcher.ts";
@@ -71,13 +71,13 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
  * runtime.ts builds them) unless given. Its enqueue batcher runs until the API is closed.
  */
 export async function buildTestApi(
-  options: Pick<ApiOptions, "pool" | "config"> & Partial<ApiOptions>,
+  options: Pick<HttpAppOptions, "pool" | "config"> & Partial<HttpAppOptions>,
 ): Promise<FastifyInstance> {
   const { pool, config } = options;
   const batcher = options.batcher ?? makeEnqueueBatcher(pool, config.delivery.maxAttempts);
   batcher.start();
   const checkKey = makeKeyChecker(pool, config.adminKey);
-  const api = await buildApi({
+  const api = await buildHttpApp({
     logger: silentLogger,
     ssrfGuard: makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
     secretBox: makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
