@@ -11,7 +11,19 @@
  */
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { ApiError, errorCodeOf } from "../errors.ts";
 import type { Principal } from "./auth.ts";
+import {
+  alertsResponse,
+  attemptPageResponse,
+  deadLetterAnalysisResponse,
+  deadLettersResponse,
+  endpointHealthResponse,
+  healthSummaryResponse,
+  messageDeliveriesResponse,
+  requeuePlanResponse,
+} from "./response-schemas.ts";
+import type { FromSchema } from "./schema-type.ts";
 
 export const IN_PROCESS_HEADER = "x-hookrelay-in-process";
 
@@ -21,6 +33,56 @@ export interface InProcessResult {
   body: any;
   /** the answer as sent, for JSON that must not be re-serialized (a stored payload) */
   text: string;
+}
+
+/**
+ * The routes the UIs read with `read`, each with the response schema its route declares
+ * (test/response-schemas.test.ts checks they are the same objects): the answer's type is
+ * derived from it.
+ */
+export const READ_ROUTES = {
+  "/api/v1/health/summary": healthSummaryResponse,
+  "/api/v1/alerts": alertsResponse,
+  "/api/v1/dead-letters": deadLettersResponse,
+  "/api/v1/dead-letters/analysis": deadLetterAnalysisResponse,
+  "/api/v1/dead-letters/requeue-plan": requeuePlanResponse,
+  "/api/v1/app/:appId/endpoint/:endpointId/health": endpointHealthResponse,
+  "/api/v1/app/:appId/attempt/endpoint/:endpointId": attemptPageResponse,
+  "/api/v1/app/:appId/attempt/msg/:msgId": attemptPageResponse,
+  "/api/v1/app/:appId/msg/:msgId/endpoint": messageDeliveriesResponse,
+} as const;
+
+export type ReadRoute = keyof typeof READ_ROUTES;
+/** What `route` answers with 200. */
+export type ReadResponse<R extends ReadRoute> = FromSchema<(typeof READ_ROUTES)[R]>;
+type ParamNames<P> = P extends `${string}:${infer N}/${infer Rest}`
+  ? N | ParamNames<Rest>
+  : P extends `${string}:${infer N}`
+    ? N
+    : never;
+/** The path parameters of `route`, by name. */
+export type ReadParams<R extends ReadRoute> = { [K in ParamNames<R>]: string };
+
+/** The URL of `route` with its parameters filled in (escaped) and the query appended. */
+export function readUrl<R extends ReadRoute>(
+  route: R,
+  params: ReadParams<R>,
+  query?: URLSearchParams | Record<string, string | number | undefined>,
+): string {
+  const values: Record<string, string> = params;
+  const path = route.replace(/:(\w+)/g, (_, name: string) =>
+    encodeURIComponent(values[name] ?? ""),
+  );
+  const search =
+    query instanceof URLSearchParams
+      ? query
+      : new URLSearchParams(
+          Object.entries(query ?? {}).flatMap(([k, v]): [string, string][] =>
+            v === undefined ? [] : [[k, String(v)]],
+          ),
+        );
+  const q = search.toString();
+  return q ? `${path}?${q}` : path;
 }
 
 export interface InProcessCalls {
@@ -33,11 +95,27 @@ export interface InProcessCalls {
     url: string,
     body?: unknown,
   ): Promise<InProcessResult>;
+  /**
+   * A GET of one of READ_ROUTES as `principal`: its answer, typed by the route's response
+   * schema; a 4xx or 5xx answer is thrown as the ApiError it stands for.
+   */
+  read<R extends ReadRoute>(
+    principal: Principal,
+    route: R,
+    params: ReadParams<R>,
+    query?: URLSearchParams | Record<string, string | number | undefined>,
+  ): Promise<ReadResponse<R>>;
+}
+
+/** A 4xx or 5xx answer of an in-process call as the ApiError it stands for. */
+export function answerError(res: InProcessResult): ApiError {
+  const detail = typeof res.body?.detail === "string" ? res.body.detail : "request failed";
+  return new ApiError(res.status, errorCodeOf(res.body?.code), detail);
 }
 
 export function makeInProcessCalls(app: () => FastifyInstance): InProcessCalls {
   const passes = new Map<string, Principal>();
-  return {
+  const calls: InProcessCalls = {
     principalOf(request) {
       const pass = request.headers[IN_PROCESS_HEADER];
       if (typeof pass !== "string") return null;
@@ -71,5 +149,11 @@ export function makeInProcessCalls(app: () => FastifyInstance): InProcessCalls {
         passes.delete(pass);
       }
     },
+    async read(principal, route, params, query) {
+      const res = await calls.call(principal, "GET", readUrl(route, params, query));
+      if (res.status >= 400) throw answerError(res);
+      return res.body;
+    },
   };
+  return calls;
 }

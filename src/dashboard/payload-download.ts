@@ -7,9 +7,8 @@
  */
 import type { FastifyReply } from "fastify";
 import type { Principal } from "../api/auth.ts";
-import type { InProcessCalls } from "../api/in-process.ts";
+import { answerError, type InProcessCalls } from "../api/in-process.ts";
 import { rawMember } from "../api/json-member.ts";
-import { ApiError, errorCodeOf } from "../errors.ts";
 
 export interface StoredPayload {
   /** the message's id */
@@ -25,10 +24,7 @@ export async function storedPayload(
   messageApi: string,
 ): Promise<StoredPayload> {
   const res = await calls.call(principal, "GET", `${messageApi}?with_content=true`);
-  if (res.status >= 400) {
-    const detail = typeof res.body?.detail === "string" ? res.body.detail : "request failed";
-    throw new ApiError(res.status, errorCodeOf(res.body?.code), detail);
-  }
+  if (res.status >= 400) throw answerError(res);
   const id = rawMember(res.text, "id");
   const text = rawMember(res.text, "payload");
   if (id === undefined || text === undefined)

@@ -7,11 +7,11 @@
  * API's. The shell, escaping, assets and CSRF are the dashboard's (src/dashboard).
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { answerError } from "../api/in-process.ts";
 import { checkCsrf } from "../dashboard/csrf.ts";
 import { errorStatus } from "../dashboard/error-status.ts";
 import { parseForm } from "../dashboard/form-body.ts";
 import { html } from "../dashboard/html.ts";
-import { ApiError, errorCodeOf } from "../errors.ts";
 import type { PortalDeps, PortalOptions } from "./context.ts";
 import { sendPortalPage } from "./layout.ts";
 import { registerAccessPages } from "./pages/access.ts";
@@ -32,10 +32,7 @@ export async function registerPortal(app: FastifyInstance, options: PortalOption
     page: (reply, o, status) => sendPortalPage(reply, frameAncestors, o, status),
     async api(session, method, url, body) {
       const res = await options.calls.call(session.principal, method, url, body);
-      if (res.status >= 400) {
-        const detail = typeof res.body?.detail === "string" ? res.body.detail : "request failed";
-        throw new ApiError(res.status, errorCodeOf(res.body?.code), detail);
-      }
+      if (res.status >= 400) throw answerError(res);
       return res.body;
     },
   };

@@ -26,6 +26,7 @@ import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination
 import { cursorKeyOf, rowKeyOf } from "../public-id-input.ts";
 import { rawSlots } from "../raw-json.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
+import { attemptPageResponse, messageDeliveriesResponse } from "../response-schemas.ts";
 import { iso } from "../schemas.ts";
 import { findMessageOr404, messageOut } from "./messages.ts";
 
@@ -110,7 +111,14 @@ export function registerAttemptRoutes(
 
   app.get<{ Params: { appId: string; msgId: string }; Querystring: AttemptQuery }>(
     "/app/:appId/attempt/msg/:msgId",
-    { schema: { tags: ["attempt"], params: params("appId", "msgId"), querystring: attemptQuery } },
+    {
+      schema: {
+        tags: ["attempt"],
+        params: params("appId", "msgId"),
+        querystring: attemptQuery,
+        response: { 200: attemptPageResponse },
+      },
+    },
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const msg = await findMessageOr404(pool, appId, request.params.msgId);
@@ -128,6 +136,7 @@ export function registerAttemptRoutes(
         tags: ["attempt"],
         params: params("appId", "endpointId"),
         querystring: attemptQuery,
+        response: { 200: attemptPageResponse },
       },
     },
     async (request) => {
@@ -157,6 +166,7 @@ export function registerAttemptRoutes(
         tags: ["attempt"],
         params: params("appId", "msgId"),
         querystring: { type: "object", properties: pageQuerySchema },
+        response: { 200: messageDeliveriesResponse },
       },
     },
     async (request) => {

@@ -21,6 +21,7 @@ import type { ApiContext } from "../context.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
+import { endpointHealthResponse } from "../response-schemas.ts";
 import { iso } from "../schemas.ts";
 
 function healthOut(
@@ -109,7 +110,7 @@ export function registerEndpointHealthRoutes(
 
   app.get<P>(
     "/app/:appId/endpoint/:endpointId/health",
-    { schema: { tags: ["health"], params } },
+    { schema: { tags: ["health"], params, response: { 200: endpointHealthResponse } } },
     async (request) => {
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       return one(await resolveEndpointId(pool, appId, request.params.endpointId));

@@ -16,6 +16,7 @@ import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../context.ts";
 import { apiError, forbidden } from "../errors.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
+import { requeuePlanResponse } from "../response-schemas.ts";
 
 const DEFAULT_BUDGET_MS = 10_000;
 const budgetMs = {
@@ -124,6 +125,7 @@ export function registerMaintenanceRoutes(
             include_failed: { type: "boolean" },
           },
         },
+        response: { 200: requeuePlanResponse },
       },
     },
     async (request) => {

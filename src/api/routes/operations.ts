@@ -26,6 +26,12 @@ import { badRequest, conflict, notFound } from "../errors.ts";
 import { DEFAULT_LIMIT, MAX_LIMIT } from "../pagination.ts";
 import { cursorKeyOf, rowKeyOf } from "../public-id-input.ts";
 import { resolveAnyEndpointId, resolveAppId } from "../resolve.ts";
+import {
+  alertsResponse,
+  deadLetterAnalysisResponse,
+  deadLettersResponse,
+  healthSummaryResponse,
+} from "../response-schemas.ts";
 import { iso } from "../schemas.ts";
 
 const str = { type: "string", minLength: 1, maxLength: 256 } as const;
@@ -83,6 +89,7 @@ export function registerOperationRoutes(
       schema: {
         tags: ["operations"],
         querystring: { type: "object", properties: { app_id: str } },
+        response: { 200: healthSummaryResponse },
       },
     },
     async (request) => healthSummary(pool, await scope(request, request.query.app_id)),
@@ -94,6 +101,7 @@ export function registerOperationRoutes(
       schema: {
         tags: ["operations"],
         querystring: { type: "object", properties: { app_id: str } },
+        response: { 200: alertsResponse },
       },
     },
     async (request) => {
@@ -115,6 +123,7 @@ export function registerOperationRoutes(
             iterator: str,
           },
         },
+        response: { 200: deadLettersResponse },
       },
     },
     async (request) => {
@@ -160,6 +169,7 @@ export function registerOperationRoutes(
             iterator: { type: "string", pattern: "^[0-9]{1,9}$" },
           },
         },
+        response: { 200: deadLetterAnalysisResponse },
       },
     },
     async (request) => {

@@ -7,7 +7,6 @@
  * how many rows and at what pace.
  */
 import type { FastifyInstance } from "fastify";
-import { ApiError, errorCodeOf } from "../../errors.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { badge, count, time } from "../format.ts";
 import { dashboardPath, html } from "../html.ts";
@@ -41,17 +40,13 @@ export function registerDeadLetterPages(
     ranked.set("limit", String(ANALYSIS_PAGE));
     if (q.ranked && /^\d{1,9}$/.test(q.ranked)) ranked.set("iterator", q.ranked);
     const [analysis, dead] = await Promise.all([
-      calls.call(principal, "GET", `/api/v1/dead-letters/analysis?${ranked}`),
-      calls.call(principal, "GET", `/api/v1/dead-letters?${list}`),
+      calls.read(principal, "/api/v1/dead-letters/analysis", {}, ranked),
+      calls.read(principal, "/api/v1/dead-letters", {}, list),
     ]);
-    for (const res of [analysis, dead]) {
-      if (res.status >= 400)
-        throw new ApiError(res.status, errorCodeOf(res.body.code), res.body.detail);
-    }
-    const rows = analysis.body.data as Record<string, unknown>[];
-    const total = analysis.body.endpointTotal as number;
+    const rows = analysis.data;
+    const total = analysis.endpointTotal;
     const from = Number(ranked.get("iterator") ?? 0);
-    const letters = dead.body.data as Record<string, unknown>[];
+    const letters = dead.data;
     const kept = Object.fromEntries(FILTERS.map((f) => [f, q[f]]));
     const body = html`<h1>Dead letters</h1>
 <form class="filters" method="get" action="/dashboard/dead-letters" role="search" aria-label="Filter dead letters">
@@ -73,13 +68,13 @@ ${
 <thead><tr><th>Endpoint</th><th class="num">Dead</th><th>Pattern</th><th>Suggested action</th><th class="hide-narrow">Most common</th><th class="hide-narrow">First – last</th><th></th></tr></thead>
 <tbody>${rows.map(
         (a) => html`<tr>
-  <td class="url"><a href="${dashboardPath(["endpoints", a.endpointId as string])}">${a.url}</a></td>
-  <td class="num">${count(a.deadCount as number)}</td>
+  <td class="url"><a href="${dashboardPath(["endpoints", a.endpointId])}">${a.url}</a></td>
+  <td class="num">${count(a.deadCount)}</td>
   <td>${badge("warning", String(a.pattern).replaceAll("_", " "))}</td>
   <td class="text">${a.suggestedAction}</td>
   <td class="hide-narrow text">${a.mostCommonStatusCode ?? "no status"}: ${clippedText(String(a.mostCommonError ?? ""))}</td>
-  <td class="hide-narrow">${time(a.firstDeadAt as string)} – ${time(a.lastDeadAt as string)}</td>
-  <td><a class="button" href="${dashboardPath(["endpoints", a.endpointId as string, "requeue"])}">Requeue…</a></td>
+  <td class="hide-narrow">${time(a.firstDeadAt)} – ${time(a.lastDeadAt)}</td>
+  <td><a class="button" href="${dashboardPath(["endpoints", a.endpointId, "requeue"])}">Requeue…</a></td>
 </tr>`,
       )}</tbody></table></div>`
 }
@@ -88,9 +83,9 @@ ${
         ? html`<a href="${dashboardPath(["dead-letters"], { ...kept, ranked: from > ANALYSIS_PAGE ? String(from - ANALYSIS_PAGE) : undefined })}" rel="prev">← More dead</a>`
         : ""
     }${
-      analysis.body.done
+      analysis.done
         ? ""
-        : html`<a href="${dashboardPath(["dead-letters"], { ...kept, ranked: analysis.body.iterator })}" rel="next">Fewer dead →</a>`
+        : html`<a href="${dashboardPath(["dead-letters"], { ...kept, ranked: analysis.iterator })}" rel="next">Fewer dead →</a>`
     }</nav>
 </section>
 <section aria-labelledby="h-list"><h2 id="h-list">Dead letters</h2>
@@ -98,10 +93,10 @@ ${
 <thead><tr><th>Died</th><th>Delivery</th><th>Message</th><th class="hide-narrow">Endpoint</th><th class="num">Attempts</th><th>Last status</th><th>Last error</th></tr></thead>
 <tbody>${letters.map(
       (d) => html`<tr>
-  <td>${time(d.deadAt as string)}</td>
+  <td>${time(d.deadAt)}</td>
   <td><code>${d.deliveryId}</code></td>
-  <td><a href="${dashboardPath(["messages", d.messageId as string])}">${d.messageId}</a></td>
-  <td class="url hide-narrow"><a href="${dashboardPath(["endpoints", d.endpointId as string])}">${d.url}</a></td>
+  <td><a href="${dashboardPath(["messages", d.messageId])}">${d.messageId}</a></td>
+  <td class="url hide-narrow"><a href="${dashboardPath(["endpoints", d.endpointId])}">${d.url}</a></td>
   <td class="num">${d.attempts}</td>
   <td>${d.statusCode ?? d.errorKind ?? ""}</td>
   <td class="text">${d.error ? clippedText(redactor.text(String(d.error))) : ""}</td>
@@ -109,9 +104,9 @@ ${
     )}</tbody></table></div>
 ${letters.length === 0 ? html`<p class="muted">None.</p>` : ""}
 <nav class="pager" aria-label="Pages">${
-      dead.body.done
+      dead.done
         ? ""
-        : html`<a href="${dashboardPath(["dead-letters"], { ...kept, iterator: dead.body.iterator })}" rel="next">Older →</a>`
+        : html`<a href="${dashboardPath(["dead-letters"], { ...kept, iterator: dead.iterator })}" rel="next">Older →</a>`
     }</nav>
 </section>`;
     return sendPage(reply, {

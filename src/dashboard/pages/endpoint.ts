@@ -10,8 +10,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../api/auth.ts";
 import { notFound } from "../../api/errors.ts";
-import type { InProcessResult } from "../../api/in-process.ts";
-import { ApiError, errorCodeOf } from "../../errors.ts";
+import { answerError, type InProcessResult } from "../../api/in-process.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import { deliveryFacts } from "../endpoint-form.ts";
@@ -36,13 +35,7 @@ const DONE: Record<string, (n: string | undefined) => string> = {
 
 /** The API's answer, or the ApiError it stands for (the error page shows it). */
 export function ok(res: InProcessResult): InProcessResult {
-  if (res.status >= 400) {
-    throw new ApiError(
-      res.status,
-      errorCodeOf(res.body?.code),
-      res.body?.detail ?? "request failed",
-    );
-  }
+  if (res.status >= 400) throw answerError(res);
   return res;
 }
 
@@ -100,28 +93,24 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
       const hours = chartHours(request.query, deps.config.health.windowMs);
       const [endpoint, health, attempts, analysis] = await Promise.all([
         calls.call(principal, "GET", api(appId, id)).then(ok),
-        calls.call(principal, "GET", api(appId, id, "/health")).then(ok),
-        calls
-          .call(
-            principal,
-            "GET",
-            `/api/v1/app/${encodeURIComponent(appId)}/attempt/endpoint/${encodeURIComponent(id)}?limit=25`,
-          )
-          .then(ok),
-        calls
-          .call(
-            principal,
-            "GET",
-            `/api/v1/dead-letters/analysis?endpoint_id=${encodeURIComponent(id)}`,
-          )
-          .then(ok),
+        calls.read(principal, "/api/v1/app/:appId/endpoint/:endpointId/health", {
+          appId,
+          endpointId: id,
+        }),
+        calls.read(
+          principal,
+          "/api/v1/app/:appId/attempt/endpoint/:endpointId",
+          { appId, endpointId: id },
+          { limit: 25 },
+        ),
+        calls.read(principal, "/api/v1/dead-letters/analysis", {}, { endpoint_id: id }),
       ]);
       const e = endpoint.body;
-      const hl = health.body;
+      const hl = health;
       const done = queryStrings(request.query);
       const doneKey = ownKey(DONE, done.done);
       const flash = doneKey ? DONE[doneKey]!(done.n) : null;
-      const dl = (analysis.body.data as Record<string, unknown>[])[0];
+      const dl = analysis.data[0];
       const circuit = hl.circuit;
       const body = html`<h1>Endpoint <code>${e.id}</code></h1>
 ${flash && html`<p class="notice" role="status">${flash}</p>`}
@@ -178,31 +167,29 @@ ${rangeLinks(["endpoints", id], hours, deps.config.health.windowMs)}
 ${
   dl &&
   html`<section aria-labelledby="h-dead"><h2 id="h-dead">Dead letters</h2>
-<p>${count(dl.deadCount as number)} dead, pattern <strong>${String(dl.pattern).replaceAll("_", " ")}</strong>: ${dl.suggestedAction as string}</p>
-<p class="muted">Most common: ${dl.mostCommonStatusCode ?? "no status"}, ${dl.mostCommonError ? clippedText(redactor.text(dl.mostCommonError as string)) : "no error text"}; first ${time(dl.firstDeadAt as string)}, last ${time(dl.lastDeadAt as string)}.</p></section>`
+<p>${count(dl.deadCount)} dead, pattern <strong>${String(dl.pattern).replaceAll("_", " ")}</strong>: ${dl.suggestedAction}</p>
+<p class="muted">Most common: ${dl.mostCommonStatusCode ?? "no status"}, ${dl.mostCommonError ? clippedText(redactor.text(dl.mostCommonError)) : "no error text"}; first ${time(dl.firstDeadAt)}, last ${time(dl.lastDeadAt)}.</p></section>`
 }
 <section aria-labelledby="h-attempts"><h2 id="h-attempts">Recent attempts</h2>
 <div class="table-wrap"><table data-testid="attempts">
 <thead><tr><th>Time</th><th>Message</th><th class="num">#</th><th>Status</th><th class="num">Latency</th><th>Error or response</th></tr></thead>
-<tbody>${(attempts.body.data as Record<string, unknown>[]).map(
+<tbody>${attempts.data.map(
         (a) => html`<tr>
-  <td>${time(a.timestamp as string)}</td>
-  <td><a href="${dashboardPath(["messages", a.msgId as string])}">${a.msgId}</a></td>
+  <td>${time(a.timestamp)}</td>
+  <td><a href="${dashboardPath(["messages", a.msgId])}">${a.msgId}</a></td>
   <td class="num">${a.attemptNumber}</td>
   <td>${badge(a.statusText === "success" ? "ok" : "critical", a.responseStatusCode ? String(a.responseStatusCode) : String(a.errorKind ?? "error"))}</td>
-  <td class="num">${ms(a.responseDurationMs as number)}</td>
-  <td class="text">${a.error ? clippedText(redactor.text(a.error as string)) : a.response ? redactor.text(String(a.response).slice(0, 200)) : ""}</td>
+  <td class="num">${ms(a.responseDurationMs)}</td>
+  <td class="text">${a.error ? clippedText(redactor.text(a.error)) : a.response ? redactor.text(String(a.response).slice(0, 200)) : ""}</td>
 </tr>`,
       )}</tbody></table></div>
-${(attempts.body.data as unknown[]).length === 0 ? html`<p class="muted">No attempts yet.</p>` : ""}
+${attempts.data.length === 0 ? html`<p class="muted">No attempts yet.</p>` : ""}
 </section>
 <section aria-labelledby="h-circuit"><h2 id="h-circuit">Circuit history</h2>
 ${
-  (circuit.history as unknown[]).length === 0
+  (circuit.history ?? []).length === 0
     ? html`<p class="muted">No transitions yet.</p>`
-    : html`<ul class="timeline" data-testid="circuit-history">${(
-        circuit.history as Record<string, string>[]
-      ).map(
+    : html`<ul class="timeline" data-testid="circuit-history">${(circuit.history ?? []).map(
         (t) =>
           html`<li>${time(t.at)}: ${badge(t.from)} → ${badge(t.to)} <span class="muted">${t.reason}</span></li>`,
       )}</ul>`
@@ -284,13 +271,12 @@ ${
       const id = request.params.endpointId;
       const appId = await appOf(deps, principal, id);
       const endpoint = ok(await calls.call(principal, "GET", api(appId, id))).body;
-      const planned = ok(
-        await calls.call(
-          principal,
-          "GET",
-          `/api/v1/dead-letters/requeue-plan?endpoint_id=${encodeURIComponent(id)}`,
-        ),
-      ).body as { endpoints: { deliveries: number; perSecond: number | null }[] };
+      const planned = await calls.read(
+        principal,
+        "/api/v1/dead-letters/requeue-plan",
+        {},
+        { endpoint_id: id },
+      );
       const plan = planned.endpoints[0];
       const rows = plan?.deliveries ?? 0;
       const body = html`<h1>Requeue dead letters</h1>

@@ -9,7 +9,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../api/auth.ts";
 import { notFound } from "../../api/errors.ts";
-import { ApiError, errorCodeOf } from "../../errors.ts";
+import { answerError } from "../../api/in-process.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import { field } from "../form-body.ts";
@@ -21,31 +21,22 @@ import { clippedText, payloadView } from "../payload-view.ts";
 import { queryStrings } from "../query.ts";
 import { lookUpMessages, type MessageHit } from "../sql/message-lookup.ts";
 
-type Json = Record<string, unknown>;
-
 export function registerMessagePages(app: FastifyInstance, deps: DashboardDeps): void {
   const { calls, pool, redactor } = deps;
 
-  const get = async (principal: Principal, url: string) => {
-    const res = await calls.call(principal, "GET", url);
-    if (res.status >= 400)
-      throw new ApiError(res.status, errorCodeOf(res.body.code), res.body.detail);
-    return res.body;
-  };
-
   async function detail(principal: Principal, csrf: string, hit: MessageHit): Promise<Html> {
     const base = `/api/v1/app/${encodeURIComponent(hit.app_id)}`;
-    const msgId = encodeURIComponent(hit.id);
+    const msg = { appId: hit.app_id, msgId: hit.id };
     const [payload, deliveries, attempts] = await Promise.all([
-      storedPayload(calls, principal, `${base}/msg/${msgId}`),
-      get(principal, `${base}/msg/${msgId}/endpoint?limit=250`),
-      get(principal, `${base}/attempt/msg/${msgId}?limit=250`),
+      storedPayload(calls, principal, `${base}/msg/${encodeURIComponent(hit.id)}`),
+      calls.read(principal, "/api/v1/app/:appId/msg/:msgId/endpoint", msg, { limit: 250 }),
+      calls.read(principal, "/api/v1/app/:appId/attempt/msg/:msgId", msg, { limit: 250 }),
     ]);
-    const byEndpoint = new Map<string, Json[]>();
-    for (const a of (attempts.data as Json[]).slice().reverse()) {
-      const list = byEndpoint.get(a.endpointId as string) ?? [];
+    const byEndpoint = new Map<string, typeof attempts.data>();
+    for (const a of attempts.data.slice().reverse()) {
+      const list = byEndpoint.get(a.endpointId) ?? [];
       list.push(a);
-      byEndpoint.set(a.endpointId as string, list);
+      byEndpoint.set(a.endpointId, list);
     }
     return html`<section class="message" data-testid="message">
 <h2>Message <code>${hit.id}</code></h2>
@@ -63,16 +54,16 @@ ${payloadView(
 )}
 <h3>Deliveries</h3>
 ${
-  (deliveries.data as Json[]).length === 0
+  deliveries.data.length === 0
     ? html`<p class="muted">This message matched no endpoint.</p>`
-    : (deliveries.data as Json[]).map((d) => {
-        const timeline = byEndpoint.get(d.id as string) ?? [];
+    : deliveries.data.map((d) => {
+        const timeline = byEndpoint.get(d.id) ?? [];
         return html`<article class="delivery" data-testid="delivery">
-<h4><a href="${dashboardPath(["endpoints", d.id as string])}">${d.url}</a> ${badge(d.deliveryStatus as string)}</h4>
-<p class="muted">${d.attempts} attempts${d.nextAttempt ? html`; next ${time(d.nextAttempt as string)}` : ""}${d.deliveredAt ? html`; delivered ${time(d.deliveredAt as string)}` : ""}</p>
+<h4><a href="${dashboardPath(["endpoints", d.id])}">${d.url}</a> ${badge(d.deliveryStatus)}</h4>
+<p class="muted">${d.attempts} attempts${d.nextAttempt ? html`; next ${time(d.nextAttempt)}` : ""}${d.deliveredAt ? html`; delivered ${time(d.deliveredAt)}` : ""}</p>
 <ol class="timeline" data-testid="attempt-timeline">${timeline.map(
           (a) => html`<li class="${a.statusText === "success" ? "success" : "failure"}">
-  #${a.attemptNumber} ${time(a.timestamp as string)}: ${a.responseStatusCode ? `HTTP ${a.responseStatusCode}` : (a.errorKind ?? "error")}, ${ms(a.responseDurationMs as number)}${
+  #${a.attemptNumber} ${time(a.timestamp)}: ${a.responseStatusCode ? `HTTP ${a.responseStatusCode}` : (a.errorKind ?? "error")}, ${ms(a.responseDurationMs)}${
     a.error ? html` <span class="muted">${clippedText(redactor.text(String(a.error)))}</span>` : ""
   }</li>`,
         )}</ol>
@@ -174,8 +165,7 @@ ${content}`,
         "POST",
         `/api/v1/app/${encodeURIComponent(hit.app_id)}/msg/${encodeURIComponent(hit.id)}/endpoint/${encodeURIComponent(endpointId)}/resend`,
       );
-      if (res.status >= 400)
-        throw new ApiError(res.status, errorCodeOf(res.body.code), res.body.detail);
+      if (res.status >= 400) throw answerError(res);
       return reply.redirect(`${dashboardPath(["messages", hit.id])}?done=resent`, 303);
     },
   );

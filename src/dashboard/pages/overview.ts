@@ -4,8 +4,7 @@
  * percentiles over 24 h, and the slowest and most failing endpoints.
  */
 import type { FastifyInstance } from "fastify";
-import type { Alert } from "../../ops/alerts.ts";
-import type { HealthSummary } from "../../ops/health-summary.ts";
+import type { AlertsResponse, HealthSummaryResponse } from "../../api/response-schemas.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { age, badge, count, ms, ownApp, percent } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
@@ -57,7 +56,7 @@ export function chartPanels(hours: number): Html {
 }
 
 /** The health cards; with htmx they refresh themselves every 30 s from the same page. */
-function summaryCards(s: HealthSummary, refresh: string): Html {
+function summaryCards(s: HealthSummaryResponse, refresh: string): Html {
   const card = (label: string, value: unknown, lead = false) =>
     html`<div class="card${lead ? " lead" : ""}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
   return html`<div class="cards" id="summary" data-testid="summary" hx-get="${refresh}" hx-trigger="every 30s" hx-select="#summary" hx-swap="outerHTML">
@@ -72,7 +71,7 @@ function summaryCards(s: HealthSummary, refresh: string): Html {
 </div>`;
 }
 
-function alertList(alerts: Alert[]): Html {
+function alertList(alerts: AlertsResponse["data"]): Html {
   if (alerts.length === 0) return html`<p class="muted">No open alerts.</p>`;
   return html`<ul class="alerts">${alerts.map(
     (a) => html`<li>${badge(a.severity)} <strong>${a.kind.replaceAll("_", " ")}</strong>
@@ -113,12 +112,11 @@ export function registerOverviewPage(
     const hours = chartHours(request.query, windowMs);
     const top = { appId, state: null, slow: false, limit: 5, offset: 0 } as const;
     const [summary, alerts, slow, failing] = await Promise.all([
-      calls.call(principal, "GET", "/api/v1/health/summary"),
-      calls.call(principal, "GET", "/api/v1/alerts"),
+      calls.read(principal, "/api/v1/health/summary", {}),
+      calls.read(principal, "/api/v1/alerts", {}),
       endpointTable(pool, { ...top, sort: "p95", descending: true }),
       endpointTable(pool, { ...top, sort: "success", descending: false }),
     ]);
-    const s = summary.body as HealthSummary;
     const maskUrl = (u: string) => redactor.url(u);
     return sendPage(reply, {
       title: "Overview",
@@ -127,8 +125,8 @@ export function registerOverviewPage(
       active: "/dashboard",
       charts: true,
       body: html`<h1>Overview</h1>
-<section aria-labelledby="h-summary"><h2 id="h-summary">Health</h2>${summaryCards(s, dashboardPath([], { hours }))}</section>
-<section aria-labelledby="h-alerts"><h2 id="h-alerts">Open alerts</h2>${alertList(alerts.body.data as Alert[])}</section>
+<section aria-labelledby="h-summary"><h2 id="h-summary">Health</h2>${summaryCards(summary, dashboardPath([], { hours }))}</section>
+<section aria-labelledby="h-alerts"><h2 id="h-alerts">Open alerts</h2>${alertList(alerts.data)}</section>
 <section aria-labelledby="h-charts"><h2 id="h-charts">${hours === 1 ? "Last hour" : `Last ${hours} hours`}</h2>${rangeLinks([], hours, windowMs)}${chartPanels(hours)}</section>
 <section aria-labelledby="h-slow"><h2 id="h-slow">Slowest endpoints (p95)</h2>${shortEndpointTable(
         slow.rows.filter((r) => r.p95_ms !== null),

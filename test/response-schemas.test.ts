@@ -1,0 +1,124 @@
+/**
+ * The response schemas of the routes the UIs read (src/api/response-schemas.ts): each is
+ * the very object the in-process `read` derives its type from (READ_ROUTES), and
+ * serializing with it (fast-json-stringify, which writes only what a schema names and
+ * coerces values to its types) sends exactly what JSON.stringify of the handler's answer
+ * sends, so no field of today's responses is lost or changed.
+ */
+import type { FastifyRequest } from "fastify";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { apiError } from "../src/api/errors.ts";
+import { READ_ROUTES, type ReadRoute, readUrl } from "../src/api/in-process.ts";
+import { buildTestApi, type Harness, startHarness, testConfig } from "./helpers/harness.ts";
+import { waitFor } from "./helpers/receiver.ts";
+import { newApp, newEndpoint, seed, V1 } from "./helpers/seeded-deliveries.ts";
+
+let h: Harness;
+/** what JSON.stringify made of each answer before serialization, by request */
+const expected = new WeakMap<FastifyRequest, string>();
+const mismatches: string[] = [];
+/** routes (as registered) whose answer was compared, with how many answers */
+const compared = new Map<string, number>();
+
+beforeAll(async () => {
+  h = await startHarness();
+  h.api.addHook("preSerialization", async (request, _reply, payload) => {
+    expected.set(request, JSON.stringify(payload));
+    return payload;
+  });
+  h.api.addHook("onSend", async (request, reply, payload) => {
+    const before = expected.get(request);
+    if (before === undefined || typeof payload !== "string" || reply.statusCode !== 200) return;
+    const route = request.routeOptions.url ?? "?";
+    compared.set(route, (compared.get(route) ?? 0) + 1);
+    try {
+      expect(JSON.parse(payload)).toStrictEqual(JSON.parse(before));
+    } catch (err) {
+      mismatches.push(`${route}: ${(err as Error).message}`);
+    }
+  });
+});
+afterAll(() => h?.close());
+
+test("each route of READ_ROUTES declares, as its 200 response, the schema its type comes from", async () => {
+  const declared = new Map<string, unknown>();
+  const api = await buildTestApi({
+    pool: h.db.pool,
+    config: testConfig(),
+    docs: false,
+    dashboard: false,
+    portal: false,
+    // the API calls authenticate first, with the matched route: read its schema, answer 401
+    authenticate: async (request) => {
+      const response = request.routeOptions.schema?.response as Record<number, unknown>;
+      declared.set(request.routeOptions.url ?? "", response?.[200]);
+      throw apiError("unauthorized", "reading route schemas");
+    },
+  });
+  try {
+    for (const route of Object.keys(READ_ROUTES) as ReadRoute[]) {
+      await api.inject({ method: "GET", url: route.replace(/:\w+/g, "x") });
+      expect(declared.has(route), route).toBe(true);
+      expect(declared.get(route) === READ_ROUTES[route], route).toBe(true);
+    }
+  } finally {
+    await api.close();
+  }
+});
+
+test("every read route answers, through its schema, all that its handler returned", async () => {
+  const appId = await newApp(h);
+  // fails at once (nothing listens), dies on its first attempt and opens its circuit
+  const failing = await newEndpoint(h, appId, { maxAttempts: 1, failureThreshold: 1 });
+  const quiet = await newEndpoint(h, appId);
+  await seed(h.db.pool, [
+    { endpointId: quiet.id, status: "dead_letter", code: 500, kind: "http_status", error: "no" },
+    { endpointId: quiet.id, status: "dead_letter", code: null, kind: "timeout", error: null },
+    { endpointId: quiet.id, status: "failed", code: 503, kind: "http_status", error: "later" },
+    { endpointId: quiet.id, status: "pending" },
+  ]);
+  const sent = await h.call("POST", `${V1}/app/${appId}/msg`, {
+    eventType: "order.created",
+    payload: { n: 1, nested: { list: [1, "two", null] } },
+  });
+  expect(sent.status).toBe(202);
+  const msgId: string = sent.body.id;
+  h.startWorker();
+  await waitFor(async () => {
+    const dead = await h.call("GET", `${V1}/dead-letters?endpoint_id=${failing.id}`);
+    return dead.body.data?.length === 1;
+  });
+  const read = async <R extends ReadRoute>(
+    route: R,
+    params: Parameters<typeof readUrl<R>>[1],
+    query?: Record<string, string>,
+  ) => {
+    const res = await h.call("GET", readUrl(route, params, query));
+    expect(res.status, `${route}: ${JSON.stringify(res.body)}`).toBe(200);
+    return res.body;
+  };
+  await read("/api/v1/health/summary", {});
+  await read("/api/v1/health/summary", {}, { app_id: appId });
+  await read("/api/v1/alerts", {});
+  expect((await read("/api/v1/dead-letters", {}, { app_id: appId })).data.length).toBe(3);
+  expect((await read("/api/v1/dead-letters/analysis", {}, { app_id: appId })).data).toHaveLength(2);
+  await read("/api/v1/dead-letters/requeue-plan", {}, { app_id: appId });
+  const health = await read("/api/v1/app/:appId/endpoint/:endpointId/health", {
+    appId,
+    endpointId: failing.id,
+  });
+  expect(health.circuit.history.length).toBeGreaterThan(0);
+  await read("/api/v1/app/:appId/endpoint/:endpointId/health", { appId, endpointId: quiet.id });
+  const attempts = await read("/api/v1/app/:appId/attempt/endpoint/:endpointId", {
+    appId,
+    endpointId: failing.id,
+  });
+  expect(attempts.data).toHaveLength(1);
+  await read("/api/v1/app/:appId/attempt/msg/:msgId", { appId, msgId });
+  await read("/api/v1/app/:appId/msg/:msgId/endpoint", { appId, msgId });
+
+  expect(mismatches).toEqual([]);
+  expect([...compared.keys()].filter((r) => r in READ_ROUTES).sort()).toEqual(
+    Object.keys(READ_ROUTES).sort(),
+  );
+});
