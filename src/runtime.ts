@@ -329,6 +329,7 @@ export async function startRuntime(
       sessionBound = makeSessionBound({
         mode,
         pool,
+        connectionString,
         config,
         logger,
         onWork: () => worker?.wake(),

@@ -111,7 +111,7 @@ test("the maintenance lease has one holder at a time; it is free again once give
 
 const PROBE = namedSql<{ n: number }>("select $n::int as n", "hookrelay_pooler_probe");
 const prepared = async (db: { query: (q: string) => Promise<{ rows: { n: number }[] }> }) =>
-  (await db.query("select count(*)::int as n from pg_prepared_statements")).rows[0].n;
+  (await db.query("select count(*)::int as n from pg_prepared_statements")).rows[0]?.n;
 
 test("with prepared statements off a pool's statements are unnamed; on (a direct connection), named", async () => {
   const pool = makePool({ connectionString: h.db.url, max: 1, preparedStatements: false });

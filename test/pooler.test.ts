@@ -313,7 +313,7 @@ describe.skipIf(missing)("through PgBouncer in transaction mode", () => {
     await waitFor(() => holding.requests.length === 10, 30_000, "the 5 handed back");
     const ms = holding.requests.slice(5).map((r) => r.at - killedAt);
     console.log(
-      `heartbeat hand-back (stale 2 s): SIGKILL to redelivery ${Math.min(...ms)}-${Math.max(...ms)} ms`,
+      `heartbeat hand-back (stale ${env.HOOKRELAY_HEARTBEAT_STALE_MS} ms): SIGKILL to redelivery ${Math.min(...ms)}-${Math.max(...ms)} ms`,
     );
     const ids = holding.requests.map((r) => String(r.headers["webhook-id"]));
     expect(new Set(ids.slice(5))).toEqual(new Set(ids.slice(0, 5)));

@@ -20,13 +20,15 @@ export interface SessionBound {
   /** null: no session for LISTEN, the worker polls (mode.pollIntervalMs) */
   listener: WorkListener | null;
   maintenanceLock: MaintenanceLock;
-  /** ends the small direct pool of the maintenance lock, if one was made */
+  /** ends the small pool of the maintenance lock or of the heartbeat, if one was made */
   end(): Promise<void>;
 }
 
 export function makeSessionBound(options: {
   mode: DatabaseMode;
   pool: Pool;
+  /** DATABASE_URL, for the heartbeat's own one-connection pool */
+  connectionString: string;
   config: Pick<Config, "worker">;
   logger: Logger;
   onWork: () => void;
@@ -34,16 +36,25 @@ export function makeSessionBound(options: {
   const { mode, pool, logger } = options;
   const url = mode.sessionUrl;
   if (url === null) {
+    // A pool of its own: a beat never queues behind the worker's statements for a
+    // connection of the main pool, however busy (each beat is still one short transaction).
+    const beatPool = makePool({
+      connectionString: options.connectionString,
+      max: 1,
+      preparedStatements: false,
+      applicationName: "hookrelay-heartbeat",
+      logger,
+    });
     return {
       liveness: makeHeartbeatLiveness({
-        pool,
+        pool: beatPool,
         logger: logger.child({ component: "liveness" }),
         staleMs: options.config.worker.heartbeatStaleMs,
         onHeld: options.onWork,
       }),
       listener: null,
       maintenanceLock: leaseLock(pool, logger.child({ component: "maintenance" })),
-      end: async () => undefined,
+      end: () => beatPool.end(),
     };
   }
   // The session lock needs a session: the main pool's when it is direct, else a small one.
