@@ -2,13 +2,21 @@
  * The response schemas of the routes the UIs read (src/api/response-schemas.ts): each is
  * the very object the in-process `read` derives its type from (READ_ROUTES), and
  * serializing with it (fast-json-stringify, which writes only what a schema names and
- * coerces values to its types) sends exactly what JSON.stringify of the handler's answer
- * sends, so no field of today's responses is lost or changed.
+ * coerces values to its types) sends exactly the text JSON.stringify of the handler's answer
+ * sends, so no field of today's responses is lost, changed or moved.
  */
 import type { FastifyRequest } from "fastify";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { apiError } from "../src/api/errors.ts";
 import { READ_ROUTES, type ReadRoute, readUrl } from "../src/api/in-process.ts";
+import type {
+  AlertsResponse,
+  HealthSummaryResponse,
+  RequeuePlanResponse,
+} from "../src/api/response-schemas.ts";
+import type { Alert } from "../src/ops/alerts.ts";
+import type { RequeuePlanRow } from "../src/ops/dead-letters.ts";
+import type { HealthSummary } from "../src/ops/health-summary.ts";
 import { buildTestApi, type Harness, startHarness, testConfig } from "./helpers/harness.ts";
 import { waitFor } from "./helpers/receiver.ts";
 import { newApp, newEndpoint, seed, V1 } from "./helpers/seeded-deliveries.ts";
@@ -32,13 +40,27 @@ beforeAll(async () => {
     const route = request.routeOptions.url ?? "?";
     compared.set(route, (compared.get(route) ?? 0) + 1);
     try {
-      expect(JSON.parse(payload)).toStrictEqual(JSON.parse(before));
+      expect(payload).toBe(before);
     } catch (err) {
       mismatches.push(`${route}: ${(err as Error).message}`);
     }
   });
 });
 afterAll(() => h?.close());
+
+/** The properties a schema names, without the index signature of an open shape. */
+type Named<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
+/** Compiles only if a `T` may be used where the schema's type is read. */
+const fits =
+  <U>() =>
+  <T extends Named<U>>(): true =>
+    true;
+
+test("what ops/ answers with fits the types derived from the schemas (checked by tsc)", () => {
+  expect(fits<HealthSummaryResponse>()<HealthSummary>()).toBe(true);
+  expect(fits<AlertsResponse["data"][number]>()<Alert>()).toBe(true);
+  expect(fits<RequeuePlanResponse["endpoints"][number]>()<RequeuePlanRow>()).toBe(true);
+});
 
 test("each route of READ_ROUTES declares, as its 200 response, the schema its type comes from", async () => {
   const declared = new Map<string, unknown>();
@@ -69,8 +91,20 @@ test("each route of READ_ROUTES declares, as its 200 response, the schema its ty
 test("every read route answers, through its schema, all that its handler returned", async () => {
   const appId = await newApp(h);
   // fails at once (nothing listens), dies on its first attempt and opens its circuit
-  const failing = await newEndpoint(h, appId, { maxAttempts: 1, failureThreshold: 1 });
-  const quiet = await newEndpoint(h, appId);
+  const failing = await newEndpoint(h, appId, {
+    maxAttempts: 1,
+    failureThreshold: 1,
+    uid: "failing-one",
+    description: "fails at once",
+    filterTypes: ["order.created"],
+    metadata: { team: "billing", "odd key": "ü ☃" },
+    rateLimit: 10,
+  });
+  const quiet = await newEndpoint(h, appId, {
+    method: "PUT",
+    bodyFormat: "form",
+    channels: ["eu"],
+  });
   await seed(h.db.pool, [
     { endpointId: quiet.id, status: "dead_letter", code: 500, kind: "http_status", error: "no" },
     { endpointId: quiet.id, status: "dead_letter", code: null, kind: "timeout", error: null },
@@ -116,6 +150,17 @@ test("every read route answers, through its schema, all that its handler returne
   expect(attempts.data).toHaveLength(1);
   await read("/api/v1/app/:appId/attempt/msg/:msgId", { appId, msgId });
   await read("/api/v1/app/:appId/msg/:msgId/endpoint", { appId, msgId });
+  const endpoints = await read("/api/v1/app/:appId/endpoint", { appId });
+  expect(endpoints.data).toHaveLength(2);
+  const one = await read("/api/v1/app/:appId/endpoint/:endpointId", {
+    appId,
+    endpointId: failing.id,
+  });
+  expect(one.metadata).toEqual({ team: "billing", "odd key": "ü ☃" });
+  expect(one.maxAttempts).toBe(1);
+  await read("/api/v1/app/:appId/endpoint/:endpointId", { appId, endpointId: quiet.id });
+  await read("/api/v1/health/endpoints", {}, { app_id: appId });
+  await read("/api/v1/health/endpoints", {});
 
   expect(mismatches).toEqual([]);
   expect([...compared.keys()].filter((r) => r in READ_ROUTES).sort()).toEqual(

@@ -3,7 +3,10 @@
  * routes' own JSON-schema style. Fastify serializes those answers with them
  * (fast-json-stringify), which writes only the properties a schema names: an object whose
  * shape is open (rows spread from a query, nested reports) says `additionalProperties: true`
- * so that nothing it carries today is dropped (test/response-schemas.test.ts compares).
+ * so that nothing it carries today is dropped. Properties are listed in the order the
+ * handlers write them, each one they always write required (fast-json-stringify writes the
+ * required ones first), so an answer is the same text as before, byte for byte
+ * (test/response-schemas.test.ts compares).
  */
 import type { FromSchema } from "./schema-type.ts";
 
@@ -146,24 +149,26 @@ export const deadLetterAnalysisResponse = {
           appId: text,
           url: text,
           deadCount: count,
-          pattern: text,
-          suggestedAction: text,
           mostCommonError: nullableText,
           mostCommonStatusCode: nullableCount,
           firstDeadAt: text,
           lastDeadAt: text,
           averageAttempts: { type: "number" },
+          pattern: text,
+          suggestedAction: text,
         },
         required: [
           "endpointId",
+          "appId",
           "url",
           "deadCount",
-          "pattern",
-          "suggestedAction",
           "mostCommonError",
           "mostCommonStatusCode",
           "firstDeadAt",
           "lastDeadAt",
+          "averageAttempts",
+          "pattern",
+          "suggestedAction",
         ],
       },
     },
@@ -217,7 +222,9 @@ const attempt = {
     "response",
     "responseStatusCode",
     "responseDurationMs",
+    "status",
     "statusText",
+    "triggerType",
     "timestamp",
     "attemptNumber",
     "errorKind",
@@ -234,16 +241,52 @@ export const messageDeliveriesResponse = pageOf({
   additionalProperties: true,
   properties: {
     id: text,
+    uid: nullableText,
     url: text,
+    description: text,
+    disabled: { type: "boolean" },
+    eventTypes: { type: ["array", "null"], items: text },
+    channels: { type: ["array", "null"], items: text },
+    version: count,
+    createdAt: text,
+    updatedAt: text,
+    status: count,
+    statusText: text,
+    nextAttempt: nullableText,
     deliveryStatus: text,
     attempts: count,
-    nextAttempt: nullableText,
+    lastStatusCode: nullableCount,
+    lastErrorKind: nullableText,
+    lastError: nullableText,
     deliveredAt: nullableText,
   },
-  required: ["id", "url", "deliveryStatus", "attempts", "nextAttempt", "deliveredAt"],
+  required: [
+    "id",
+    "uid",
+    "url",
+    "description",
+    "disabled",
+    "eventTypes",
+    "channels",
+    "version",
+    "createdAt",
+    "updatedAt",
+    "status",
+    "statusText",
+    "nextAttempt",
+    "deliveryStatus",
+    "attempts",
+    "lastStatusCode",
+    "lastErrorKind",
+    "lastError",
+    "deliveredAt",
+  ],
 } as const);
 
-/** GET /app/{app}/endpoint/{endpoint}/health (routes/endpoint-health.ts); the history is the single endpoint's. */
+/**
+ * GET /app/{app}/endpoint/{endpoint}/health (routes/endpoint-health.ts), and each row of
+ * GET /health/endpoints; the circuit's history is the single endpoint's.
+ */
 export const endpointHealthResponse = {
   type: "object",
   additionalProperties: true,
@@ -344,6 +387,47 @@ export const endpointHealthResponse = {
   ],
 } as const;
 
+/** GET /health/endpoints: a page of endpoints' health. */
+export const endpointHealthPageResponse = pageOf(endpointHealthResponse);
+
+/**
+ * An endpoint as the API shows it (routes/endpoints.ts): the fields it opens with, in their
+ * order; the delivery policy, postback and later fields follow as they are (open shape).
+ */
+export const endpointResponse = {
+  type: "object",
+  additionalProperties: true,
+  properties: {
+    id: text,
+    uid: nullableText,
+    url: text,
+    description: text,
+    version: count,
+    eventTypes: { type: ["array", "null"], items: text },
+    filterTypes: { type: ["array", "null"], items: text },
+    channels: { type: ["array", "null"], items: text },
+    disabled: { type: "boolean" },
+    disabledReason: nullableText,
+    metadata: { type: "object", additionalProperties: true },
+  },
+  required: [
+    "id",
+    "uid",
+    "url",
+    "description",
+    "version",
+    "eventTypes",
+    "filterTypes",
+    "channels",
+    "disabled",
+    "disabledReason",
+    "metadata",
+  ],
+} as const;
+
+/** GET /app/{app}/endpoint: a page of endpoints. */
+export const endpointPageResponse = pageOf(endpointResponse);
+
 export type HealthSummaryResponse = FromSchema<typeof healthSummaryResponse>;
 export type AlertsResponse = FromSchema<typeof alertsResponse>;
 export type DeadLettersResponse = FromSchema<typeof deadLettersResponse>;
@@ -352,3 +436,4 @@ export type RequeuePlanResponse = FromSchema<typeof requeuePlanResponse>;
 export type AttemptPageResponse = FromSchema<typeof attemptPageResponse>;
 export type MessageDeliveriesResponse = FromSchema<typeof messageDeliveriesResponse>;
 export type EndpointHealthResponse = FromSchema<typeof endpointHealthResponse>;
+export type EndpointResponse = FromSchema<typeof endpointResponse>;

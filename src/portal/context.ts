@@ -2,7 +2,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ApiContext } from "../api/context.ts";
 import { forbidden } from "../api/errors.ts";
-import type { InProcessCalls } from "../api/in-process.ts";
+import type { InProcessCalls, ReadParams, ReadResponse, ReadRoute } from "../api/in-process.ts";
 import type { PortalCapability } from "../api/routes/portal-access.ts";
 import type { PortalPageOptions } from "./layout.ts";
 import type { PortalSession, PortalSessions } from "./session.ts";
@@ -24,6 +24,13 @@ export interface PortalDeps extends PortalOptions {
     body?: unknown,
   ): // biome-ignore lint/suspicious/noExplicitAny: JSON of the route called, read by its documented shape
   Promise<any>;
+  /** a GET of one of the API's READ_ROUTES as the session's app, typed by its response schema */
+  read<R extends ReadRoute>(
+    session: PortalSession,
+    route: R,
+    params: ReadParams<R>,
+    query?: Record<string, string | number | undefined>,
+  ): Promise<ReadResponse<R>>;
 }
 
 /** The session of a request that passed the portal's hook. */

@@ -35,6 +35,8 @@ export async function registerPortal(app: FastifyInstance, options: PortalOption
       if (res.status >= 400) throw answerError(res);
       return res.body;
     },
+    read: (session, route, params, query) =>
+      options.calls.read(session.principal, route, params, query),
   };
 
   await app.register(

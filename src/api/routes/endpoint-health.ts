@@ -21,7 +21,7 @@ import type { ApiContext } from "../context.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
-import { endpointHealthResponse } from "../response-schemas.ts";
+import { endpointHealthPageResponse, endpointHealthResponse } from "../response-schemas.ts";
 import { iso } from "../schemas.ts";
 
 function healthOut(
@@ -144,6 +144,7 @@ export function registerEndpointHealthRoutes(
             app_id: { type: "string", maxLength: 256 },
           },
         },
+        response: { 200: endpointHealthPageResponse },
       },
     },
     async (request) => {

@@ -40,6 +40,7 @@ import { apiError, badRequest, isNotFound, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { checkPostbackState, postbackOut, stateAfter, urlToCheck } from "../postback-input.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
+import { endpointPageResponse, endpointResponse } from "../response-schemas.ts";
 import { appParams, checkPathUid, iso } from "../schemas.ts";
 import { conflictOnUnique } from "../unique-violation.ts";
 
@@ -177,6 +178,7 @@ export function registerEndpointRoutes(
         tags: ["endpoint"],
         params: appParams,
         querystring: { type: "object", properties: pageQuerySchema },
+        response: { 200: endpointPageResponse },
       },
     },
     async (request) => {
@@ -200,7 +202,7 @@ export function registerEndpointRoutes(
 
   app.get<P>(
     "/app/:appId/endpoint/:endpointId",
-    { schema: { tags: ["endpoint"], params: endpointParams } },
+    { schema: { tags: ["endpoint"], params: endpointParams, response: { 200: endpointResponse } } },
     async (request) => {
       const { endpointId } = await target(request);
       const row = await getEndpoint(pool, endpointId);

@@ -69,16 +69,13 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["messages"], { iter
         session.principal,
         appApi(session, "msg", msg.id),
       );
-      const deliveries = await deps.api(
-        session,
-        "GET",
-        `${appApi(session, "msg", msg.id, "endpoint")}?limit=250`,
-      );
-      const attempts = await deps.api(
-        session,
-        "GET",
-        `${appApi(session, "attempt", "msg", msg.id)}?limit=250`,
-      );
+      const ids = { appId: session.appId, msgId: msg.id };
+      const deliveries = await deps.read(session, "/api/v1/app/:appId/msg/:msgId/endpoint", ids, {
+        limit: 250,
+      });
+      const attempts = await deps.read(session, "/api/v1/app/:appId/attempt/msg/:msgId", ids, {
+        limit: 250,
+      });
       const resend = can(session, "createAttempts");
       return deps.page(reply, {
         session,
@@ -104,16 +101,13 @@ ${
   deliveries.data.length === 0
     ? html`<p class="muted">No endpoint was subscribed to this message.</p>`
     : deliveries.data.map(
-        // biome-ignore lint/suspicious/noExplicitAny: the per-endpoint delivery's documented shape
-        (d: any) => html`<section class="delivery">
+        (d) => html`<section class="delivery">
 <h3><a href="${portalPath(["endpoints", d.id])}"><code>${d.url}</code></a> ${badge(d.deliveryStatus)}</h3>
 <ol class="timeline">${attempts.data
-          // biome-ignore lint/suspicious/noExplicitAny: the attempt's documented shape
-          .filter((a: any) => a.endpointId === d.id)
+          .filter((a) => a.endpointId === d.id)
           .reverse()
           .map(
-            // biome-ignore lint/suspicious/noExplicitAny: the attempt's documented shape
-            (a: any) =>
+            (a) =>
               html`<li class="${a.status === 0 ? "success" : "failure"}">${when(a.timestamp)} · attempt ${a.attemptNumber} · ${a.responseStatusCode || a.errorKind || "no response"} · ${ms(a.responseDurationMs)}${a.error ? html` · <span class="muted">${clippedText(a.error)}</span>` : ""}</li>`,
           )}</ol>
 ${resend && actionButton(session, portalPath(["messages", msg.id, "endpoints", d.id, "resend"]), "Resend")}
