@@ -53,7 +53,7 @@ type Named<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
 /** Compiles only if a `T` may be used where the schema's type is read. */
 const fits =
   <U>() =>
-  <T extends Named<U>>(): true =>
+  <T extends Named<U>>(_value?: T): true =>
     true;
 
 test("what ops/ answers with fits the types derived from the schemas (checked by tsc)", () => {

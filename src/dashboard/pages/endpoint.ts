@@ -92,7 +92,10 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
       const appId = await appOf(deps, principal, id);
       const hours = chartHours(request.query, deps.config.health.windowMs);
       const [endpoint, health, attempts, analysis] = await Promise.all([
-        calls.call(principal, "GET", api(appId, id)).then(ok),
+        calls.read(principal, "/api/v1/app/:appId/endpoint/:endpointId", {
+          appId,
+          endpointId: id,
+        }),
         calls.read(principal, "/api/v1/app/:appId/endpoint/:endpointId/health", {
           appId,
           endpointId: id,
@@ -105,7 +108,7 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
         ),
         calls.read(principal, "/api/v1/dead-letters/analysis", {}, { endpoint_id: id }),
       ]);
-      const e = endpoint.body;
+      const e = endpoint;
       const hl = health;
       const done = queryStrings(request.query);
       const doneKey = ownKey(DONE, done.done);
@@ -270,7 +273,10 @@ ${
       const { principal, csrfToken } = session;
       const id = request.params.endpointId;
       const appId = await appOf(deps, principal, id);
-      const endpoint = ok(await calls.call(principal, "GET", api(appId, id))).body;
+      const endpoint = await calls.read(principal, "/api/v1/app/:appId/endpoint/:endpointId", {
+        appId,
+        endpointId: id,
+      });
       const planned = await calls.read(
         principal,
         "/api/v1/dead-letters/requeue-plan",
