@@ -11,8 +11,8 @@
  * the endpoints set their own threshold and short retry delays.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { WORK_CHANNEL } from "../src/db/work-channel.ts";
 import { resetCircuit } from "../src/health/circuit-transitions.ts";
-import { WORK_CHANNEL } from "../src/queue/work-channel.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { expectNoInFlightCounters } from "./helpers/in-flight.ts";
 import { killAll, startWorkers } from "./helpers/processes.ts";

@@ -13,8 +13,8 @@ import pino from "pino";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type RestartableCluster, startRestartableCluster } from "../faults/lib/cluster.ts";
 import { makePool } from "../src/db/pool.ts";
+import { WORK_CHANNEL } from "../src/db/work-channel.ts";
 import { makeMaintenance } from "../src/ops/maintenance.ts";
-import { WORK_CHANNEL } from "../src/queue/work-channel.ts";
 import { generateApiKey } from "../src/security/api-key-format.ts";
 import { makeWorkListener } from "../src/worker/work-listener.ts";
 import {

@@ -7,10 +7,10 @@
 import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Pool } from "../src/db/pool.ts";
+import { WORK_CHANNEL } from "../src/db/work-channel.ts";
 import { ID_PREFIX, newId } from "../src/ids.ts";
 import { silentLogger } from "../src/logger.ts";
 import { makeEnqueueBatcher } from "../src/queue/enqueue-batcher.ts";
-import { WORK_CHANNEL } from "../src/queue/work-channel.ts";
 import { startRuntime } from "../src/runtime.ts";
 import { makeRedactor } from "../src/security/redact.ts";
 import { type Harness, startHarness, testConfig } from "./helpers/harness.ts";

@@ -9,12 +9,12 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { WORK_CHANNEL } from "../src/db/work-channel.ts";
 import { makeHttpSender } from "../src/delivery/http-sender.ts";
 import { silentLogger } from "../src/logger.ts";
 import { claimDeliveries } from "../src/queue/claim-deliveries.ts";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { releaseLostClaims } from "../src/queue/release-deliveries.ts";
-import { WORK_CHANNEL } from "../src/queue/work-channel.ts";
 import { makeRedactor } from "../src/security/redact.ts";
 import { makeSecretBox } from "../src/security/secret-box.ts";
 import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";

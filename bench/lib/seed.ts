@@ -5,8 +5,8 @@
  * one transaction so that workers see the whole batch at once.
  */
 import { type Pool, withTransaction } from "../../src/db/pool.ts";
+import { WORK_CHANNEL } from "../../src/db/work-channel.ts";
 import { ID_PREFIX, newId } from "../../src/ids.ts";
-import { WORK_CHANNEL } from "../../src/queue/work-channel.ts";
 
 export interface Tenant {
   appId: string;

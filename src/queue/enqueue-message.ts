@@ -15,9 +15,9 @@
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { tablePrefix as t } from "../db/schema-name.ts";
+import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
-import { WORK_CHANNEL } from "./work-channel.ts";
 
 export interface NewMessage {
   appId: string;

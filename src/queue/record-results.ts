@@ -27,6 +27,7 @@ import { plainArray, textArray, timestampArray } from "../db/array-literal.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { storableText } from "../db/storable-text.ts";
+import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { ErrorKind } from "../delivery/retry-policy.ts";
 import { summarizeOutcomes } from "../health/circuit-breaker.ts";
 import {
@@ -42,7 +43,6 @@ import {
   type OperationalTarget,
   operationalEventsSql,
 } from "./operational-events.ts";
-import { WORK_CHANNEL } from "./work-channel.ts";
 
 export interface DeliveryResult {
   deliveryId: number;

@@ -8,9 +8,9 @@
 import pg from "pg";
 import { clientKeepAlive } from "../db/keepalive.ts";
 import { pgConnection } from "../db/tls.ts";
+import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { makeBackoff } from "../lib/backoff.ts";
 import type { Logger } from "../logger.ts";
-import { WORK_CHANNEL } from "../queue/work-channel.ts";
 
 export interface WorkListener {
   start(): Promise<void>;

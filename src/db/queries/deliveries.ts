@@ -5,8 +5,8 @@
  */
 import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
 import { requeueSet } from "../../queue/delivery-states.ts";
-import { WORK_CHANNEL } from "../../queue/work-channel.ts";
 import type { Queryable } from "../pool.ts";
+import { WORK_CHANNEL } from "../work-channel.ts";
 import type { MessageRow } from "./messages.ts";
 import type { PageWindow } from "./page-window.ts";
 

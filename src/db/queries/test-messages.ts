@@ -5,8 +5,8 @@
  * is not used: a test must reach the endpoint it is meant for and no other.
  */
 import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
-import { WORK_CHANNEL } from "../../queue/work-channel.ts";
 import type { Queryable } from "../pool.ts";
+import { WORK_CHANNEL } from "../work-channel.ts";
 
 /** Writes the message and its one delivery; its creation time, or null if no such endpoint. */
 export async function insertTestMessage(
