@@ -27,9 +27,10 @@ export async function storedPayload(
   if (res.status >= 400) throw answerError(res);
   const id = rawMember(res.text, "id");
   const text = rawMember(res.text, "payload");
-  if (id === undefined || text === undefined)
+  const messageId: unknown = id === undefined ? undefined : JSON.parse(id);
+  if (typeof messageId !== "string" || text === undefined)
     throw new Error("the API's message has no id or payload");
-  return { id: JSON.parse(id) as string, text };
+  return { id: messageId, text };
 }
 
 /** Sends the payload as a JSON file named after the message. */
