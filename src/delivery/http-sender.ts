@@ -9,15 +9,11 @@ import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
+import { ErrorKind, type Verdict } from "../domain/retry-policy.ts";
 import { isSsrfBlockedError, makeGuardedAgent, type SsrfGuard } from "../security/ssrf-guard.ts";
+import { classifyStatus, RETRY_AFTER_STATUSES } from "./http-status.ts";
 import { readableBody } from "./response-body.ts";
-import {
-  classifyStatus,
-  ErrorKind,
-  parseRetryAfter,
-  RETRY_AFTER_STATUSES,
-  type Verdict,
-} from "./retry-policy.ts";
+import { parseRetryAfter } from "./retry-after.ts";
 
 export const MAX_RESPONSE_READ_BYTES = 64 * 1024;
 export const MAX_RESPONSE_STORED_BYTES = 1024;

@@ -10,8 +10,8 @@
  * It looks at the response body as read (at most 64 KiB).
  */
 import type { SuccessRuleRow } from "../db/queries/endpoints.ts";
+import { ErrorKind, Verdict } from "../domain/retry-policy.ts";
 import type { AttemptResult } from "./http-sender.ts";
-import { ErrorKind, Verdict } from "./retry-policy.ts";
 
 /**
  * bodyContains: a 2xx body must contain at least one of these; bodyNotContains: ... and

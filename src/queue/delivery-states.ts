@@ -31,7 +31,7 @@
  * The parts are SQL text with named parameters (src/db/named-sql.ts): a SET list reads the
  * expressions it is given, so each statement decides where the values come from.
  */
-import { type RetryPolicy, retryDelayMs, Verdict } from "../delivery/retry-policy.ts";
+import { type RetryPolicy, retryDelayMs, Verdict } from "../domain/retry-policy.ts";
 
 export const DeliveryStatus = {
   pending: "pending",

@@ -28,7 +28,7 @@ import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { storableText } from "../db/storable-text.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
-import { ErrorKind } from "../delivery/retry-policy.ts";
+import { ErrorKind } from "../domain/retry-policy.ts";
 import { summarizeOutcomes } from "../health/circuit-breaker.ts";
 import {
   type CircuitSettings,

@@ -19,7 +19,7 @@ import type { Pool } from "../db/pool.ts";
 import { asciiText } from "../db/storable-text.ts";
 import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { isWorthRetryingWhole, UnwrittenRowsError, writeIsolating } from "../db/write-isolating.ts";
-import { ErrorKind } from "../delivery/retry-policy.ts";
+import { ErrorKind } from "../domain/retry-policy.ts";
 import { makeBackoff } from "../lib/backoff.ts";
 import type { Logger } from "../logger.ts";
 import type { OperationalTarget } from "../queue/operational-events.ts";

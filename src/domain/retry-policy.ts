@@ -1,9 +1,9 @@
 /**
- * When to try again (docs/delivery.md, Retries and What is retried). The classification table and the defaults are data;
- * `retryDelayMs` is the one function that computes a delay. A receiver's Retry-After is read
- * by retry-after.ts (re-exported here for the sender).
+ * When to try again (docs/delivery.md, Retries and What is retried): what an attempt's
+ * outcome means for its delivery (`Verdict`), why it failed (`ErrorKind`), the policy's
+ * numbers (`RetryPolicy`) and `retryDelayMs`, the one function that computes a delay. Which
+ * HTTP status means what is the HTTP sender's (delivery/http-status.ts).
  */
-export { parseRetryAfter } from "./retry-after.ts";
 
 /** What an attempt's outcome means for its delivery. */
 export const Verdict = {
@@ -36,34 +36,6 @@ export const ErrorKind = {
   bodyRule: "body_rule",
 } as const;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
-
-/** HTTP statuses outside 2xx/5xx that are still transient. */
-const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([408, 425, 429]);
-/** Statuses whose Retry-After header sets the delay. */
-export const RETRY_AFTER_STATUSES: ReadonlySet<number> = new Set([429, 503]);
-
-export interface StatusClass {
-  readonly verdict: Verdict;
-  readonly errorKind: ErrorKind | null;
-}
-
-// (shared answers: one is asked for on every attempt)
-const SUCCESS: StatusClass = { verdict: Verdict.success, errorKind: null };
-const TRANSIENT_HTTP: StatusClass = { verdict: Verdict.transient, errorKind: ErrorKind.http };
-const REDIRECT: StatusClass = { verdict: Verdict.permanent, errorKind: ErrorKind.redirect };
-const CREDENTIALS: StatusClass = { verdict: Verdict.permanent, errorKind: ErrorKind.credentials };
-const GONE: StatusClass = { verdict: Verdict.permanent, errorKind: ErrorKind.gone };
-const PERMANENT_HTTP: StatusClass = { verdict: Verdict.permanent, errorKind: ErrorKind.http };
-
-/** Classifies an HTTP status. Redirects are never followed, so 3xx is permanent. */
-export function classifyStatus(status: number): StatusClass {
-  if (status >= 200 && status < 300) return SUCCESS;
-  if (status >= 500 || TRANSIENT_STATUSES.has(status)) return TRANSIENT_HTTP;
-  if (status >= 300 && status < 400) return REDIRECT;
-  if (status === 401 || status === 403) return CREDENTIALS;
-  if (status === 410) return GONE;
-  return PERMANENT_HTTP;
-}
 
 export interface RetryPolicy {
   /** maxAttempts: attempts per delivery before dead-lettering. */
