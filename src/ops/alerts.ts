@@ -13,8 +13,8 @@
  */
 import type { AlertConfig, HealthConfig } from "../config.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
+import { waitingSinceSql } from "../db/sql/delivery-states.ts";
 import { writeIsolating } from "../db/write-isolating.ts";
-import { waitingSinceSql } from "../queue/delivery-states.ts";
 
 export interface Alert {
   kind:

@@ -4,10 +4,10 @@
  */
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { CANCELABLE, cancelSet, requeueSet } from "../db/sql/delivery-states.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import { ErrorKind } from "../domain/retry-policy.ts";
-import { CANCELABLE, cancelSet, requeueSet } from "../queue/delivery-states.ts";
 import { detectPattern, type Pattern } from "./dead-letter-patterns.ts";
 
 export interface DeadLetterFilter {

@@ -4,7 +4,7 @@
  * longest-waiting delivery has been waiting.
  */
 import type { Queryable } from "../db/pool.ts";
-import { waitingSinceSql } from "../queue/delivery-states.ts";
+import { waitingSinceSql } from "../db/sql/delivery-states.ts";
 
 export interface HealthSummary {
   pending: number;

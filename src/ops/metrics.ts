@@ -8,7 +8,7 @@
  */
 import client from "prom-client";
 import type { Pool } from "../db/pool.ts";
-import { waitingSinceSql } from "../queue/delivery-states.ts";
+import { waitingSinceSql } from "../db/sql/delivery-states.ts";
 import type { Alert } from "./alerts.ts";
 
 /** Every alert kind, so the gauge shows 0 for a kind with no open alert (not a gap). */

@@ -6,6 +6,7 @@
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import type { SuccessRuleRow } from "../db/queries/endpoints.ts";
+import { claimSet } from "../db/sql/delivery-states.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import {
   admitsClaimSql,
@@ -13,7 +14,6 @@ import {
   probeStartedEventsSql,
   probeStartSet,
 } from "../health/circuit-transitions.ts";
-import { claimSet } from "./delivery-states.ts";
 
 export interface ClaimOptions {
   workerId: string;
@@ -92,7 +92,7 @@ export interface ClaimedDelivery {
 //          the half_open state (recorded in circuit_events).
 //
 // The circuit's parts (which endpoints a claim admits, the probe) are its transitions in
-// src/health/circuit-transitions.ts; the rows' own is claimSet (delivery-states.ts).
+// src/health/circuit-transitions.ts; the rows' own is claimSet (db/sql/delivery-states.ts).
 //
 // The claim commits without waiting for its WAL to reach the disk (synchronous_commit off
 // for this transaction only). A claim lost in a database crash only puts its rows back as

@@ -26,8 +26,10 @@ import type { HealthConfig } from "../config.ts";
 import { plainArray, textArray, timestampArray } from "../db/array-literal.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { attemptSet, heldBy } from "../db/sql/delivery-states.ts";
 import { storableText } from "../db/storable-text.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
+import type { DeliveryStatus } from "../domain/delivery-states.ts";
 import { ErrorKind } from "../domain/retry-policy.ts";
 import { summarizeOutcomes } from "../health/circuit-breaker.ts";
 import {
@@ -36,7 +38,6 @@ import {
   outcomeTransitionsSql,
 } from "../health/circuit-transitions.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
-import { attemptSet, type DeliveryStatus, heldBy } from "./delivery-states.ts";
 import {
   failureNotifiedSet,
   type OperationalEvent,

@@ -14,9 +14,9 @@
  */
 import { namedSql } from "../db/named-sql.ts";
 import { type Pool, type PoolClient, type Queryable, withTransaction } from "../db/pool.ts";
+import { handBackSet, heldBy } from "../db/sql/delivery-states.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { probeReleasedSet } from "../health/circuit-transitions.ts";
-import { handBackSet, heldBy } from "./delivery-states.ts";
 import { WORKER_LOCK_CLASS } from "./worker-lock.ts";
 
 export interface Claim {

@@ -11,10 +11,10 @@ import {
   MAX_RESPONSE_STORED_BYTES,
   truncateUtf8,
 } from "../delivery/http-sender.ts";
+import { afterAttempt } from "../domain/delivery-states.ts";
 import { effective } from "../domain/endpoint-policy-derived.ts";
 import { ErrorKind, type RetryPolicy, Verdict } from "../domain/retry-policy.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
-import { afterAttempt } from "../queue/delivery-states.ts";
 import { attemptEvent, type OperationalTarget } from "../queue/operational-events.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import type { Redactor } from "../security/redact.ts";

@@ -9,7 +9,7 @@
  * only for the rows of the page (a lateral join after the limit).
  */
 import type { Queryable } from "../../db/pool.ts";
-import { waitingSinceSql } from "../../queue/delivery-states.ts";
+import { waitingSinceSql } from "../../db/sql/delivery-states.ts";
 
 /** Sortable columns: the expression each sorts by, and its column in the result. */
 export const ENDPOINT_SORTS = {

@@ -4,8 +4,8 @@
  * statements (claim, results, release) live in src/queue.
  */
 import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
-import { requeueSet } from "../../queue/delivery-states.ts";
 import type { Queryable } from "../pool.ts";
+import { requeueSet } from "../sql/delivery-states.ts";
 import { WORK_CHANNEL } from "../work-channel.ts";
 import type { MessageRow } from "./messages.ts";
 import type { PageWindow } from "./page-window.ts";

@@ -4,8 +4,8 @@
  * queue, and the circuit's history.
  */
 import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
-import { waitingSinceSql } from "../../queue/delivery-states.ts";
 import type { Queryable } from "../pool.ts";
+import { waitingSinceSql } from "../sql/delivery-states.ts";
 import type { PageWindow } from "./page-window.ts";
 
 export interface EndpointHealthRow {

@@ -1,47 +1,11 @@
 /**
- * The delivery state machine (docs/delivery.md, Delivery states). One row in `deliveries`
- * per (message, endpoint). Every transition is written here, once, as the SQL that performs
- * it; the statements that move rows (claim-deliveries.ts, record-results.ts,
- * release-deliveries.ts, the requeue and cancel in src/ops/dead-letters.ts) compose these
- * parts and add only which rows they pick.
+ * The delivery state machine's transitions as SQL (the states, the transition table and
+ * `afterAttempt` are domain/delivery-states.ts; docs/delivery.md, Delivery states): each
+ * transition written once, as the part the statements that move rows compose.
  *
- *   pending ──claim──▶ in_flight ──2xx──────────────────────────▶ delivered
- *      ▲                  │ │ └──permanent failure (4xx, 3xx, 410) ─▶ dead_letter
- *      │                  │ └────transient failure, attempts left ──▶ failed
- *      │                  │      transient failure, none left ──────▶ dead_letter
- *      └──────────────────┴──handed back, no attempt used (released at shutdown, or its
- *                              claim's lease ran out: the worker died) ─▶ pending, or
- *                              failed if it was tried before
- *   failed ──claim, once next_attempt_at has passed──▶ in_flight
- *   pending | failed ──operator cancels──▶ canceled
- *   delivered | dead_letter | failed | canceled ──resend / requeue──▶ pending (fresh budget)
- *
- *   transition  from                                      to                             part
- *   claim       pending, failed (due)                     in_flight                      claimSet
- *   attempt     in_flight, same claim token               delivered, failed, dead_letter attemptSet
- *   hand back   in_flight, same claim token               pending, or failed if tried    handBackSet
- *   cancel      pending, failed                           canceled                       cancelSet
- *   requeue     delivered, dead_letter, failed, canceled  pending, fresh budget          requeueSet
- *
- * `next_attempt_at` is the time a row is next due: the scheduled attempt for pending and
- * failed rows. An in-flight row keeps the value it was claimed with (no index entry
- * changes, migration 0007); its lease is its claim's row in `claims`. Rows of disabled
- * endpoints are left where they are and wait; disabling never dead-letters.
- *
- * The parts are SQL text with named parameters (src/db/named-sql.ts): a SET list reads the
+ * The parts are SQL text with named parameters (db/named-sql.ts): a SET list reads the
  * expressions it is given, so each statement decides where the values come from.
  */
-import { type RetryPolicy, retryDelayMs, Verdict } from "../domain/retry-policy.ts";
-
-export const DeliveryStatus = {
-  pending: "pending",
-  inFlight: "in_flight",
-  delivered: "delivered",
-  failed: "failed",
-  deadLetter: "dead_letter",
-  canceled: "canceled",
-} as const;
-export type DeliveryStatus = (typeof DeliveryStatus)[keyof typeof DeliveryStatus];
 
 /**
  * Since when an undelivered row has been waiting, as SQL over a `deliveries` row (alias
@@ -118,28 +82,4 @@ export function requeueSet(e: { maxAttempts: string; dueAt: string }): string {
   return `status = 'pending', attempt_count = 0, max_attempts = ${e.maxAttempts},
       next_attempt_at = ${e.dueAt}, trigger = 'manual',
       ${LEASE_CLEARED}, updated_at = now()`;
-}
-
-export interface Transition {
-  status: DeliveryStatus;
-  /** for failed: when the next attempt is due, in ms from now */
-  retryDelayMs: number;
-}
-
-/** The state an in-flight delivery moves to after attempt number `attempt` (1-based). */
-export function afterAttempt(
-  verdict: Verdict,
-  attempt: number,
-  policy: RetryPolicy,
-  retryAfterMs: number | null,
-  random?: () => number,
-): Transition {
-  if (verdict === Verdict.success) return { status: DeliveryStatus.delivered, retryDelayMs: 0 };
-  if (verdict === Verdict.permanent || attempt >= policy.maxAttempts) {
-    return { status: DeliveryStatus.deadLetter, retryDelayMs: 0 };
-  }
-  return {
-    status: DeliveryStatus.failed,
-    retryDelayMs: retryDelayMs(policy, attempt, retryAfterMs, random),
-  };
 }
