@@ -10,13 +10,13 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { makeHttpSender } from "../src/delivery/http-sender.ts";
+import type { OperationalTarget } from "../src/domain/operational-events.ts";
 import { publicIdsOf } from "../src/ids-public-key.ts";
 import { silentLogger } from "../src/logger.ts";
 import {
   ensureOperationalEndpoint,
   OPERATIONAL_MAX_ATTEMPTS,
 } from "../src/ops/operational-webhook.ts";
-import type { OperationalTarget } from "../src/queue/operational-events.ts";
 import { verifyWebhookMessage } from "../src/receiver/index.ts";
 import { makeRedactor } from "../src/security/redact.ts";
 import { makeSecretBox } from "../src/security/secret-box.ts";

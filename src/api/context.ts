@@ -5,8 +5,8 @@
  */
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
+import type { OperationalTarget } from "../domain/operational-events.ts";
 import type { EnqueueBatcher } from "../queue/enqueue-batcher.ts";
-import type { OperationalTarget } from "../queue/operational-events.ts";
 import type { Redactor } from "../security/redact.ts";
 import type { SecretBox } from "../security/secret-box.ts";
 import type { SsrfGuard } from "../security/ssrf-guard.ts";

@@ -5,16 +5,16 @@
  * through the same queue, retries and signing as every other message. Its signing secret is
  * read like any endpoint's: GET /api/v1/app/hookrelay-operator/endpoint/operational/secret.
  *
- * The delivery events are raised by the result write (queue/operational-events.ts); the
+ * The delivery events are raised by the result write (domain/operational-events.ts, queue/operational-events.ts); the
  * endpoint events by the API, with emitEndpointEvent, in the transaction of the change.
  */
 import type { Pool, Queryable } from "../db/pool.ts";
-import { enqueueMessage } from "../queue/enqueue-message.ts";
 import {
   OPERATIONAL_EVENT_TYPES,
   type OperationalEvent,
   type OperationalTarget,
-} from "../queue/operational-events.ts";
+} from "../domain/operational-events.ts";
+import { enqueueMessage } from "../queue/enqueue-message.ts";
 import type { SecretBox } from "../security/secret-box.ts";
 import { ensureOperatorEndpointFor } from "./alert-webhook.ts";
 

@@ -29,21 +29,17 @@ import type { Queryable } from "../db/pool.ts";
 import { attemptSet, heldBy } from "../db/sql/delivery-states.ts";
 import { storableText } from "../db/storable-text.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
+import { summarizeOutcomes } from "../domain/circuit-summary.ts";
 import type { DeliveryStatus } from "../domain/delivery-states.ts";
+import type { OperationalEvent, OperationalTarget } from "../domain/operational-events.ts";
 import { ErrorKind } from "../domain/retry-policy.ts";
-import { summarizeOutcomes } from "../health/circuit-breaker.ts";
 import {
   type CircuitSettings,
   circuitSettings,
   outcomeTransitionsSql,
 } from "../health/circuit-transitions.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
-import {
-  failureNotifiedSet,
-  type OperationalEvent,
-  type OperationalTarget,
-  operationalEventsSql,
-} from "./operational-events.ts";
+import { failureNotifiedSet, operationalEventsSql } from "./operational-events.ts";
 
 export interface DeliveryResult {
   deliveryId: number;

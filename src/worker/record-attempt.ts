@@ -13,9 +13,9 @@ import {
 } from "../delivery/http-sender.ts";
 import { afterAttempt } from "../domain/delivery-states.ts";
 import { effective } from "../domain/endpoint-policy-derived.ts";
+import { attemptEvent, type OperationalTarget } from "../domain/operational-events.ts";
 import { ErrorKind, type RetryPolicy, Verdict } from "../domain/retry-policy.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
-import { attemptEvent, type OperationalTarget } from "../queue/operational-events.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import type { Redactor } from "../security/redact.ts";
 import type { ResultWriter } from "./result-writer.ts";

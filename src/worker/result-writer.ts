@@ -19,10 +19,10 @@ import type { Pool } from "../db/pool.ts";
 import { asciiText } from "../db/storable-text.ts";
 import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { isWorthRetryingWhole, UnwrittenRowsError, writeIsolating } from "../db/write-isolating.ts";
+import type { OperationalTarget } from "../domain/operational-events.ts";
 import { ErrorKind } from "../domain/retry-policy.ts";
 import { makeBackoff } from "../lib/backoff.ts";
 import type { Logger } from "../logger.ts";
-import type { OperationalTarget } from "../queue/operational-events.ts";
 import { type DeliveryResult, recordResults } from "../queue/record-results.ts";
 
 export interface ResultWriter {

@@ -12,9 +12,9 @@ import {
   updateApp,
 } from "../../db/queries/applications.ts";
 import { endpointSubjectsOfApp } from "../../db/queries/endpoints.ts";
+import { OperationalEvent } from "../../domain/operational-events.ts";
 import { ID_PREFIX, newId } from "../../ids.ts";
 import { emitEndpointEvent } from "../../ops/operational-webhook.ts";
-import { OperationalEvent } from "../../queue/operational-events.ts";
 import type { ApiContext } from "../context.ts";
 import { forbidden, isNotFound, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";

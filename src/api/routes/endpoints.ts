@@ -13,9 +13,9 @@ import {
 } from "../../db/queries/endpoints.ts";
 import { notifyWork } from "../../db/queries/work.ts";
 import { policyOut } from "../../domain/endpoint-policy-derived.ts";
+import { OperationalEvent } from "../../domain/operational-events.ts";
 import { ID_PREFIX, newId } from "../../ids.ts";
 import { emitEndpointEvent } from "../../ops/operational-webhook.ts";
-import { OperationalEvent } from "../../queue/operational-events.ts";
 import { SsrfBlockedError } from "../../security/ssrf-guard.ts";
 import type { ApiContext } from "../context.ts";
 import {

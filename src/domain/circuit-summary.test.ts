@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { type AttemptOutcome, summarizeOutcomes } from "./circuit-breaker.ts";
+import { type AttemptOutcome, summarizeOutcomes } from "./circuit-summary.ts";
 
 const at = (ms: number) => new Date(Date.UTC(2025, 0, 1) + ms);
 

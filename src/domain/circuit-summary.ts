@@ -1,8 +1,8 @@
 /**
  * The circuit breaker, one per endpoint (docs/delivery.md, Circuit breaker). Its states and
- * every transition, with the SQL that performs each, are in circuit-transitions.ts; this
- * module folds a batch of attempt results into what the result write's transitions read
- * (outcomeTransitionsSql), one row per endpoint.
+ * every transition, with the SQL that performs each, are in health/circuit-transitions.ts;
+ * this module folds a batch of attempt outcomes into what the result write's transitions
+ * read (outcomeTransitionsSql), one row per endpoint.
  */
 
 /**
