@@ -22,8 +22,11 @@ import {
   endpointHealthResponse,
   endpointPageResponse,
   endpointResponse,
+  eventTypePageResponse,
   healthSummaryResponse,
   messageDeliveriesResponse,
+  messagePageResponse,
+  messageResponse,
   requeuePlanResponse,
 } from "./response-schemas.ts";
 import type { FromSchema } from "./schema-type.ts";
@@ -56,6 +59,9 @@ export const READ_ROUTES = {
   "/api/v1/app/:appId/attempt/endpoint/:endpointId": attemptPageResponse,
   "/api/v1/app/:appId/attempt/msg/:msgId": attemptPageResponse,
   "/api/v1/app/:appId/msg/:msgId/endpoint": messageDeliveriesResponse,
+  "/api/v1/app/:appId/msg": messagePageResponse,
+  "/api/v1/app/:appId/msg/:msgId": messageResponse,
+  "/api/v1/event-type": eventTypePageResponse,
 } as const;
 
 export type ReadRoute = keyof typeof READ_ROUTES;

@@ -428,6 +428,59 @@ export const endpointResponse = {
 /** GET /app/{app}/endpoint: a page of endpoints. */
 export const endpointPageResponse = pageOf(endpointResponse);
 
+const nameList = { type: ["array", "null"], items: text } as const;
+/** Any JSON: a payload or schemas embedded verbatim (raw-json.ts). */
+const anyJson = {} as const;
+
+/**
+ * A message as the API shows it (routes/messages.ts). Its routes send text they wrote
+ * themselves (the payload embedded byte for byte, raw-json.ts), which Fastify passes on
+ * as it is: the schema documents and types the answer, and serializes nothing.
+ */
+export const messageResponse = {
+  type: "object",
+  properties: {
+    id: text,
+    eventType: text,
+    eventId: nullableText,
+    channels: nameList,
+    tags: nameList,
+    timestamp: text,
+    payload: anyJson,
+  },
+  required: ["id", "eventType", "eventId", "channels", "tags", "timestamp", "payload"],
+} as const;
+
+/** GET /app/{app}/msg: a page of messages (sent as text, like messageResponse). */
+export const messagePageResponse = pageOf(messageResponse);
+
+/** GET /event-type: a page of the catalogue (sent as text: the schemas are embedded verbatim). */
+export const eventTypePageResponse = pageOf({
+  type: "object",
+  properties: {
+    name: text,
+    description: text,
+    archived: { type: "boolean" },
+    deprecated: { type: "boolean" },
+    schemas: anyJson,
+    groupName: nullableText,
+    featureFlags: nameList,
+    createdAt: text,
+    updatedAt: text,
+  },
+  required: [
+    "name",
+    "description",
+    "archived",
+    "deprecated",
+    "schemas",
+    "groupName",
+    "featureFlags",
+    "createdAt",
+    "updatedAt",
+  ],
+} as const);
+
 export type HealthSummaryResponse = FromSchema<typeof healthSummaryResponse>;
 export type AlertsResponse = FromSchema<typeof alertsResponse>;
 export type DeadLettersResponse = FromSchema<typeof deadLettersResponse>;

@@ -20,6 +20,7 @@ import { forbidden, notFound } from "../errors.ts";
 import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { rawSlots } from "../raw-json.ts";
+import { eventTypePageResponse } from "../response-schemas.ts";
 import { iso, nameSchema } from "../schemas.ts";
 import { conflictOnUnique } from "../unique-violation.ts";
 
@@ -102,6 +103,7 @@ export function registerEventTypeRoutes(app: FastifyInstance, { pool }: ApiConte
             with_content: { type: "boolean" },
           },
         },
+        response: { 200: eventTypePageResponse },
       },
     },
     async (request, reply) => {

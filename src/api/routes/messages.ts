@@ -15,6 +15,7 @@ import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { type RawSlots, rawSlots } from "../raw-json.ts";
 import { resolveAppId } from "../resolve.ts";
+import { messagePageResponse, messageResponse } from "../response-schemas.ts";
 import { appParams, checkPathUid, iso, nameListSchema, nameSchema } from "../schemas.ts";
 import { type AppIn, appIn, createApp } from "./applications.ts";
 
@@ -173,6 +174,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, batcher }: A
             after: { type: "string", format: "date-time" },
           },
         },
+        response: { 200: messagePageResponse },
       },
     },
     async (request, reply) => {
@@ -215,6 +217,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, batcher }: A
           required: ["appId", "msgId"],
         },
         querystring: { type: "object", properties: contentQuery },
+        response: { 200: messageResponse },
       },
     },
     async (request, reply) => {

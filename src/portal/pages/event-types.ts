@@ -4,7 +4,6 @@
  */
 import type { FastifyInstance } from "fastify";
 import { exampleOf } from "../../api/routes/send-example.ts";
-import { CATALOG_PATH } from "../../dashboard/endpoint-form.ts";
 import { html } from "../../dashboard/html.ts";
 import { type PortalDeps, sessionOf } from "../context.ts";
 import { badge } from "../views.ts";
@@ -14,7 +13,8 @@ const pretty = (json: string) => JSON.stringify(JSON.parse(json), null, 2);
 export function registerEventTypePage(app: FastifyInstance, deps: PortalDeps): void {
   app.get("/event-types", { schema: { hide: true } }, async (request, reply) => {
     const session = sessionOf(request);
-    const page = await deps.api(session, "GET", CATALOG_PATH);
+    // (as many as the endpoint form offers, dashboard/endpoint-form.ts's CATALOG_PATH)
+    const page = await deps.read(session, "/api/v1/event-type", {}, { limit: 250 });
     return deps.page(reply, {
       session,
       csrfToken: session.csrfToken,
@@ -23,19 +23,16 @@ export function registerEventTypePage(app: FastifyInstance, deps: PortalDeps): v
       body: html`<h1>Event types</h1>
 <p>The events your endpoints can subscribe to. An endpoint with no event types chosen receives all of them.</p>
 ${page.data.length === 0 ? html`<p class="muted">No event types are listed.</p>` : ""}
-${page.data.map(
-  // biome-ignore lint/suspicious/noExplicitAny: the event type's documented shape
-  (t: any) => {
-    const schemas = t.schemas === null ? null : JSON.stringify(t.schemas);
-    const example = exampleOf(schemas);
-    return html`<section class="event-type">
+${page.data.map((t) => {
+  const schemas = t.schemas === null ? null : JSON.stringify(t.schemas);
+  const example = exampleOf(schemas);
+  return html`<section class="event-type">
 <h2><code>${t.name}</code>${t.deprecated ? html` ${badge("warning", "deprecated")}` : ""}</h2>
 <p>${t.description}</p>
 ${schemas && html`<details><summary>Schema</summary><pre>${pretty(schemas)}</pre></details>`}
 ${example && html`<h3>Example</h3><pre>${pretty(example)}</pre>`}
 </section>`;
-  },
-)}`,
+})}`,
     });
   });
 }

@@ -25,8 +25,12 @@ export function registerMessagePages(app: FastifyInstance, deps: PortalDeps): vo
     async (request, reply) => {
       const session = sessionOf(request);
       const it = request.query.iterator;
-      const query = `?limit=50&with_content=false${typeof it === "string" ? `&iterator=${encodeURIComponent(it)}` : ""}`;
-      const page = await deps.api(session, "GET", `${appApi(session, "msg")}${query}`);
+      const page = await deps.read(
+        session,
+        "/api/v1/app/:appId/msg",
+        { appId: session.appId },
+        { limit: 50, with_content: "false", iterator: typeof it === "string" ? it : undefined },
+      );
       return deps.page(reply, {
         session,
         csrfToken: session.csrfToken,
@@ -39,8 +43,7 @@ ${
     : html`<div class="table-wrap"><table>
 <thead><tr><th>Time</th><th>Event type</th><th>Message</th><th class="hide-narrow">Event id</th></tr></thead>
 <tbody>${page.data.map(
-        // biome-ignore lint/suspicious/noExplicitAny: the message listing's documented shape
-        (m: any) => html`<tr>
+        (m) => html`<tr>
 <td>${when(m.timestamp)}</td>
 <td>${m.eventType}</td>
 <td><a href="${portalPath(["messages", m.id])}"><code>${m.id}</code></a></td>
@@ -59,10 +62,11 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["messages"], { iter
     async (request, reply) => {
       const session = sessionOf(request);
       // the facts without the payload; the payload as stored, never parsed (it may nest deeply)
-      const msg = await deps.api(
+      const msg = await deps.read(
         session,
-        "GET",
-        `${appApi(session, "msg", request.params.msgId)}?with_content=false`,
+        "/api/v1/app/:appId/msg/:msgId",
+        { appId: session.appId, msgId: request.params.msgId },
+        { with_content: "false" },
       );
       const payload = await storedPayload(
         deps.calls,
@@ -135,7 +139,12 @@ ${resend && actionButton(session, portalPath(["messages", msg.id, "endpoints", d
       const session = sessionOf(request);
       requireCan(session, "createAttempts");
       const { msgId, endpointId } = request.params;
-      const msg = await deps.api(session, "GET", appApi(session, "msg", msgId));
+      const msg = await deps.read(
+        session,
+        "/api/v1/app/:appId/msg/:msgId",
+        { appId: session.appId, msgId },
+        { with_content: "false" },
+      );
       await deps.api(
         session,
         "POST",
