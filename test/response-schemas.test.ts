@@ -1,6 +1,7 @@
 /**
- * The response schemas of the routes the UIs read (src/api/response-schemas.ts): each is
- * the very object the in-process `read` derives its type from (READ_ROUTES), and
+ * The response schemas of the routes the UIs read (src/api/response-schemas.ts and
+ * health-responses.ts): each is the very object the in-process `read` derives its type
+ * from (READ_ROUTES), and
  * serializing with it (fast-json-stringify, which writes only what a schema names and
  * coerces values to its types) sends exactly the text JSON.stringify of the handler's answer
  * sends, so no field of today's responses is lost, changed or moved. Every answer also
@@ -11,12 +12,12 @@ import { Ajv } from "ajv";
 import type { FastifyRequest } from "fastify";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { apiError } from "../src/api/errors.ts";
-import { READ_ROUTES, type ReadRoute, readUrl } from "../src/api/in-process.ts";
 import type {
   AlertsResponse,
   HealthSummaryResponse,
   RequeuePlanResponse,
-} from "../src/api/response-schemas.ts";
+} from "../src/api/health-responses.ts";
+import { READ_ROUTES, type ReadRoute, readUrl } from "../src/api/in-process.ts";
 import type { Alert } from "../src/ops/alerts.ts";
 import type { RequeuePlanRow } from "../src/ops/dead-letters.ts";
 import type { HealthSummary } from "../src/ops/health-summary.ts";

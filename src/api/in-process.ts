@@ -15,19 +15,21 @@ import { ApiError, errorCodeOf } from "../errors.ts";
 import type { Principal } from "./auth.ts";
 import {
   alertsResponse,
-  attemptPageResponse,
   deadLetterAnalysisResponse,
   deadLettersResponse,
   endpointHealthPageResponse,
   endpointHealthResponse,
+  healthSummaryResponse,
+  requeuePlanResponse,
+} from "./health-responses.ts";
+import {
+  attemptPageResponse,
   endpointPageResponse,
   endpointResponse,
   eventTypePageResponse,
-  healthSummaryResponse,
   messageDeliveriesResponse,
   messagePageResponse,
   messageResponse,
-  requeuePlanResponse,
 } from "./response-schemas.ts";
 import type { FromSchema } from "./schema-type.ts";
 

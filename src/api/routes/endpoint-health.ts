@@ -19,9 +19,9 @@ import { endpointLatency, type LatencyStats, slowness } from "../../health/laten
 import { ID_PREFIX } from "../../ids.ts";
 import type { ApiContext } from "../context.ts";
 import { badRequest, notFound } from "../errors.ts";
+import { endpointHealthPageResponse, endpointHealthResponse } from "../health-responses.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
-import { endpointHealthPageResponse, endpointHealthResponse } from "../response-schemas.ts";
 import { iso } from "../schemas.ts";
 
 function healthOut(

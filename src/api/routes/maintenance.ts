@@ -15,8 +15,8 @@ import { reencryptSecrets } from "../../security/reencrypt.ts";
 import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../context.ts";
 import { apiError, forbidden } from "../errors.ts";
+import { requeuePlanResponse } from "../health-responses.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
-import { requeuePlanResponse } from "../response-schemas.ts";
 
 const DEFAULT_BUDGET_MS = 10_000;
 const budgetMs = {

@@ -23,15 +23,15 @@ import { healthSummary } from "../../ops/health-summary.ts";
 import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../context.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
-import { DEFAULT_LIMIT, MAX_LIMIT } from "../pagination.ts";
-import { cursorKeyOf, rowKeyOf } from "../public-id-input.ts";
-import { resolveAnyEndpointId, resolveAppId } from "../resolve.ts";
 import {
   alertsResponse,
   deadLetterAnalysisResponse,
   deadLettersResponse,
   healthSummaryResponse,
-} from "../response-schemas.ts";
+} from "../health-responses.ts";
+import { DEFAULT_LIMIT, MAX_LIMIT } from "../pagination.ts";
+import { cursorKeyOf, rowKeyOf } from "../public-id-input.ts";
+import { resolveAnyEndpointId, resolveAppId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
 
 const str = { type: "string", minLength: 1, maxLength: 256 } as const;

@@ -4,7 +4,7 @@
  * percentiles over 24 h, and the slowest and most failing endpoints.
  */
 import type { FastifyInstance } from "fastify";
-import type { AlertsResponse, HealthSummaryResponse } from "../../api/response-schemas.ts";
+import type { AlertsResponse, HealthSummaryResponse } from "../../api/health-responses.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { age, badge, count, ms, ownApp, percent } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
