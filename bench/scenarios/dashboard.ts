@@ -1,15 +1,15 @@
 /**
  * Scenario 11: the dashboard (docs/dashboard.md, docs/performance.md).
  *
- * Chart data: one endpoint with 24 h of attempts at 100/s (8.64M rows; --quick: 15 min),
+ * Chart data: one endpoint with 24 h of attempts at 100/s (8.64M rows; --quick: 5 min),
  * seeded with generate_series in the shape the result writer leaves them, rolled up by the
  * maintenance task (timed once), then GET /api/v1/stats/buckets for that endpoint and for
  * everything, through the API in-process; the figure is the median answer time (target
  * < 100 ms). The newest minutes come from the attempts themselves, as in production.
  *
  * Pages: 10,000 endpoints in 100 apps with health figures, and 1,000,000 deliveries (and
- * their messages; 90% delivered, 5% dead, 4% pending, 1% awaiting retry; --quick: 200 and
- * 10,000). Each page is timed as the server answers it (inject, signed in), and, where
+ * their messages; 90% delivered, 5% dead, 4% pending, 1% awaiting retry; --quick: 50 and
+ * 2,000). Each page is timed as the server answers it (inject, signed in), and, where
  * /usr/bin/chromium exists, as a browser loads it until its charts are drawn (target
  * < 1 s).
  */
@@ -56,9 +56,9 @@ export async function prepareDashboard(ctx: BenchContext): Promise<DashboardData
   const quick = ctx.opts.quick;
   const db = await ctx.freshDb("dashboard");
   const t0 = nowMs();
-  const endpoints = quick ? 200 : 10_000;
-  const deliveries = quick ? 10_000 : 1_000_000;
-  const chartSeconds = quick ? 15 * 60 : 24 * 3600;
+  const endpoints = quick ? 50 : 10_000;
+  const deliveries = quick ? 2_000 : 1_000_000;
+  const chartSeconds = quick ? 5 * 60 : 24 * 3600;
   const pool = db.pool;
   await pool.query(
     `insert into applications (id, uid, name)
@@ -181,7 +181,7 @@ export async function measureDashboard(
       if (res.statusCode !== 200) throw new Error(`GET ${url}: ${res.statusCode}`);
       return res;
     };
-    const n = ctx.opts.quick ? 3 : 15;
+    const n = ctx.opts.quick ? 1 : 15;
     const chartEndpointMs = await timed(n, () =>
       get(`/api/v1/stats/buckets?endpoint_id=${data.chartEndpointId}`, auth),
     );
