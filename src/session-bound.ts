@@ -5,15 +5,15 @@
  * pooler) they use it as always; without one the worker polls, proves it is alive by a
  * heartbeat row and runs maintenance under a lease row, all through the pooled pool.
  */
-import type { Config } from "../config.ts";
-import type { DatabaseMode } from "../db/database-mode.ts";
-import { makePool, type Pool } from "../db/pool.ts";
-import type { Logger } from "../logger.ts";
-import { type MaintenanceLock, sessionLock } from "../ops/maintenance.ts";
-import { leaseLock } from "../ops/maintenance-lease.ts";
-import { makeHeartbeatLiveness } from "./heartbeat-liveness.ts";
-import { type Liveness, makeLiveness } from "./liveness.ts";
-import { makeWorkListener, type WorkListener } from "./work-listener.ts";
+import type { Config } from "./config.ts";
+import type { DatabaseMode } from "./db/database-mode.ts";
+import { makePool, type Pool } from "./db/pool.ts";
+import type { Logger } from "./logger.ts";
+import { type MaintenanceLock, sessionLock } from "./ops/maintenance.ts";
+import { leaseLock } from "./ops/maintenance-lease.ts";
+import { makeHeartbeatLiveness } from "./worker/heartbeat-liveness.ts";
+import { type Liveness, makeLiveness } from "./worker/liveness.ts";
+import { makeWorkListener, type WorkListener } from "./worker/work-listener.ts";
 
 export interface SessionBound {
   liveness: Liveness;

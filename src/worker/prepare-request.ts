@@ -16,7 +16,6 @@
 import { sendableHeaders } from "../delivery/endpoint-headers.ts";
 import { FORM_CONTENT_TYPE, formBody } from "../delivery/form-body.ts";
 import type { AttemptResult, OutboundRequest } from "../delivery/http-sender.ts";
-import { ErrorKind, Verdict } from "../delivery/retry-policy.ts";
 import { type SigningKey, signatureHeader } from "../delivery/sign.ts";
 import { signingKeyOf } from "../delivery/signing-key.ts";
 import {
@@ -25,6 +24,7 @@ import {
   renderUrlTemplate,
   type UrlTemplate,
 } from "../delivery/url-template.ts";
+import { ErrorKind, Verdict } from "../domain/retry-policy.ts";
 import type { Logger } from "../logger.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
 import type { SecretBox } from "../security/secret-box.ts";
