@@ -73,13 +73,6 @@ describe("timeouts and response limits", () => {
       });
 
       await waitFor(() => rx.on(okPath).length === n, 10_000, "every healthy delivery");
-      // At this moment not one hanging attempt may have finished (timed out) yet.
-      const early = await h.db.pool.query(
-        "select count(*)::int as n from attempts where endpoint_id = $1",
-        [hangId],
-      );
-      expect(early.rows[0].n).toBe(0);
-
       await waitFor(
         async () => {
           const { rows } = await h.db.pool.query(
@@ -100,18 +93,21 @@ describe("timeouts and response limits", () => {
       for (const t of timeouts) {
         expect(t.error_kind).toBe("timeout");
         expect(t.status_code).toBeNull();
+        // ended by its own deadline, not by anything sooner (a little slack for rounding)
         expect(t.latency_ms).toBeGreaterThanOrEqual(900);
-        expect(t.latency_ms).toBeLessThanOrEqual(3_000);
       }
-      // Timestamps: every healthy arrival precedes the first timeout row.
+      // Order, not duration: every healthy arrival precedes the first timeout row.
       const lastHealthy = Math.max(...rx.on(okPath).map((r) => r.at));
       const firstTimeout = Math.min(...timeouts.map((t) => (t.created_at as Date).getTime()));
       expect(lastHealthy).toBeLessThan(firstTimeout);
       expect(new Set(hangRx.requests.map((r) => r.headers["webhook-id"]))).toEqual(new Set(ids));
-      // The hanging requests ran side by side: the last was sent before the first could
-      // time out (one after another, they would be spread over n seconds).
+      // The hanging requests ran side by side: the last was sent before the first timed
+      // out (one after another, each would wait for the previous one's deadline).
       const hangArrivals = hangRx.requests.map((r) => r.at);
-      expect(Math.max(...hangArrivals) - Math.min(...hangArrivals)).toBeLessThan(1_000);
+      expect(Math.max(...hangArrivals)).toBeLessThan(firstTimeout);
+      console.log(
+        `hanging endpoint: latencies ${timeouts.map((t) => t.latency_ms).join(", ")} ms on a 1000 ms deadline`,
+      );
       for (const id of ids) expect((await deliveryRow(id, okId))?.status).toBe("delivered");
     } finally {
       await hangRx.close();
@@ -120,7 +116,8 @@ describe("timeouts and response limits", () => {
 
   test("a body that drips one byte every 200 ms is cut off by the absolute deadline", async () => {
     const arrivals: number[] = [];
-    const closedAt: number[] = [];
+    /** bytes written when the connection closed, by request */
+    const closedAfter: number[] = [];
     const server = await startRawServer((res) => {
       arrivals.push(Date.now());
       res.writeHead(200, { "content-type": "text/plain" });
@@ -136,7 +133,7 @@ describe("timeouts and response limits", () => {
       }, 200);
       res.on("close", () => {
         clearInterval(timer);
-        closedAt.push(Date.now());
+        closedAfter.push(sent);
       });
     });
     try {
@@ -152,20 +149,19 @@ describe("timeouts and response limits", () => {
         10_000,
         "the request to reach the dripping server",
       );
-      const arrived = arrivals[0]!;
-      // Recorded within ~3 s of the request, not after the 10 s the body would take.
       await waitFor(
         async () => (await attemptRows(msgId)).length === 1,
-        3_000,
+        15_000,
         "the timeout to be recorded",
       );
       const [attempt] = await attemptRows(msgId);
+      // A timeout, and the connection closed by hookrelay while the body was still
+      // dripping: a deadline per read would have waited for all 50 bytes (and succeeded).
       expect(attempt!.error_kind).toBe("timeout");
       expect(attempt!.latency_ms).toBeGreaterThanOrEqual(900);
-      expect(attempt!.latency_ms).toBeLessThanOrEqual(3_000);
-      expect(closedAt.length).toBe(1);
-      expect(closedAt[0]! - arrived).toBeLessThan(3_000);
-      const row = await waitForStatus(msgId, endpointId, "dead_letter", 3_000);
+      await waitFor(() => closedAfter.length === 1, 5_000, "the connection to close");
+      expect(closedAfter[0]).toBeLessThan(50);
+      const row = await waitForStatus(msgId, endpointId, "dead_letter", 5_000);
       expect(row.last_error_kind).toBe("timeout");
     } finally {
       await server.close();
@@ -190,11 +186,12 @@ describe("timeouts and response limits", () => {
       });
       const msgId = await send(appId);
 
-      await waitForStatus(msgId, endpointId, "delivered", 4_000);
+      // delivered, not timed out at its 5 s deadline waiting for the end of the body
+      await waitForStatus(msgId, endpointId, "delivered", 15_000);
       const [attempt] = await attemptRows(msgId);
       expect(attempt!.outcome).toBe("success");
       expect(attempt!.status_code).toBe(200);
-      expect(attempt!.latency_ms).toBeLessThan(4_000);
+      expect(attempt!.error_kind).toBeNull();
       expect(attempt!.response_body).toBe("y".repeat(1_024));
       // The rest of the response was not waited for: the connection was dropped.
       await waitFor(() => closed, 2_000, "the connection to be dropped");
@@ -217,11 +214,12 @@ describe("timeouts and response limits", () => {
       });
       const msgId = await send(appId);
 
-      const row = await waitForStatus(msgId, endpointId, "dead_letter", 6_000);
+      // a connection error, not the 8 s deadline's timeout
+      const row = await waitForStatus(msgId, endpointId, "dead_letter", 15_000);
       expect(row.last_error_kind).toBe("connection");
       const [attempt] = await attemptRows(msgId);
       expect(attempt!.outcome).toBe("failure");
-      expect(attempt!.latency_ms).toBeLessThan(6_000);
+      expect(attempt!.error_kind).toBe("connection");
     } finally {
       await server.close();
     }

@@ -121,20 +121,23 @@ async function heldWorkerLocks(): Promise<{ lock: number; pid: number }[]> {
   return rows;
 }
 
-/** Starts one worker and resolves once its lock has been held long enough to judge others'. */
-async function startJudgingWorker(env: Record<string, string> = {}): Promise<HookrelayProcess> {
+/** Starts `n` workers and resolves once their locks have been held long enough to judge others'. */
+async function startJudgingWorkers(
+  n: number,
+  env: Record<string, string> = {},
+): Promise<HookrelayProcess[]> {
   // By lock number, not by count: a worker the previous test SIGKILLed may still hold its
   // lock for a moment (until its backend notices the closed socket), and its release would
   // cancel the new lock out of a count. Numbers come from a sequence and are never reused.
   const before = new Set((await heldWorkerLocks()).map((l) => l.lock));
-  const [w] = await startWorkers(1, h.db.url, env);
+  const workers = await startWorkers(n, h.db.url, env);
   await waitFor(
-    async () => (await heldWorkerLocks()).some((l) => !before.has(l.lock)),
+    async () => (await heldWorkerLocks()).filter((l) => !before.has(l.lock)).length === n,
     10_000,
-    "the worker's lock",
+    "the workers' locks",
   );
   await new Promise((r) => setTimeout(r, LIVENESS.judgeAfterMs + 300));
-  return w!;
+  return workers;
 }
 
 async function deliveryRows(appIds: string[]) {
@@ -188,7 +191,7 @@ test("a SIGKILLed worker's deliveries go out again from another worker long befo
 
   // A second worker, alive long enough to judge: it leaves the live worker's claims alone.
   // It polls at the default interval, so the time printed below is what a deployment sees.
-  const survivor = await startJudgingWorker({ HOOKRELAY_POLL_INTERVAL_MS: "1000" });
+  const [survivor] = await startJudgingWorkers(1, { HOOKRELAY_POLL_INTERVAL_MS: "1000" });
   expect(rx.arrivals).toHaveLength(held.length);
 
   rx.holding = false;
@@ -226,18 +229,21 @@ test("a SIGKILLed worker's deliveries go out again from another worker long befo
   );
   for (const row of health) expect(row).toMatchObject({ in_flight: 0, circuit_state: "closed" });
   expect((await h.db.pool.query("select token from claims")).rows).toEqual([]);
-  expect(isRunning(survivor)).toBe(true);
+  expect(isRunning(survivor!)).toBe(true);
 });
 
-test("a worker that is merely slow (a 14 s request on a 15 s timeout) is never taken over", async () => {
+test("a worker that is merely slow (a request near its timeout, past the liveness judging delay) is never taken over", async () => {
   const rx = await startHoldingReceiver();
   closers.push(() => rx.close());
   rx.holding = false;
-  rx.delayMs = 14_000;
-  const slow = await makeEndpoint(`${rx.url}/slow`, { timeoutMs: 15_000 });
-  // Both workers judge each other's claims every 50 ms for the whole 14 s.
-  await startJudgingWorker();
-  await startJudgingWorker();
+  // Longer than the time a worker waits before judging others (LIVENESS.judgeAfterMs) and
+  // close to the endpoint's timeout: a hand-back of live claims would show as a second
+  // arrival or an aborted request. (Only liveness can hand back here: the lease is the
+  // timeout + 30 s.)
+  rx.delayMs = LIVENESS.judgeAfterMs + 1_000;
+  const slow = await makeEndpoint(`${rx.url}/slow`, { timeoutMs: rx.delayMs + 1_000 });
+  // Both workers judge each other's claims every 50 ms for the whole request.
+  await startJudgingWorkers(2);
   const ids = await enqueue(slow.appId, 3);
 
   await waitFor(
