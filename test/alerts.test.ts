@@ -8,7 +8,7 @@
  * Rows are seeded straight into the database (test/helpers/seeded-deliveries.ts); the
  * alerts need a database whose whole content they know: this file's own.
  *
- * Tests with a "BUG:" comment pin defects found while writing them (since fixed).
+ * Tests with a "Regression:" comment pin defects found while writing them, since fixed.
  */
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -338,14 +338,8 @@ describe("alerts", () => {
     }
   });
 
-  // BUG: GET /alerts (and `hookrelay alerts`) reports an endpoint_slow alert's "since" as
-  // endpoint_health.stats_at, the time of the last stats refresh (every statsIntervalMs,
-  // 60 s), so an endpoint slow for hours always shows "since <under a minute ago>".
-  // (endpoint_gone uses endpoints.updated_at, which moves on any edit of the endpoint.)
-  // The alerts table keeps the real start (syncAlerts inserts it once), but currentAlerts
-  // never reads it. Fix: in currentAlerts, take `since` from the open row of the alerts
-  // table when there is one, e.g. left join alerts a on a.kind = <kind> and
-  // a.subject_id = e.id and a.resolved_at is null, and use coalesce(a.since, <computed>).
+  // Regression: an endpoint_slow alert's "since" was the last stats refresh (so an endpoint
+  // slow for hours showed "since <under a minute ago>"); it is now the open alert row's start.
   test("an endpoint_slow alert's since stays when it started, across stats refreshes", async () => {
     const slow = await newEndpoint(h, AL);
     await insertSamples(
@@ -379,16 +373,9 @@ describe("alerts", () => {
     }
   });
 
-  // BUG: a message scheduled for later (deliverAt) is counted as "waiting" from its
-  // created_at, so 30 min after it is accepted a critical oldest_pending alert fires (and
-  // `hookrelay alerts` exits 3, and the summary's oldestPending reports it) although
-  // nothing is late: the delivery is not due yet. src/ops/alerts.ts and
-  // src/ops/health-summary.ts use min(created_at) over pending/failed/in_flight.
-  // Fix: measure from when the row first became due, and skip rows not due yet, e.g.
-  //   min(case when status = 'pending' and attempt_count = 0
-  //            then greatest(created_at, next_attempt_at) else created_at end)
-  //   ... where status in ('pending','failed','in_flight')
-  //       and not (status = 'pending' and attempt_count = 0 and next_attempt_at > now())
+  // Regression: a message scheduled for later (deliverAt) was counted as waiting from its
+  // created_at, so it raised oldest_pending before it was even due; waiting now counts from
+  // when a delivery first became due, and deliveries not due yet are skipped.
   test("a message scheduled for tomorrow does not raise oldest_pending", async () => {
     const app = await newApp(h);
     await newEndpoint(h, app);

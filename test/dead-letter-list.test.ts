@@ -8,7 +8,7 @@
  * chosen statuses, timestamps, status codes and error kinds, so each figure has an exact
  * expected value. Every test scopes by its own app or endpoint.
  *
- * Tests with a "BUG:" comment pin defects found while writing them (since fixed).
+ * Tests with a "Regression:" comment pin defects found while writing them, since fixed.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { PATTERNS } from "../src/ops/dead-letter-patterns.ts";
@@ -365,16 +365,9 @@ describe("dead letters", () => {
       expect(none.body).toEqual({ data: [], endpointTotal: 0, iterator: null, done: true });
     });
 
-    // BUG: the "most dead letters inside any one 15-minute window" is computed with date_bin
-    // over fixed, clock-aligned 15-minute bins (src/ops/dead-letters.ts, `windows` CTE).
-    // An outage of 10 deaths within 10 minutes that happens to straddle a :00/:15/:30/:45
-    // boundary is split 5 + 5, maxIn15Minutes = 5 of 10 = 0.5 < 0.6, and the endpoint is
-    // reported "mixed" instead of "outage_cluster": detection depends on the wall clock.
-    // Fix: a sliding window, e.g.
-    //   windows as (select endpoint_id, max(n)::int as max_in_15 from (
-    //     select endpoint_id, count(*) over (partition by endpoint_id order by updated_at
-    //       range between current row and interval '15 minutes' following) as n
-    //     from dead) w group by endpoint_id)
+    // Regression: "the most dead letters inside any 15-minute window" was counted in fixed,
+    // clock-aligned bins, so an outage straddling a quarter-hour mark was split in two and
+    // reported "mixed"; it is now a sliding window (src/ops/dead-letters.ts).
     test("an outage that straddles a quarter-hour boundary is still an outage_cluster", async () => {
       const ep = await newEndpoint(h, PAT);
       const boundary = bin15 - 3 * HOUR; // a quarter-hour mark five hours ago

@@ -192,14 +192,8 @@ describe("queue-wide gauges from a seeded database", () => {
     const res = await api.inject({ method: "GET", url: "/metrics", headers });
     return res;
   }
-  /**
-   * The queue-wide gauges lag one scrape behind (see the BUG test below), so the tests of
-   * their values scrape twice and read the second answer.
-   */
-  async function scrapeCurrent(api = h.api, headers: Record<string, string> = {}) {
-    await scrape(api, headers);
-    return scrape(api, headers);
-  }
+  /** One scrape: the queue-wide gauges read the database in it (see "the first scrape"). */
+  const scrapeCurrent = scrape;
 
   test("queue depth by state, dead letters, oldest pending age, circuits", async () => {
     const before = Date.now();
@@ -274,17 +268,9 @@ describe("queue-wide gauges from a seeded database", () => {
     }
   });
 
-  // BUG: the queue-wide gauges (hookrelay_queue_depth, hookrelay_oldest_pending_age_seconds,
-  // hookrelay_circuits, hookrelay_dead_letters) are set inside the async collect() of
-  // another gauge, hookrelay_metrics_scrape_ok (src/ops/metrics.ts). prom-client's
-  // registry.metrics() calls every metric's get() at once (Promise.all), so those four are
-  // serialized before the database answers: every scrape shows the previous scrape's
-  // values, and the first scrape of a process has no samples for them at all.
-  // Fix: read the database in the gauges' own collect(), sharing one query per scrape, e.g.
-  //   let read: Promise<Row> | null = null;
-  //   const once = () => (read ??= query().finally(() => setImmediate(() => { read = null; })));
-  //   new client.Gauge({ name: "hookrelay_dead_letters", ..., async collect() { this.set((await once()).dead); } })
-  //   (likewise for depth, oldest and circuits; scrape_ok set from the same promise).
+  // Regression: the queue-wide gauges were once set inside another gauge's collect(), so
+  // each scrape showed the previous scrape's values and the first none; each gauge now
+  // reads the database (one query per scrape) in its own collect().
   test("the first scrape already shows the queue as it is", async () => {
     const m = makeMetrics({ pool: h.db.pool, maxEndpointLabels: 10 });
     const e = parseProm(await m.registry.metrics());
@@ -493,7 +479,6 @@ describe("a runtime's /metrics after real deliveries", () => {
       "the refused connection dead-lettered",
     );
 
-    await scrape(); // the gauges lag one scrape behind (see the BUG test above)
     const e = await scrape();
     expect(sample(e, "hookrelay_deliveries_total", { outcome: "delivered" })).toBe(3);
     expect(sample(e, "hookrelay_deliveries_total", { outcome: "failed" })).toBe(2);

@@ -10,8 +10,7 @@
  * maintenance, alert webhook) runs on the test database with a debug-level logger whose
  * lines are captured. Real HTTP to receivers on 127.0.0.1.
  *
- * Tests marked `test.fails` show open defects (see their BUG comments); "Regression" notes
- * mark defects found here and fixed since.
+ * "Regression" notes mark defects found here and fixed since.
  */
 import { randomBytes, randomInt } from "node:crypto";
 import net from "node:net";
@@ -462,14 +461,9 @@ describe("the logger", () => {
     expect(leaks(lines.join(""), P)).toEqual([]);
   });
 
-  // BUG: src/security/redact.ts object() recurses without tracking what it has seen, and
-  // makeLogger runs it on every log object: a circular reference (an error whose enumerable
-  // field points back at it, a request/response pair) or a very deep object makes the log
-  // call itself throw RangeError, where plain pino writes "[Circular]". A log call that
-  // throws inside a catch block (worker.ts deliver(): `catch (err) { logger.error({ err })
-  // }`) turns into an unhandled rejection, which ends a Node 20 process. Fix: in object(),
-  // keep a WeakSet of the objects on the current path (answer "[Circular]") and a depth cap
-  // (answer "[Object]" past ~10 levels), Errors included.
+  // Regression: the redactor once recursed without tracking what it had seen, so a circular
+  // or very deep log object made the log call throw (an unhandled rejection inside a catch
+  // block); it now answers "[Circular]" and caps the depth.
   test("logging a circular or very deep object never throws", () => {
     const lines: string[] = [];
     const logger = makeLogger("debug", makeRedactor(), {
@@ -567,12 +561,9 @@ describe("masking gaps found by these tests", () => {
     expect(one.json.url).toBe("https://rx.example/cb?click_id=***");
   });
 
-  // BUG: src/security/redact.ts masks an email address only with a literal "@": postback URLs
-  // carry it percent-encoded (?user=jane%40example.com), and under a parameter name that is
-  // not on the sensitive list neither url() nor text() touches it, so the address is stored
-  // in attempts.url and shown in attempt and dead-letter listings. Fix: let the EMAIL pattern
-  // take "%40" for the at sign (case-insensitive), or have url() test each decoded parameter
-  // value against EMAIL and mask it.
+  // Regression: an email address was masked only with a literal "@", so one percent-encoded
+  // in a postback URL (?user=jane%40example.com) under a harmless parameter name was stored
+  // and listed; the pattern takes "%40" too.
   test("a percent-encoded email under a harmless parameter name is masked in listings", async () => {
     const outputs = await apiOutputs();
     const rows = await storedRows();

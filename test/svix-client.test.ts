@@ -5,10 +5,6 @@
  *
  * The tests run in order and share one application and endpoint: each step builds on the
  * state the previous one left, as a Svix user's code would.
- *
- * Tests named "SVIX-GAP ..." use `test.fails`: they call a part of the svix 2.5.0 client
- * that hookrelay does not support yet and currently fail. When the gap is closed vitest
- * reports them as failing; turn them into plain `test` then.
  */
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
