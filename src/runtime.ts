@@ -45,8 +45,8 @@ import { purgeOldHeartbeats } from "./queue/worker-heartbeat.ts";
 import { makeRedactor, type Redactor } from "./security/redact.ts";
 import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
-import { makeSessionBound, type SessionBound } from "./session-bound.ts";
 import type { Liveness } from "./worker/liveness.ts";
+import { makeSessionBound, type SessionBound } from "./worker/session-bound.ts";
 import type { WorkListener } from "./worker/work-listener.ts";
 import { makeWorker, type Worker } from "./worker/worker.ts";
 
@@ -342,8 +342,7 @@ export async function startRuntime(
         // without LISTEN the poll is all there is: the mode's own, shorter (docs/database.md)
         config: { ...config, worker: { ...config.worker, pollIntervalMs: mode.pollIntervalMs } },
         logger: logger.child({ component: "worker" }),
-        onResults: (results) => metrics.recordResults(results),
-        onClaim: (size) => metrics.recordClaim(size),
+        telemetry: metrics.worker,
         secretBox,
         redactor,
         operational,

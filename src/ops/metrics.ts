@@ -21,6 +21,7 @@ const ALERT_KINDS = Object.keys({
 } satisfies Record<Alert["kind"], true>);
 
 import type { DeliveryResult } from "../queue/record-results.ts";
+import type { WorkerTelemetry } from "../worker/worker-telemetry.ts";
 
 export interface Metrics {
   registry: client.Registry;
@@ -29,6 +30,8 @@ export interface Metrics {
   /** feed a batch of written results */
   recordResults(results: readonly DeliveryResult[]): void;
   recordClaim(size: number): void;
+  /** this process's worker's telemetry: claims and written results feed the series above */
+  readonly worker: WorkerTelemetry;
 }
 
 export function makeMetrics(options: {
@@ -139,7 +142,7 @@ export function makeMetrics(options: {
     },
   });
 
-  return {
+  const metrics: Metrics = {
     registry,
     async render() {
       snapshot = null;
@@ -169,7 +172,15 @@ export function makeMetrics(options: {
     recordClaim(size) {
       claims.observe(size);
     },
+    get worker() {
+      return telemetry;
+    },
   };
+  const telemetry: WorkerTelemetry = {
+    claimed: (size) => metrics.recordClaim(size),
+    written: (results) => metrics.recordResults(results),
+  };
+  return metrics;
 }
 
 interface QueueSnapshot {

@@ -5,8 +5,8 @@
  */
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
-import type { SuccessRuleRow } from "../db/queries/endpoints.ts";
 import { claimSet } from "../db/sql/delivery-states.ts";
+import type { OutboundDelivery } from "../delivery/transport.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import {
   admitsClaimSql,
@@ -32,35 +32,18 @@ export interface ClaimOptions {
   leaseMarginMs: number;
 }
 
-export interface ClaimedDelivery {
-  id: number;
-  messageId: string;
-  endpointId: string;
+/**
+ * A claimed row: what its transport reads (OutboundDelivery, delivery/transport.ts) and
+ * what the recorder and the result write read besides.
+ */
+export interface ClaimedDelivery extends OutboundDelivery {
   appId: string;
-  /** attempts made before this one */
-  attemptCount: number;
   maxAttempts: number;
   trigger: string;
-  eventType: string;
-  payload: string;
-  url: string;
-  headers: Record<string, string>;
-  timeoutMs: number;
   retryBaseMs: number | null;
   retryCapMs: number | null;
-  /** secrets that sign this request, newest first */
-  secrets: string[];
   /** the single half-open probe of its endpoint's circuit */
   isProbe: boolean;
-  // postback endpoints (README.md, Postbacks)
-  /** the producer's eventId, if it gave one */
-  eventId: string | null;
-  method: "POST" | "GET" | "PUT";
-  bodyFormat: "json" | "form";
-  /** the value of {$token}, sealed */
-  urlToken: string | null;
-  missingFields: "fail" | "empty";
-  successRule: SuccessRuleRow | null;
   /** an operational failing/exhausted event was sent about it (queue/operational-events.ts) */
   failureNotified: boolean;
 }

@@ -1,4 +1,5 @@
 import { expect, test } from "vitest";
+import { httpOutcome } from "../delivery/http/http-transport.ts";
 import type { AttemptResult } from "../delivery/http-sender.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
@@ -31,17 +32,19 @@ const claim: ClaimedDelivery = {
   failureNotified: false,
 };
 
-const outcome = (extra: Partial<AttemptResult>): AttemptResult => ({
-  startedAt: new Date(Date.UTC(2025, 0, 1)),
-  latencyMs: 12,
-  statusCode: 200,
-  verdict: "success",
-  errorKind: null,
-  error: null,
-  responseBody: null,
-  retryAfterMs: null,
-  ...extra,
-});
+/** An HTTP sender's result, as the HTTP transport hands it to the recorder. */
+const outcome = (extra: Partial<AttemptResult>) =>
+  httpOutcome({
+    startedAt: new Date(Date.UTC(2025, 0, 1)),
+    latencyMs: 12,
+    statusCode: 200,
+    verdict: "success",
+    errorKind: null,
+    error: null,
+    responseBody: null,
+    retryAfterMs: null,
+    ...extra,
+  });
 
 function recorder() {
   const written: DeliveryResult[] = [];

@@ -6,11 +6,8 @@
  * values masked (docs/security.md, Sensitive values).
  */
 import type { DeliveryDefaults } from "../config.ts";
-import {
-  type AttemptResult,
-  MAX_RESPONSE_STORED_BYTES,
-  truncateUtf8,
-} from "../delivery/http-sender.ts";
+import { MAX_RESPONSE_STORED_BYTES, truncateUtf8 } from "../delivery/http-sender.ts";
+import type { AttemptOutcome, ShownTarget } from "../delivery/transport.ts";
 import { afterAttempt } from "../domain/delivery-states.ts";
 import { effective } from "../domain/endpoint-policy-derived.ts";
 import { attemptEvent, type OperationalTarget } from "../domain/operational-events.ts";
@@ -28,18 +25,11 @@ export interface AttemptRecorder {
   record(
     claim: ClaimedDelivery,
     claimToken: string,
-    outcome: AttemptResult,
+    outcome: AttemptOutcome,
     finishesClaim: boolean,
-    sent?: SentUrl,
+    /** where the attempt went, as its transport's prepare showed it; absent: the endpoint's URL */
+    sent?: ShownTarget,
   ): void;
-}
-
-/** What a rendered URL template adds to an attempt (worker/prepare-request.ts). */
-export interface SentUrl {
-  /** the rendered URL, token and sensitive values masked; null: the endpoint's own URL */
-  shownUrl: string | null;
-  /** values the URL carried that are masked wherever a response or error echoes them */
-  secrets: readonly string[];
 }
 
 // Masked URLs are kept per endpoint URL; dropped whole past this many.
@@ -63,12 +53,12 @@ export function makeAttemptRecorder(deps: {
    * and, since receivers echo them in prose, every value of the payload's sensitive fields.
    * Masked first, then cut to 1 KiB.
    */
-  function maskedTexts(payload: string, result: AttemptResult, secrets: readonly string[]) {
-    if (result.error === null && result.responseBody === null)
+  function maskedTexts(payload: string, result: AttemptOutcome, secrets: readonly string[]) {
+    if (result.error === null && result.response === null)
       return { error: null, responseBody: null };
     // (valuesIn keeps values of 4+ characters: a shorter text cannot contain one)
     const values =
-      (result.error?.length ?? 0) >= 4 || (result.responseBody?.length ?? 0) >= 4
+      (result.error?.length ?? 0) >= 4 || (result.response?.length ?? 0) >= 4
         ? redactor.valuesIn(payload)
         : [];
     // longest first: a value that contains another is masked whole
@@ -77,13 +67,13 @@ export function makeAttemptRecorder(deps: {
     return {
       error: result.error === null ? null : redactor.textWithout(result.error, values),
       responseBody:
-        result.responseBody === null
+        result.response === null
           ? null
           : truncateUtf8(
               // a window well past the cut, so a value straddling the 1 KiB limit is still seen whole
               Buffer.from(
                 redactor.textWithout(
-                  result.responseBody.slice(0, 4 * MAX_RESPONSE_STORED_BYTES),
+                  result.response.slice(0, 4 * MAX_RESPONSE_STORED_BYTES),
                   values,
                 ),
               ),
@@ -141,7 +131,8 @@ export function makeAttemptRecorder(deps: {
         startedAt: result.startedAt,
         latencyMs: result.latencyMs,
         success,
-        statusCode: result.statusCode,
+        // the transport's own detail, in the attempts table's columns
+        statusCode: result.detail.transport === "http" ? result.detail.statusCode : null,
         errorKind: result.errorKind,
         ...maskedTexts(claim.payload, result, sent?.secrets ?? []),
         isProbe: claim.isProbe,

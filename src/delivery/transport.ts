@@ -1,0 +1,155 @@
+/**
+ * The transport seam (docs/architecture.md, "The delivery pipeline"): how a claimed delivery
+ * reaches its destination, in two typed stages, after Svix's prepare / call / handle:
+ *
+ * prepare  the claimed row → the request to make (signed, its target rendered), or at once
+ *          the outcome of an attempt that cannot be made (a secret this process cannot
+ *          open, a payload without a field the target needs). Synchronous, no I/O.
+ * send     the prepared request under an abort handle → a transport-neutral outcome: a
+ *          verdict, why it failed, when and how long, a pause hint for the whole endpoint,
+ *          the text to store as the response, and the transport's own detail (for HTTP the
+ *          status code).
+ *
+ * Handling the outcome (next state, retries, masking, the result write) is the worker's,
+ * the same for every transport (worker/record-attempt.ts). A transport never touches the
+ * database. The worker picks one per delivery by the endpoint's destination kind
+ * (`transportFor`); today every endpoint is "http" (delivery/http/http-transport.ts).
+ */
+import type { SuccessRuleRow } from "../db/queries/endpoints.ts";
+import type { ErrorKind, Verdict } from "../domain/retry-policy.ts";
+
+/** The kinds of destination an endpoint may have; the next ones add a module each. */
+export const DestinationKind = { http: "http" } as const;
+export type DestinationKind = (typeof DestinationKind)[keyof typeof DestinationKind];
+
+/**
+ * A claimed delivery as a transport reads it (queue/claim-deliveries.ts's ClaimedDelivery
+ * is one, with the fields the queue and the recorder read besides).
+ */
+export interface OutboundDelivery {
+  id: number;
+  messageId: string;
+  endpointId: string;
+  /** attempts made before this one */
+  attemptCount: number;
+  eventType: string;
+  /** the producer's eventId, if it gave one */
+  eventId: string | null;
+  payload: string;
+  /** the endpoint's target (for HTTP its URL or URL template) */
+  url: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  /** secrets that sign this request, newest first, as stored (sealed or plain) */
+  secrets: string[];
+  method: "POST" | "GET" | "PUT";
+  bodyFormat: "json" | "form";
+  /** the value of {$token}, sealed */
+  urlToken: string | null;
+  missingFields: "fail" | "empty";
+  successRule: SuccessRuleRow | null;
+  /**
+   * The endpoint's destination kind. Absent: "http" (no endpoint has another kind yet, so
+   * the claim returns none; the first other transport adds the column).
+   */
+  destinationKind?: DestinationKind;
+}
+
+/**
+ * What a transport adds to an outcome of its own. HTTP: the response's status code (null
+ * when no response came), stored in attempts.status_code.
+ */
+export type TransportDetail = { transport: "http"; statusCode: number | null };
+
+/** The outcome of one attempt, whatever carried it. */
+export interface AttemptOutcome {
+  /** when the attempt began (wall clock: stored) */
+  startedAt: Date;
+  /** monotonic milliseconds the attempt took */
+  latencyMs: number;
+  verdict: Verdict;
+  /** why it failed (null on success): attempts.error_kind */
+  errorKind: ErrorKind | null;
+  /** a sentence for people, unmasked (the recorder masks it) */
+  error: string | null;
+  /**
+   * What the destination answered, as readable text, for storage (attempts.response_body):
+   * at most what the transport read; the recorder masks it, then keeps the first 1 KiB.
+   */
+  response: string | null;
+  /** the destination asked to be left alone this long (HTTP Retry-After), in ms */
+  retryAfterMs: number | null;
+  detail: TransportDetail;
+}
+
+/**
+ * Aborts one attempt (the drain deadline, stop()). HTTP's AttemptAbort is one: an
+ * EventEmitter undici takes as a signal, cheaper than an AbortController per attempt.
+ */
+export interface AbortHandle {
+  readonly aborted: boolean;
+  abort(reason?: Error): void;
+}
+
+/** Where a prepared attempt goes, as the attempt rows show it. */
+export interface ShownTarget {
+  /** the target with tokens and sensitive values masked; null: the endpoint's URL as saved */
+  shownUrl: string | null;
+  /** values the target carries, masked wherever an answer or error echoes them */
+  secrets: readonly string[];
+}
+
+/** The request to make, or the outcome of an attempt that could not be made. */
+export type Preparation<Request> =
+  | { ok: true; request: Request; shown: ShownTarget }
+  | {
+      ok: false;
+      /** for the log */
+      error: unknown;
+      /** the log line: what could not be done */
+      note: string;
+      outcome: AttemptOutcome;
+    };
+
+export interface Transport<Request = unknown> {
+  readonly kind: DestinationKind;
+  /** `nowMs`: the send time (signatures' timestamps), default Date.now() */
+  prepare(delivery: OutboundDelivery, nowMs?: number): Preparation<Request>;
+  /** Makes the attempt; never rejects (a failure is an outcome). */
+  send(request: Request, abort: AbortHandle): Promise<AttemptOutcome>;
+  /** A fresh abort handle for one attempt, of the kind `send` takes. */
+  newAbort(): AbortHandle;
+  close(): Promise<void>;
+}
+
+/** The transports a worker has, by destination kind; "http" is required. */
+export type TransportRegistry = { readonly http: Transport } & Readonly<
+  Partial<Record<DestinationKind, Transport>>
+>;
+
+/** The transport of a claimed delivery's endpoint (every endpoint is "http" today). */
+export function transportFor(registry: TransportRegistry, delivery: OutboundDelivery): Transport {
+  const kind = delivery.destinationKind ?? DestinationKind.http;
+  const transport = registry[kind];
+  if (transport === undefined) throw new Error(`no transport for destinations of kind ${kind}`);
+  return transport;
+}
+
+/** An outcome without an attempt: nothing was sent (prepare's immediate answers). */
+export function notAttempted(
+  verdict: Verdict,
+  errorKind: ErrorKind,
+  error: string,
+  detail: TransportDetail,
+): AttemptOutcome {
+  return {
+    startedAt: new Date(),
+    latencyMs: 0,
+    verdict,
+    errorKind,
+    error,
+    response: null,
+    retryAfterMs: null,
+    detail,
+  };
+}
