@@ -45,8 +45,8 @@ import { purgeOldHeartbeats } from "./queue/worker-heartbeat.ts";
 import { makeRedactor, type Redactor } from "./security/redact.ts";
 import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
+import { makeSessionBound, type SessionBound } from "./session-bound.ts";
 import type { Liveness } from "./worker/liveness.ts";
-import { makeSessionBound, type SessionBound } from "./worker/session-bound.ts";
 import type { WorkListener } from "./worker/work-listener.ts";
 import { makeWorker, type Worker } from "./worker/worker.ts";
 
