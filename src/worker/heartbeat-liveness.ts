@@ -16,7 +16,7 @@ import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import { beat, endBeats } from "../queue/worker-heartbeat.ts";
 import { nextWorkerLock } from "../queue/worker-lock.ts";
-import type { Liveness } from "./liveness.ts";
+import { LIVENESS, type Liveness } from "./liveness.ts";
 
 export interface HeartbeatLivenessOptions {
   pool: Pool;
@@ -25,6 +25,8 @@ export interface HeartbeatLivenessOptions {
   staleMs: number;
   /** called each time the worker counts itself alive again after a gap (it claims again) */
   onHeld?: () => void;
+  /** judge other workers only after being alive this long (default LIVENESS.judgeAfterMs) */
+  judgeAfterMs?: number;
 }
 
 export function makeHeartbeatLiveness(options: HeartbeatLivenessOptions): Liveness {
@@ -96,6 +98,7 @@ export function makeHeartbeatLiveness(options: HeartbeatLivenessOptions): Livene
       if (!alive() || heldSince === null) return 0;
       return performance.now() - heldSince;
     },
+    judgeAfterMs: options.judgeAfterMs ?? LIVENESS.judgeAfterMs,
     async start() {
       if (!stopped) return;
       lock ??= await nextWorkerLock(pool);

@@ -11,12 +11,14 @@
  * over it. The lock is taken again under the same number, so the claims nobody handed back
  * meanwhile stay this worker's.
  *
+ * The connection is db/dedicated-connection.ts's; this module adds what is taken on it (the
+ * session's keepalive settings, the worker number, the lock) and the timings, which tests
+ * may shorten (`timings`; the defaults are LIVENESS).
+ *
  * start() resolves once the lock is held the first time, and fails if the database cannot
  * be reached then. stop() closes the connection, which releases the lock; safe twice.
  */
-import pg from "pg";
-import { clientKeepAlive } from "../db/keepalive.ts";
-import { pgConnection } from "../db/tls.ts";
+import { makeDedicatedConnection, pause } from "../db/dedicated-connection.ts";
 import type { Logger } from "../logger.ts";
 import { applyLivenessSettings, nextWorkerLock, tryWorkerLock } from "../queue/worker-lock.ts";
 
@@ -27,12 +29,23 @@ export interface Liveness {
   readonly held: boolean;
   /** how long the lock has been held without a break, ms (0 while not held) */
   heldForMs(): number;
+  /** judge other workers' locks only once heldForMs() reaches this (LIVENESS.judgeAfterMs) */
+  readonly judgeAfterMs: number;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
 
 /** The liveness connection's timings, ms. */
-export const LIVENESS = {
+export interface LivenessTimings {
+  heartbeatMs: number;
+  heartbeatTimeoutMs: number;
+  reconnectBaseMs: number;
+  reconnectCapMs: number;
+  lockRetryMs: number;
+  judgeAfterMs: number;
+}
+
+export const LIVENESS: Readonly<LivenessTimings> = {
   /** a `select 1` this often shows the connection still answers... */
   heartbeatMs: 2_000,
   /** ...and one unanswered for this long counts as the connection lost */
@@ -48,149 +61,67 @@ export const LIVENESS = {
    * the claims of another that is still on its way back.
    */
   judgeAfterMs: 3_000,
-} as const;
+};
 
 export interface LivenessOptions {
   connectionString: string;
   logger: Logger;
   /** called each time the lock is held again after a loss (the worker claims again) */
   onHeld?: () => void;
+  /** any of LIVENESS's timings, for tests that run them faster */
+  timings?: Partial<LivenessTimings>;
 }
 
 export function makeLiveness(options: LivenessOptions): Liveness {
   const { logger } = options;
-  // TLS resolved once, as the URL says (docs/database.md, "TLS")
-  const db = pgConnection(options.connectionString);
-  const Client = db.explaining(pg.Client);
-  let client: pg.Client | null = null;
+  const timings: LivenessTimings = { ...LIVENESS, ...options.timings };
   let lock: number | null = null;
   let heldSince: number | null = null;
-  let stopped = true;
-  let timer: NodeJS.Timeout | null = null;
-  let backoffMs: number = LIVENESS.reconnectBaseMs;
 
-  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
-
-  async function connect(): Promise<void> {
-    const c = new Client({
-      connectionString: db.connectionString,
-      ssl: db.ssl,
-      application_name: "hookrelay-liveness",
-      ...clientKeepAlive,
-    });
-    // Before connect: an error on a client without a listener would crash the process.
-    c.on("error", (err) => lost(c, err));
-    c.on("end", () => lost(c, new Error("liveness connection closed")));
-    try {
-      await c.connect();
+  const connection = makeDedicatedConnection({
+    connectionString: options.connectionString,
+    applicationName: "hookrelay-liveness",
+    name: "liveness",
+    logger,
+    backoff: { baseMs: timings.reconnectBaseMs, capMs: timings.reconnectCapMs },
+    check: { intervalMs: timings.heartbeatMs, timeoutMs: timings.heartbeatTimeoutMs },
+    async onConnect(c, signal) {
       await applyLivenessSettings(c);
       lock ??= await nextWorkerLock(c);
       let warned = false;
-      while (!stopped && !(await tryWorkerLock(c, lock))) {
+      while (!signal.aborted && !(await tryWorkerLock(c, lock))) {
         if (!warned) logger.info({ lock }, "liveness lock taken by another session; retrying");
         warned = true;
-        await pause(LIVENESS.lockRetryMs);
+        await pause(timings.lockRetryMs, signal);
       }
-    } catch (err) {
-      await c.end().catch(() => undefined);
-      throw err;
-    }
-    if (stopped) {
-      await c.end().catch(() => undefined);
-      return;
-    }
-    client = c;
-    heldSince = Date.now();
-    backoffMs = LIVENESS.reconnectBaseMs;
-    scheduleHeartbeat(c);
-  }
-
-  /** The connection `c` failed or closed: the lock is gone with it. */
-  function lost(c: pg.Client, err: unknown): void {
-    if (client !== c) return;
-    client = null;
-    heldSince = null;
-    clearTimer();
-    void c.end().catch(() => undefined);
-    if (stopped) return;
-    logger.warn({ err, lock }, "liveness connection lost; not claiming until the lock is back");
-    scheduleReconnect();
-  }
-
-  function scheduleReconnect(): void {
-    if (stopped || timer) return;
-    const delay = backoffMs / 2 + (Math.random() * backoffMs) / 2;
-    backoffMs = Math.min(backoffMs * 2, LIVENESS.reconnectCapMs);
-    timer = setTimeout(() => {
-      timer = null;
-      connect().then(
-        () => {
-          if (client) {
-            logger.info({ lock }, "liveness lock held again");
-            options.onHeld?.();
-          }
-        },
-        (err) => {
-          // once per outage at warn; every retry at debug (a restart takes many)
-          const level = backoffMs === LIVENESS.reconnectBaseMs * 2 ? "warn" : "debug";
-          logger[level]({ err }, "liveness reconnect failed; retrying with backoff");
-          scheduleReconnect();
-        },
-      );
-    }, delay);
-    timer.unref();
-  }
-
-  function scheduleHeartbeat(c: pg.Client): void {
-    timer = setTimeout(async () => {
-      timer = null;
-      const answered = await Promise.race([
-        c.query("select 1").then(
-          () => true,
-          () => false,
-        ),
-        pause(LIVENESS.heartbeatTimeoutMs).then(() => false),
-      ]);
-      if (client !== c) return;
-      if (answered) scheduleHeartbeat(c);
-      else lost(c, new Error(`no heartbeat answer within ${LIVENESS.heartbeatTimeoutMs} ms`));
-    }, LIVENESS.heartbeatMs);
-    timer.unref();
-  }
-
-  function clearTimer(): void {
-    if (timer) clearTimeout(timer);
-    timer = null;
-  }
+    },
+    onUp(_c, { reconnected }) {
+      heldSince = Date.now();
+      if (!reconnected) return;
+      logger.info({ lock }, "liveness lock held again");
+      options.onHeld?.();
+    },
+    onLost(err) {
+      heldSince = null;
+      logger.warn({ err, lock }, "liveness connection lost; not claiming until the lock is back");
+    },
+  });
 
   return {
     get lock() {
       return lock;
     },
     get held() {
-      return client !== null;
+      return connection.client !== null;
     },
     heldForMs() {
-      return heldSince === null ? 0 : Date.now() - heldSince;
+      return heldSince === null || connection.client === null ? 0 : Date.now() - heldSince;
     },
-    async start() {
-      if (!stopped) return;
-      stopped = false;
-      try {
-        await connect();
-      } catch (err) {
-        stopped = true;
-        throw err;
-      }
-    },
+    judgeAfterMs: timings.judgeAfterMs,
+    start: () => connection.start(),
     async stop() {
-      if (stopped) return;
-      stopped = true;
-      clearTimer();
-      const c = client;
-      client = null;
       heldSince = null;
-      await c?.end().catch(() => undefined);
+      await connection.stop();
     },
   };
 }

@@ -38,7 +38,7 @@ import type { SecretBox } from "../security/secret-box.ts";
 import { makeClaimLoop } from "./claim-loop.ts";
 import { makeDeliveryPipeline } from "./delivery-pipeline.ts";
 import { drain } from "./drain.ts";
-import { LIVENESS, type Liveness } from "./liveness.ts";
+import type { Liveness } from "./liveness.ts";
 import { makeAttemptRecorder } from "./record-attempt.ts";
 import { makeResultWriter } from "./result-writer.ts";
 import { NO_TELEMETRY, type WorkerTelemetry } from "./worker-telemetry.ts";
@@ -150,7 +150,7 @@ export function makeWorker(options: WorkerOptions): Worker {
         get held() {
           return liveness.held;
         },
-        judges: () => liveness.heldForMs() >= LIVENESS.judgeAfterMs,
+        judges: () => liveness.heldForMs() >= liveness.judgeAfterMs,
       },
     }),
     logger,
