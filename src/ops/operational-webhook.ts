@@ -5,8 +5,9 @@
  * through the same queue, retries and signing as every other message. Its signing secret is
  * read like any endpoint's: GET /api/v1/app/hookrelay-operator/endpoint/operational/secret.
  *
- * The delivery events are raised by the result write (domain/operational-events.ts, queue/operational-events.ts); the
- * endpoint events by the API, with emitEndpointEvent, in the transaction of the change.
+ * The delivery events are raised by the result write (domain/operational-events.ts says
+ * which, queue/operational-events.ts writes them); the endpoint events by the API, with
+ * emitEndpointEvent, in the transaction of the change.
  */
 import type { Pool, Queryable } from "../db/pool.ts";
 import {
