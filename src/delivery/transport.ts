@@ -16,6 +16,7 @@
  * (`transportFor`); today every endpoint is "http" (delivery/http/http-transport.ts).
  */
 import type { SuccessRuleRow } from "../db/queries/endpoints.ts";
+import type { AttemptOutcome, TransportDetail } from "../domain/attempt-outcome.ts";
 import type { ErrorKind, Verdict } from "../domain/retry-policy.ts";
 
 /** The kinds of destination an endpoint may have; the next ones add a module each. */
@@ -53,33 +54,6 @@ export interface OutboundDelivery {
    * the claim returns none; the first other transport adds the column).
    */
   destinationKind?: DestinationKind;
-}
-
-/**
- * What a transport adds to an outcome of its own. HTTP: the response's status code (null
- * when no response came), stored in attempts.status_code.
- */
-export type TransportDetail = { transport: "http"; statusCode: number | null };
-
-/** The outcome of one attempt, whatever carried it. */
-export interface AttemptOutcome {
-  /** when the attempt began (wall clock: stored) */
-  startedAt: Date;
-  /** monotonic milliseconds the attempt took */
-  latencyMs: number;
-  verdict: Verdict;
-  /** why it failed (null on success): attempts.error_kind */
-  errorKind: ErrorKind | null;
-  /** a sentence for people, unmasked (the recorder masks it) */
-  error: string | null;
-  /**
-   * What the destination answered, as readable text, for storage (attempts.response_body):
-   * at most what the transport read; the recorder masks it, then keeps the first 1 KiB.
-   */
-  response: string | null;
-  /** the destination asked to be left alone this long (HTTP Retry-After), in ms */
-  retryAfterMs: number | null;
-  detail: TransportDetail;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { type AttemptOutcome, summarizeOutcomes } from "./circuit-summary.ts";
+import { type CircuitAttempt, summarizeOutcomes } from "./circuit-summary.ts";
 
 const at = (ms: number) => new Date(Date.UTC(2025, 0, 1) + ms);
 
@@ -7,8 +7,8 @@ function attempt(
   endpointId: string,
   ms: number,
   success: boolean,
-  extra: Partial<AttemptOutcome> = {},
-): AttemptOutcome {
+  extra: Partial<CircuitAttempt> = {},
+): CircuitAttempt {
   return { endpointId, success, startedAt: at(ms), pauseMs: null, ...extra };
 }
 

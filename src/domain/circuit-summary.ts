@@ -22,7 +22,7 @@ export interface EndpointOutcome {
   pauseMs: number | null;
 }
 
-export interface AttemptOutcome {
+export interface CircuitAttempt {
   endpointId: string;
   success: boolean;
   startedAt: Date;
@@ -35,8 +35,8 @@ export interface AttemptOutcome {
 }
 
 /** Folds a batch of attempt outcomes into one outcome per endpoint, in endpoint id order. */
-export function summarizeOutcomes(attempts: readonly AttemptOutcome[]): EndpointOutcome[] {
-  const byEndpoint = new Map<string, AttemptOutcome[]>();
+export function summarizeOutcomes(attempts: readonly CircuitAttempt[]): EndpointOutcome[] {
+  const byEndpoint = new Map<string, CircuitAttempt[]>();
   for (const a of attempts) {
     const list = byEndpoint.get(a.endpointId);
     if (list) list.push(a);

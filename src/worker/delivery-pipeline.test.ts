@@ -7,7 +7,8 @@ import {
   outcomeOf,
   settled,
 } from "../../test/helpers/worker-fakes.ts";
-import type { AttemptOutcome, ShownTarget } from "../delivery/transport.ts";
+import type { ShownTarget } from "../delivery/transport.ts";
+import type { AttemptOutcome } from "../domain/attempt-outcome.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
 import { makeDeliveryPipeline } from "./delivery-pipeline.ts";
 import type { AttemptRecorder } from "./record-attempt.ts";

@@ -7,7 +7,8 @@
  */
 import type { DeliveryDefaults } from "../config.ts";
 import { MAX_RESPONSE_STORED_BYTES, truncateUtf8 } from "../delivery/http-sender.ts";
-import type { AttemptOutcome, ShownTarget } from "../delivery/transport.ts";
+import type { ShownTarget } from "../delivery/transport.ts";
+import type { AttemptOutcome } from "../domain/attempt-outcome.ts";
 import { afterAttempt } from "../domain/delivery-states.ts";
 import { effective } from "../domain/endpoint-policy-derived.ts";
 import { attemptEvent, type OperationalTarget } from "../domain/operational-events.ts";

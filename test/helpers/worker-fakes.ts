@@ -4,11 +4,11 @@
  */
 import {
   type AbortHandle,
-  type AttemptOutcome,
   notAttempted,
   type Preparation,
   type Transport,
 } from "../../src/delivery/transport.ts";
+import type { AttemptOutcome } from "../../src/domain/attempt-outcome.ts";
 import type { ErrorKind } from "../../src/domain/retry-policy.ts";
 import type { Logger } from "../../src/logger.ts";
 import type { ClaimedDelivery } from "../../src/queue/claim-deliveries.ts";

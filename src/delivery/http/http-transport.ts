@@ -6,11 +6,13 @@
  * (delivery/success-rule.ts: a 2xx may still be a refusal). The status code is the
  * outcome's HTTP detail, the response body its stored response.
  */
+
+import type { AttemptOutcome } from "../../domain/attempt-outcome.ts";
 import type { Logger } from "../../logger.ts";
 import type { SecretBox } from "../../security/secret-box.ts";
 import { AttemptAbort, type AttemptResult, type HttpSender } from "../http-sender.ts";
 import { applySuccessRule } from "../success-rule.ts";
-import { type AttemptOutcome, DestinationKind, type Transport } from "../transport.ts";
+import { DestinationKind, type Transport } from "../transport.ts";
 import { type HttpRequest, makeRequestPreparer } from "./prepare-request.ts";
 
 export interface HttpTransportOptions {
