@@ -1,8 +1,8 @@
 /**
  * Which custom headers an endpoint may have (README.md, Endpoints; docs/delivery.md, Custom
  * headers). The API refuses the others when an endpoint is saved (api/endpoint-input.ts);
- * the sender drops them from rows saved before this rule (worker/prepare-request.ts), so such
- * an endpoint's deliveries still go out.
+ * the sender drops them from rows saved before this rule (delivery/http/prepare-request.ts),
+ * so such an endpoint's deliveries still go out.
  *
  * Refused: what the sender itself controls or that would break the request. A custom
  * `User-Agent` is allowed and replaces hookrelay's own.
