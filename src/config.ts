@@ -89,6 +89,13 @@ export interface WorkerConfig {
    */
   heartbeatStaleMs: number;
   /**
+   * livenessJudgeAfterMs: a worker judges other workers' liveness (hands back the claims
+   * of one that is gone) only once its own has held this long, so that after a database
+   * restart none judges another still on its way back (docs/worker-liveness.md). Default
+   * 3_000.
+   */
+  livenessJudgeAfterMs: number;
+  /**
    * pooledPollIntervalMs: the idle poll when no LISTEN connection can be had (a
    * transaction pooler and no direct URL), if shorter than pollIntervalMs. Default 250.
    */
@@ -377,6 +384,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       shutdownTimeoutMs: int("HOOKRELAY_SHUTDOWN_TIMEOUT_MS", 30_000, 0),
       maintenanceIntervalMs: int("HOOKRELAY_MAINTENANCE_INTERVAL_MS", 60_000, 10),
       heartbeatStaleMs: int("HOOKRELAY_HEARTBEAT_STALE_MS", 10_000, 500),
+      livenessJudgeAfterMs: int("HOOKRELAY_LIVENESS_JUDGE_AFTER_MS", 3_000, 0),
       pooledPollIntervalMs: int("HOOKRELAY_POOLED_POLL_INTERVAL_MS", 250, 1),
     },
   };
