@@ -41,7 +41,14 @@ function loopWith(claimer: ReturnType<typeof fakeClaimer>, extra: Partial<ClaimL
     logger,
     ...extra,
   });
-  return { loop, lost, logger, setInFlight: (n: number) => void (inFlight = n) };
+  return {
+    loop,
+    lost,
+    logger,
+    setInFlight: (n: number) => {
+      inFlight = n;
+    },
+  };
 }
 
 test("a full claim claims again at once; a short one sleeps until woken", async () => {

@@ -31,7 +31,14 @@ function stepsWith(extra: { inFlight?: () => number; flush?: () => Promise<void>
     logger,
     checkEveryMs: 1,
   };
-  return { steps, done, logger, abandonRows: (rows: typeof abandoned) => void (abandoned = rows) };
+  return {
+    steps,
+    done,
+    logger,
+    abandonRows: (rows: typeof abandoned) => {
+      abandoned = rows;
+    },
+  };
 }
 
 test("waits for the requests in flight, writes their results, releases nothing", async () => {
