@@ -10,5 +10,9 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
     pool: "forks",
+    // One process per worker runs file after file (each file still gets its own database,
+    // harness and servers): a fresh process and module graph per file cost more than the
+    // tests of most files. Files that change process-wide state put it back in afterAll.
+    isolate: false,
   },
 });
