@@ -30,6 +30,8 @@ if (missing) {
 }
 
 const ADMIN_KEY = "pooler-test-admin-key-0123456789";
+/** HOOKRELAY_LIVENESS_JUDGE_AFTER_MS of this file's workers (3 s by default) */
+const JUDGE_AFTER_MS = 500;
 let db: PooledDatabase;
 const runtimes: Runtime[] = [];
 const receivers: Receiver[] = [];
@@ -63,6 +65,8 @@ async function start(
       // the defaults: the mode's own poll applies without a direct URL
       pollIntervalMs: 1_000,
       heartbeatStaleMs: 2_000,
+      // judging others' liveness after 0.5 s instead of 3 s, so the waits below are short
+      livenessJudgeAfterMs: JUDGE_AFTER_MS,
     },
   });
   const logging = makeProcessLogging(
@@ -201,9 +205,11 @@ describe.skipIf(missing)("through PgBouncer in transaction mode", () => {
     );
     expect(calls.filter((c) => c.status !== 200).map((c) => [c.status, c.body])).toEqual([]);
 
-    // A worker judges others' liveness 3 s after it starts (LIVENESS.judgeAfterMs): the
+    // A worker judges others' liveness JUDGE_AFTER_MS after it starts: the
     // deliveries below run after that, when a wrong judgement of its own would show.
-    await new Promise((r) => setTimeout(r, Math.max(0, 3_500 - (Date.now() - startedAt))));
+    await new Promise((r) =>
+      setTimeout(r, Math.max(0, JUDGE_AFTER_MS + 500 - (Date.now() - startedAt))),
+    );
 
     // the library on the caller's own pooled clients, in the caller's transaction
     const callerPool = new pg.Pool({ connectionString: db.pooledUrl, max: 8 });
@@ -293,6 +299,7 @@ describe.skipIf(missing)("through PgBouncer in transaction mode", () => {
     const app = await appWithEndpoint(runtime, holding, "held");
     const env = {
       HOOKRELAY_HEARTBEAT_STALE_MS: "2000",
+      HOOKRELAY_LIVENESS_JUDGE_AFTER_MS: String(JUDGE_AFTER_MS),
       HOOKRELAY_TIMEOUT_MS: "60000",
       HOOKRELAY_LOG_LEVEL: "info",
     };
@@ -306,7 +313,8 @@ describe.skipIf(missing)("through PgBouncer in transaction mode", () => {
     }
     await waitFor(() => holding.requests.length === 5, 15_000, "the doomed worker's 5 requests");
     const [survivor] = (await startWorkers(1, db.pooledUrl, env)) as [HookrelayProcess];
-    await new Promise((r) => setTimeout(r, 3_500)); // the survivor judges others after 3 s
+    // the survivor judges others after JUDGE_AFTER_MS
+    await new Promise((r) => setTimeout(r, JUDGE_AFTER_MS + 500));
     expect(holding.requests.length).toBe(5);
     const killedAt = Date.now();
     process.kill(doomed.pid, "SIGKILL");

@@ -10,7 +10,6 @@ import type { AddressInfo, Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { WORKER_LOCK_CLASS } from "../src/queue/worker-lock.ts";
-import { LIVENESS } from "../src/worker/liveness.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type HookrelayProcess, isRunning, killAll, startWorkers } from "./helpers/processes.ts";
 import { waitFor } from "./helpers/receiver.ts";
@@ -73,6 +72,13 @@ async function startHoldingReceiver(): Promise<HoldingReceiver> {
 
 // ---------------------------------------------------------------- setup
 
+/**
+ * The judging workers' HOOKRELAY_LIVENESS_JUDGE_AFTER_MS: a worker judges others only once
+ * it has held its own lock this long (3 s by default, for database restarts); here short,
+ * so the tests wait for it at test speed.
+ */
+const JUDGE_AFTER_MS = 500;
+
 let h: Harness;
 const closers: (() => Promise<void>)[] = [];
 
@@ -130,13 +136,16 @@ async function startJudgingWorkers(
   // lock for a moment (until its backend notices the closed socket), and its release would
   // cancel the new lock out of a count. Numbers come from a sequence and are never reused.
   const before = new Set((await heldWorkerLocks()).map((l) => l.lock));
-  const workers = await startWorkers(n, h.db.url, env);
+  const workers = await startWorkers(n, h.db.url, {
+    HOOKRELAY_LIVENESS_JUDGE_AFTER_MS: String(JUDGE_AFTER_MS),
+    ...env,
+  });
   await waitFor(
     async () => (await heldWorkerLocks()).filter((l) => !before.has(l.lock)).length === n,
     10_000,
     "the workers' locks",
   );
-  await new Promise((r) => setTimeout(r, LIVENESS.judgeAfterMs + 300));
+  await new Promise((r) => setTimeout(r, JUDGE_AFTER_MS + 300));
   return workers;
 }
 
@@ -236,11 +245,10 @@ test("a worker that is merely slow (a request near its timeout, past the livenes
   const rx = await startHoldingReceiver();
   closers.push(() => rx.close());
   rx.holding = false;
-  // Longer than the time a worker waits before judging others (LIVENESS.judgeAfterMs) and
-  // close to the endpoint's timeout: a hand-back of live claims would show as a second
-  // arrival or an aborted request. (Only liveness can hand back here: the lease is the
-  // timeout + 30 s.)
-  rx.delayMs = LIVENESS.judgeAfterMs + 1_000;
+  // Close to the endpoint's timeout, while both workers are judging (every 50 ms): a
+  // hand-back of live claims would show as a second arrival or an aborted request. (Only
+  // liveness can hand back here: the lease is the timeout + 30 s.)
+  rx.delayMs = 2_000;
   const slow = await makeEndpoint(`${rx.url}/slow`, { timeoutMs: rx.delayMs + 1_000 });
   // Both workers judge each other's claims every 50 ms for the whole request.
   await startJudgingWorkers(2);
