@@ -109,7 +109,9 @@ test("every read route answers, through its schema, all that its handler returne
     method: "PUT",
     bodyFormat: "form",
     channels: ["eu"],
+    signatureScheme: "v1+v1a",
   });
+  const edOnly = await newEndpoint(h, appId, { signatureScheme: "v1a" });
   await seed(h.db.pool, [
     { endpointId: quiet.id, status: "dead_letter", code: 500, kind: "http_status", error: "no" },
     { endpointId: quiet.id, status: "dead_letter", code: null, kind: "timeout", error: null },
@@ -156,7 +158,7 @@ test("every read route answers, through its schema, all that its handler returne
   await read("/api/v1/app/:appId/attempt/msg/:msgId", { appId, msgId });
   await read("/api/v1/app/:appId/msg/:msgId/endpoint", { appId, msgId });
   const endpoints = await read("/api/v1/app/:appId/endpoint", { appId });
-  expect(endpoints.data).toHaveLength(2);
+  expect(endpoints.data).toHaveLength(3);
   const one = await read("/api/v1/app/:appId/endpoint/:endpointId", {
     appId,
     endpointId: failing.id,
@@ -164,6 +166,22 @@ test("every read route answers, through its schema, all that its handler returne
   expect(one.metadata).toEqual({ team: "billing", "odd key": "ü ☃" });
   expect(one.maxAttempts).toBe(1);
   await read("/api/v1/app/:appId/endpoint/:endpointId", { appId, endpointId: quiet.id });
+  // HMAC only (no public key), both, Ed25519 only (the public key is the key)
+  const hmac = await read("/api/v1/app/:appId/endpoint/:endpointId/secret", {
+    appId,
+    endpointId: failing.id,
+  });
+  expect([hmac.key.slice(0, 6), hmac.publicKey]).toEqual(["whsec_", null]);
+  const both = await read("/api/v1/app/:appId/endpoint/:endpointId/secret", {
+    appId,
+    endpointId: quiet.id,
+  });
+  expect([both.key.slice(0, 6), both.publicKey?.slice(0, 5)]).toEqual(["whsec_", "whpk_"]);
+  const ed = await read("/api/v1/app/:appId/endpoint/:endpointId/secret", {
+    appId,
+    endpointId: edOnly.id,
+  });
+  expect([ed.key, ed.signatureScheme]).toEqual([ed.publicKey, "v1a"]);
   await read("/api/v1/health/endpoints", {}, { app_id: appId });
   await read("/api/v1/health/endpoints", {});
 

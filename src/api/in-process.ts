@@ -26,6 +26,7 @@ import {
   attemptPageResponse,
   endpointPageResponse,
   endpointResponse,
+  endpointSecretResponse,
   eventTypePageResponse,
   messageDeliveriesResponse,
   messagePageResponse,
@@ -58,6 +59,7 @@ export const READ_ROUTES = {
   "/api/v1/app/:appId/endpoint": endpointPageResponse,
   "/api/v1/app/:appId/endpoint/:endpointId": endpointResponse,
   "/api/v1/app/:appId/endpoint/:endpointId/health": endpointHealthResponse,
+  "/api/v1/app/:appId/endpoint/:endpointId/secret": endpointSecretResponse,
   "/api/v1/app/:appId/attempt/endpoint/:endpointId": attemptPageResponse,
   "/api/v1/app/:appId/attempt/msg/:msgId": attemptPageResponse,
   "/api/v1/app/:appId/msg/:msgId/endpoint": messageDeliveriesResponse,
@@ -119,6 +121,16 @@ export interface InProcessCalls {
     params: ReadParams<R>,
     query?: URLSearchParams | Record<string, string | number | undefined>,
   ): Promise<ReadResponse<R>>;
+}
+
+/**
+ * The `id` of what a write answered with (the endpoint it created or saved, the message it
+ * sent), which the UIs redirect to; an answer without one is a bug, thrown as such.
+ */
+export function answerId(body: unknown): string {
+  if (typeof body === "object" && body !== null && "id" in body && typeof body.id === "string")
+    return body.id;
+  throw new Error("the API's answer carries no id");
 }
 
 /** A 4xx or 5xx answer of an in-process call as the ApiError it stands for. */

@@ -143,6 +143,16 @@ export const endpointResponse = {
   ],
 } as const;
 
+/**
+ * GET /app/{app}/endpoint/{endpoint}/secret (endpoint-signing.ts, secretOut): the HMAC
+ * secret, or the Ed25519 public key when there is none, and the public key if any.
+ */
+export const endpointSecretResponse = {
+  type: "object",
+  properties: { key: text, publicKey: nullableText, signatureScheme: text },
+  required: ["key", "publicKey", "signatureScheme"],
+} as const;
+
 /** GET /app/{app}/endpoint: a page of endpoints. */
 export const endpointPageResponse = pageOf(endpointResponse);
 

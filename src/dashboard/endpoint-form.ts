@@ -279,5 +279,5 @@ export function deliveryFacts(e: any): Html {
 <dt>Signatures</dt><dd data-testid="signature-scheme">${SCHEMES.find(([s]) => s === e.signatureScheme)?.[1] ?? e.signatureScheme ?? "v1"}</dd>`;
 }
 
-/** The event-type catalogue's first page (the form's checkboxes). */
-export const CATALOG_PATH = "/api/v1/event-type?limit=250";
+/** The query of the event-type catalogue's first page (GET /api/v1/event-type), the form's checkboxes. */
+export const CATALOG_QUERY = { limit: 250 } as const;

@@ -16,14 +16,17 @@ export interface PortalDeps extends PortalOptions {
   sessions: PortalSessions;
   /** sends a page with the portal's shell and headers */
   page(reply: FastifyReply, o: PortalPageOptions, status?: number): FastifyReply;
-  /** a call into the API as the session's app; a 4xx/5xx answer is thrown as an ApiError */
+  /**
+   * a call into the API as the session's app, for writes (and answers passed on as they
+   * are): its JSON answer, unread (`answerId` takes a written resource's id); a 4xx/5xx
+   * answer is thrown as an ApiError
+   */
   api(
     session: PortalSession,
     method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE",
     url: string,
     body?: unknown,
-  ): // biome-ignore lint/suspicious/noExplicitAny: JSON of the route called, read by its documented shape
-  Promise<any>;
+  ): Promise<unknown>;
   /** a GET of one of the API's READ_ROUTES as the session's app, typed by its response schema */
   read<R extends ReadRoute>(
     session: PortalSession,

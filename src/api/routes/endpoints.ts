@@ -40,7 +40,11 @@ import { apiError, badRequest, isNotFound, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { checkPostbackState, postbackOut, stateAfter, urlToCheck } from "../postback-input.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
-import { endpointPageResponse, endpointResponse } from "../response-schemas.ts";
+import {
+  endpointPageResponse,
+  endpointResponse,
+  endpointSecretResponse,
+} from "../response-schemas.ts";
 import { appParams, checkPathUid, iso } from "../schemas.ts";
 import { conflictOnUnique } from "../unique-violation.ts";
 
@@ -263,7 +267,13 @@ export function registerEndpointRoutes(
 
   app.get<P>(
     "/app/:appId/endpoint/:endpointId/secret",
-    { schema: { tags: ["endpoint"], params: endpointParams } },
+    {
+      schema: {
+        tags: ["endpoint"],
+        params: endpointParams,
+        response: { 200: endpointSecretResponse },
+      },
+    },
     async (request) => {
       const { endpointId } = await target(request);
       const current = await currentSecrets(pool, endpointId);

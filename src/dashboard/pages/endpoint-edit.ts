@@ -11,7 +11,7 @@ import { ApiError } from "../../errors.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import {
-  CATALOG_PATH,
+  CATALOG_QUERY,
   type EndpointFormValues,
   endpointBodyOfForm,
   endpointForm,
@@ -34,7 +34,8 @@ export function registerEndpointEditPage(app: FastifyInstance, deps: DashboardDe
     values: EndpointFormValues,
     error: ApiError | null,
   ) {
-    const catalog = ok(await calls.call(session.principal, "GET", CATALOG_PATH)).body.data;
+    const catalog = (await calls.read(session.principal, "/api/v1/event-type", {}, CATALOG_QUERY))
+      .data;
     return sendPage(
       reply,
       {
@@ -61,7 +62,10 @@ export function registerEndpointEditPage(app: FastifyInstance, deps: DashboardDe
     const session = sessionOf(request);
     const id = request.params.endpointId;
     const appId = await appOf(deps, session.principal, id);
-    const e = ok(await calls.call(session.principal, "GET", endpointApi(appId, id))).body;
+    const e = await calls.read(session.principal, "/api/v1/app/:appId/endpoint/:endpointId", {
+      appId,
+      endpointId: id,
+    });
     return sendForm(reply, session, id, valuesOfEndpoint(e), null);
   });
 

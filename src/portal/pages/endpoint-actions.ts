@@ -11,6 +11,7 @@
  *   GET  /portal/endpoints/{ep}/chart-data      the latency chart's buckets
  */
 import type { FastifyInstance } from "fastify";
+import { answerId } from "../../api/in-process.ts";
 import { endpointBodyOfForm } from "../../dashboard/endpoint-form.ts";
 import { field } from "../../dashboard/form-body.ts";
 import { html } from "../../dashboard/html.ts";
@@ -34,7 +35,7 @@ export function registerEndpointActions(app: FastifyInstance, deps: PortalDeps):
         appApi(session, "endpoint", ep),
         endpointBodyOfForm(request.body),
       );
-      return reply.redirect(detail(saved.id, "saved"), 303);
+      return reply.redirect(detail(answerId(saved), "saved"), 303);
     } catch (err) {
       return refusedForm(deps, reply, session, {
         title: "Edit endpoint",
@@ -61,7 +62,7 @@ export function registerEndpointActions(app: FastifyInstance, deps: PortalDeps):
           appApi(session, "endpoint", request.params.endpointId),
           { disabled },
         );
-        return reply.redirect(detail(saved.id, `${verb}d`), 303);
+        return reply.redirect(detail(answerId(saved), `${verb}d`), 303);
       },
     );
   }
@@ -84,8 +85,14 @@ export function registerEndpointActions(app: FastifyInstance, deps: PortalDeps):
       const session = sessionOf(request);
       requireCan(session, "viewSecret");
       const ep = request.params.endpointId;
-      const e = await deps.api(session, "GET", appApi(session, "endpoint", ep));
-      const secret = await deps.api(session, "GET", appApi(session, "endpoint", e.id, "secret"));
+      const e = await deps.read(session, "/api/v1/app/:appId/endpoint/:endpointId", {
+        appId: session.appId,
+        endpointId: ep,
+      });
+      const secret = await deps.read(session, "/api/v1/app/:appId/endpoint/:endpointId/secret", {
+        appId: session.appId,
+        endpointId: e.id,
+      });
       return deps.page(reply, {
         session,
         csrfToken: session.csrfToken,
@@ -94,7 +101,7 @@ export function registerEndpointActions(app: FastifyInstance, deps: PortalDeps):
         body: html`<h1>Signing secret</h1>
 <p>For <code>${deps.redactor.url(e.url)}</code>.</p>
 ${
-  String(secret.key).startsWith("whsec_") &&
+  secret.key.startsWith("whsec_") &&
   html`<h2>HMAC secret (<code>v1,</code> signatures)</h2>
 <p>Keep it out of source control and logs.</p>
 <pre data-secret>${secret.key}</pre>`
@@ -116,11 +123,10 @@ ${
     async (request, reply) => {
       const session = sessionOf(request);
       requireCan(session, "rotateSecret");
-      const e = await deps.api(
-        session,
-        "GET",
-        appApi(session, "endpoint", request.params.endpointId),
-      );
+      const e = await deps.read(session, "/api/v1/app/:appId/endpoint/:endpointId", {
+        appId: session.appId,
+        endpointId: request.params.endpointId,
+      });
       await deps.api(session, "POST", appApi(session, "endpoint", e.id, "secret", "rotate"), {});
       return reply.redirect(detail(e.id, "rotated"), 303);
     },
@@ -135,7 +141,7 @@ ${
       appApi(session, "endpoint", request.params.endpointId, "send-example"),
       { eventType: field(request.body, "eventType") || "hookrelay.ping" },
     );
-    return reply.redirect(portalPath(["messages", sent.id]), 303);
+    return reply.redirect(portalPath(["messages", answerId(sent)]), 303);
   });
 
   app.get<P>(
@@ -143,11 +149,11 @@ ${
     { schema: { hide: true } },
     async (request, reply) => {
       const session = sessionOf(request);
-      const e = await deps.api(
-        session,
-        "GET",
-        appApi(session, "endpoint", request.params.endpointId),
-      );
+      const e = await deps.read(session, "/api/v1/app/:appId/endpoint/:endpointId", {
+        appId: session.appId,
+        endpointId: request.params.endpointId,
+      });
+      // passed on as it is (the chart reads it)
       const buckets = await deps.api(
         session,
         "GET",

@@ -9,8 +9,11 @@
  *   GET  /portal/endpoints/{ep}/edit     the edit form (src/dashboard/endpoint-form.ts)
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
+import type { EndpointHealthResponse } from "../../api/health-responses.ts";
+import { answerId } from "../../api/in-process.ts";
+import type { AttemptPageResponse, EndpointResponse } from "../../api/response-schemas.ts";
 import {
-  CATALOG_PATH,
+  CATALOG_QUERY,
   type CatalogEntry,
   deliveryFacts,
   type EndpointFormValues,
@@ -52,7 +55,7 @@ export const notice = (done: unknown): Html | null => {
 };
 
 export async function catalog(deps: PortalDeps, session: PortalSession): Promise<CatalogEntry[]> {
-  const page = await deps.api(session, "GET", CATALOG_PATH);
+  const page = await deps.read(session, "/api/v1/event-type", {}, CATALOG_QUERY);
   return page.data;
 }
 
@@ -110,21 +113,24 @@ export function registerEndpointPages(app: FastifyInstance, deps: PortalDeps): v
     async (request, reply) => {
       const session = sessionOf(request);
       const it = request.query.iterator;
-      const query = `?limit=100${typeof it === "string" ? `&iterator=${encodeURIComponent(it)}` : ""}`;
-      const page = await deps.api(session, "GET", `${appApi(session, "endpoint")}${query}`);
-      const health = await deps.api(
+      const query = { limit: 100, iterator: typeof it === "string" ? it : undefined };
+      const page = await deps.read(
         session,
-        "GET",
-        // the same page of the same order (both list by endpoint id, ascending)
-        `/api/v1/health/endpoints${query}&app_id=${encodeURIComponent(session.appId)}`,
+        "/api/v1/app/:appId/endpoint",
+        { appId: session.appId },
+        query,
       );
-      // biome-ignore lint/suspicious/noExplicitAny: the health listing's documented shape
-      const byId = new Map<string, any>(health.data.map((h: any) => [h.endpointId, h]));
-      const rows = page.data.map(
-        // biome-ignore lint/suspicious/noExplicitAny: the endpoint listing's documented shape
-        (e: any) => {
-          const h = byId.get(e.id);
-          return html`<tr>
+      // the same page of the same order (both list by endpoint id, ascending)
+      const health = await deps.read(
+        session,
+        "/api/v1/health/endpoints",
+        {},
+        { ...query, app_id: session.appId },
+      );
+      const byId = new Map(health.data.map((h) => [h.endpointId, h]));
+      const rows = page.data.map((e) => {
+        const h = byId.get(e.id);
+        return html`<tr>
 <td class="url"><a href="${portalPath(["endpoints", e.id])}">${redactor.url(e.url)}</a></td>
 <td class="text hide-narrow">${e.description}</td>
 <td class="text hide-narrow">${eventTypesText(e.eventTypes)}</td>
@@ -134,8 +140,7 @@ export function registerEndpointPages(app: FastifyInstance, deps: PortalDeps): v
 <td class="num">${ms(h?.latency.p95Ms)}</td>
 <td class="num hide-narrow">${h?.queue.pending ?? 0}</td>
 </tr>`;
-        },
-      );
+      });
       return deps.page(reply, {
         session,
         csrfToken: session.csrfToken,
@@ -184,7 +189,7 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
         appApi(session, "endpoint"),
         endpointBodyOfForm(request.body),
       );
-      return reply.redirect(portalPath(["endpoints", made.id], { done: "created" }), 303);
+      return reply.redirect(portalPath(["endpoints", answerId(made)], { done: "created" }), 303);
     } catch (err) {
       return refusedForm(deps, reply, session, {
         title: "Add endpoint",
@@ -201,12 +206,17 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
     async (request, reply) => {
       const session = sessionOf(request);
       const ep = request.params.endpointId;
-      const e = await deps.api(session, "GET", appApi(session, "endpoint", ep));
-      const h = await deps.api(session, "GET", appApi(session, "endpoint", e.id, "health"));
-      const attempts = await deps.api(
+      const e = await deps.read(session, "/api/v1/app/:appId/endpoint/:endpointId", {
+        appId: session.appId,
+        endpointId: ep,
+      });
+      const ids = { appId: session.appId, endpointId: e.id };
+      const h = await deps.read(session, "/api/v1/app/:appId/endpoint/:endpointId/health", ids);
+      const attempts = await deps.read(
         session,
-        "GET",
-        `${appApi(session, "attempt", "endpoint", e.id)}?limit=20`,
+        "/api/v1/app/:appId/attempt/endpoint/:endpointId",
+        ids,
+        { limit: 20 },
       );
       const types = await catalog(deps, session);
       return deps.page(reply, {
@@ -226,11 +236,10 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
     async (request, reply) => {
       const session = sessionOf(request);
       requireCan(session, "manageEndpoints");
-      const e = await deps.api(
-        session,
-        "GET",
-        appApi(session, "endpoint", request.params.endpointId),
-      );
+      const e = await deps.read(session, "/api/v1/app/:appId/endpoint/:endpointId", {
+        appId: session.appId,
+        endpointId: request.params.endpointId,
+      });
       return deps.page(reply, {
         session,
         csrfToken: session.csrfToken,
@@ -257,25 +266,20 @@ export const actionButton = (
 ) =>
   html`<form method="post" action="${action}"${o.confirm ? html` data-confirm="${o.confirm}"` : ""}><input type="hidden" name="_csrf" value="${session.csrfToken}"><button type="submit"${o.danger ? html` class="danger"` : ""}>${label}</button></form>`;
 
-// biome-ignore lint/suspicious/noExplicitAny: the endpoint's documented shape
-const hasHmac = (e: any) =>
+const hasHmac = (e: EndpointResponse) =>
   String(e.signatureScheme ?? "v1")
     .split("+")
     .includes("v1");
-// biome-ignore lint/suspicious/noExplicitAny: the endpoint's documented shape
-const hasEd25519 = (e: any) =>
+const hasEd25519 = (e: EndpointResponse) =>
   String(e.signatureScheme ?? "")
     .split("+")
     .includes("v1a");
 
 function endpointDetail(
   session: PortalSession,
-  // biome-ignore lint/suspicious/noExplicitAny: the endpoint's documented shape
-  e: any,
-  // biome-ignore lint/suspicious/noExplicitAny: the health report's documented shape
-  h: any,
-  // biome-ignore lint/suspicious/noExplicitAny: the attempts' documented shape
-  attempts: any[],
+  e: EndpointResponse,
+  h: EndpointHealthResponse,
+  attempts: AttemptPageResponse["data"],
   types: CatalogEntry[],
   redactUrl: (url: string) => string,
   done: unknown,
@@ -289,7 +293,7 @@ ${notice(done)}
 <dt>Event types</dt><dd>${eventTypesText(e.eventTypes)}</dd>
 ${deliveryFacts(e)}
 <dt>State</dt><dd>${e.disabled ? badge("disabled") : badge("ok", "enabled")}${e.disabledReason ? html` <span class="muted">${e.disabledReason}</span>` : ""}</dd>
-<dt>Created</dt><dd>${when(e.createdAt)}</dd>
+<dt>Created</dt><dd>${when(typeof e.createdAt === "string" ? e.createdAt : null)}</dd>
 <dt>Id</dt><dd><code>${e.id}</code></dd>
 </dl>
 ${

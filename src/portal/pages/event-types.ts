@@ -13,7 +13,7 @@ const pretty = (json: string) => JSON.stringify(JSON.parse(json), null, 2);
 export function registerEventTypePage(app: FastifyInstance, deps: PortalDeps): void {
   app.get("/event-types", { schema: { hide: true } }, async (request, reply) => {
     const session = sessionOf(request);
-    // (as many as the endpoint form offers, dashboard/endpoint-form.ts's CATALOG_PATH)
+    // (as many as the endpoint form offers, dashboard/endpoint-form.ts's CATALOG_QUERY)
     const page = await deps.read(session, "/api/v1/event-type", {}, { limit: 250 });
     return deps.page(reply, {
       session,
