@@ -59,14 +59,19 @@ function percentDecoded(bytes: Uint8Array): Uint8Array {
   return out.subarray(0, n);
 }
 
-/** A form field's first value, trimmed ("" when absent). */
+/**
+ * A form field's first value, trimmed ("" when absent). A route that takes forms may be
+ * sent JSON instead, whose values can be anything: only a string counts as a value.
+ */
 export const field = (body: unknown, name: string): string => {
-  const v = (body as FormBody | undefined)?.[name];
-  return (Array.isArray(v) ? (v[0] ?? "") : (v ?? "")).trim();
+  const v: unknown = (body as FormBody | undefined)?.[name];
+  const first: unknown = Array.isArray(v) ? v[0] : v;
+  return typeof first === "string" ? first.trim() : "";
 };
 
-/** Every value of a repeated form field. */
+/** Every value of a repeated form field (only strings count, as for `field`). */
 export const fields = (body: unknown, name: string): string[] => {
-  const v = (body as FormBody | undefined)?.[name];
-  return v === undefined ? [] : Array.isArray(v) ? v : [v];
+  const v: unknown = (body as FormBody | undefined)?.[name];
+  const all: unknown[] = v === undefined ? [] : Array.isArray(v) ? v : [v];
+  return all.filter((x): x is string => typeof x === "string");
 };
