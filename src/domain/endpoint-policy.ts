@@ -218,7 +218,7 @@ export const ENDPOINT_POLICY = [
     fallback: "throttle_rate",
     put: "reset",
     cli: { flag: "--rate-per-second <n>", value: "int", help: "most deliveries per second" },
-    form: { label: "Rate per second", help: "most deliveries per second", unit: "per second" },
+    form: { label: "Rate limit", help: "most deliveries per second", unit: "per second" },
   },
   {
     api: "ratePerMinute",
@@ -231,7 +231,7 @@ export const ENDPOINT_POLICY = [
     nullMeans: "no limit",
     put: "reset",
     cli: { flag: "--rate-per-minute <n>", value: "int", help: "most deliveries per minute" },
-    form: { label: "Rate per minute", help: "most deliveries per minute", unit: "per minute" },
+    form: { label: "Rate limit", help: "most deliveries per minute", unit: "per minute" },
   },
   {
     api: "ratePerHour",
@@ -244,7 +244,7 @@ export const ENDPOINT_POLICY = [
     nullMeans: "no limit",
     put: "reset",
     cli: { flag: "--rate-per-hour <n>", value: "int", help: "most deliveries per hour" },
-    form: { label: "Rate per hour", help: "most deliveries per hour", unit: "per hour" },
+    form: { label: "Rate limit", help: "most deliveries per hour", unit: "per hour" },
   },
 ] as const satisfies readonly PolicyField[];
 
