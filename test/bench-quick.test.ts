@@ -4,12 +4,9 @@
  * exit 0 and print a table naming every scenario. No figure is asserted (timings on a
  * shared machine are not test material).
  */
-import { spawn } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { expect, test } from "vitest";
+import { runScript } from "./helpers/run-script.ts";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SCENARIOS = [
   "1 ceiling",
   "2 peer",
@@ -24,29 +21,8 @@ const SCENARIOS = [
   "11 dashboard",
 ];
 
-function runQuickBench(): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      // through the CLI, as `npx hookrelay bench` runs it (it starts bin/bench.js)
-      [path.join(ROOT, "dist/cli/main.js"), "bench", "--quick", "--no-write"],
-      {
-        cwd: ROOT,
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString("utf8");
-    });
-    child.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString("utf8");
-    });
-    child.on("error", reject);
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** Through the CLI, as `npx hookrelay bench` runs it (it starts bin/bench.js). */
+const runQuickBench = () => runScript("dist/cli/main.js", ["bench", "--quick", "--no-write"]);
 
 test("npm run bench -- --quick runs every scenario and prints the table", async () => {
   const { code, stdout, stderr } = await runQuickBench();
