@@ -61,9 +61,31 @@ export const NEW_ENDPOINT: EndpointFormValues = {
   policy: {},
 };
 
+/**
+ * The fields of an endpoint as the API shows it (api/routes/endpoints.ts, endpointOut)
+ * that the form and the detail pages read; the response schema types only the common ones.
+ */
+export interface ShownEndpoint {
+  url: string;
+  description?: string | null;
+  eventTypes?: string[] | null;
+  method?: string;
+  bodyFormat?: string;
+  missingFields?: string;
+  urlToken?: string | null;
+  successRule?: {
+    bodyContains?: string[];
+    bodyNotContains?: string[];
+    ignoreCase?: boolean;
+    onFailure?: string;
+  } | null;
+  signatureScheme?: string;
+  /** the rest (the delivery policy by API name: dashboard/endpoint-policy-form.ts) */
+  [field: string]: unknown;
+}
+
 /** The form's values for an endpoint as the API shows it. */
-// biome-ignore lint/suspicious/noExplicitAny: the endpoint's documented shape
-export function valuesOfEndpoint(e: any): EndpointFormValues {
+export function valuesOfEndpoint(e: ShownEndpoint): EndpointFormValues {
   const rule = e.successRule ?? {};
   return {
     url: e.url,
@@ -248,8 +270,7 @@ ${o.policy ? policyFieldset(v.policy) : ""}
 const quoted = (texts: string[]) => texts.map((t) => `"${t}"`).join(" or ");
 
 /** How an endpoint is delivered, as rows of a <dl> (detail pages). */
-// biome-ignore lint/suspicious/noExplicitAny: the endpoint's documented shape
-export function deliveryFacts(e: any): Html {
+export function deliveryFacts(e: ShownEndpoint): Html {
   const rule = e.successRule;
   const template = typeof e.url === "string" && e.url.includes("{");
   const ruleText = rule

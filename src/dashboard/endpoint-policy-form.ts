@@ -23,9 +23,8 @@ export const FORM_POLICY: readonly (PolicyField & { form: NonNullable<PolicyFiel
 
 const nameOf = (f: PolicyField) => f.api as PolicyName;
 
-/** The form's values for an endpoint as the API shows it. */
-// biome-ignore lint/suspicious/noExplicitAny: the endpoint's documented shape
-export function policyValuesOfEndpoint(e: any): PolicyFormValues {
+/** The form's values for an endpoint as the API shows it (its policy fields by API name). */
+export function policyValuesOfEndpoint(e: Readonly<Record<string, unknown>>): PolicyFormValues {
   const values: PolicyFormValues = {};
   for (const f of FORM_POLICY) {
     const v = e[f.api];
