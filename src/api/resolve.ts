@@ -61,3 +61,20 @@ export async function resolveAnyEndpointId(
   assertAppAccess(principal, first.app_id);
   return first.id;
 }
+
+/**
+ * An endpoint named in a filter (`endpoint_id=`, `endpointId`): within the app when the
+ * request is limited to one (named, or the key's own), else any the key may see. Every
+ * route that takes an endpoint filter resolves it here, so an unknown one is a 404 there
+ * too, never an empty answer.
+ */
+export async function resolveEndpointFilter(
+  db: Queryable,
+  principal: Principal,
+  appId: string | null,
+  idOrUid: string,
+): Promise<string> {
+  return appId
+    ? resolveEndpointId(db, appId, idOrUid)
+    : resolveAnyEndpointId(db, principal, idOrUid);
+}

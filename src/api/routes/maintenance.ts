@@ -16,7 +16,7 @@ import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../context.ts";
 import { apiError, forbidden } from "../errors.ts";
 import { requeuePlanResponse } from "../health-responses.ts";
-import { resolveAppId, resolveEndpointId } from "../resolve.ts";
+import { resolveAppId, resolveEndpointFilter } from "../resolve.ts";
 
 const DEFAULT_BUDGET_MS = 10_000;
 const budgetMs = {
@@ -132,10 +132,9 @@ export function registerMaintenanceRoutes(
       const q = request.query;
       const own = request.principal.role === "app" ? request.principal.appId : null;
       const appId = q.app_id ? await resolveAppId(pool, request.principal, q.app_id) : own;
-      const endpointId =
-        q.endpoint_id && appId
-          ? await resolveEndpointId(pool, appId, q.endpoint_id)
-          : q.endpoint_id;
+      const endpointId = q.endpoint_id
+        ? await resolveEndpointFilter(pool, request.principal, appId, q.endpoint_id)
+        : undefined;
       const endpoints = await requeuePlan(pool, {
         endpointId,
         since: timeInput(q.since, "since") ?? undefined,
