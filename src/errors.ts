@@ -26,6 +26,7 @@ export const ERROR_CODES = {
   url_not_allowed: "the URL points where the SSRF guard refuses to send",
   idempotency_key_reused: "the idempotency-key was used with a different request",
   rate_limited: "over the API rate limit for this key",
+  not_supported: "a Svix feature hookrelay does not have (transformations)",
   internal_error: "anything unexpected",
   database_unavailable: "the database cannot be reached right now",
   // ------------------------------------------------------------ thrown in-process

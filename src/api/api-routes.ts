@@ -12,7 +12,11 @@ import { makeKeyRateLimiter } from "./key-rate-limit.ts";
 import { registerApiKeyRoutes } from "./routes/api-keys.ts";
 import { registerApplicationRoutes } from "./routes/applications.ts";
 import { registerAttemptRoutes } from "./routes/attempts.ts";
+import { registerDashboardAccessRoute } from "./routes/dashboard-access.ts";
+import { registerEndpointHeaderRoutes } from "./routes/endpoint-headers.ts";
 import { registerEndpointHealthRoutes } from "./routes/endpoint-health.ts";
+import { registerEndpointStatsRoute } from "./routes/endpoint-stats.ts";
+import { registerEndpointTransformationRoutes } from "./routes/endpoint-transformation.ts";
 import { registerEndpointRoutes } from "./routes/endpoints.ts";
 import { registerEventTypeRoutes } from "./routes/event-types.ts";
 import { registerHealthRoutes, registerMetricsRoute } from "./routes/health.ts";
@@ -61,6 +65,11 @@ export async function registerApiRoutes(
       registerPortalAccessRoutes(api, ctx);
       registerSendExampleRoute(api, ctx);
       registerStatsRoutes(api, ctx);
+      // the svix client's everyday endpoint calls (README.md, Using the svix client)
+      registerEndpointHeaderRoutes(api, ctx);
+      registerEndpointStatsRoute(api, ctx);
+      registerEndpointTransformationRoutes(api, ctx);
+      registerDashboardAccessRoute(api, ctx);
     },
     { prefix: "/api/v1" },
   );

@@ -134,7 +134,7 @@ export function checkUrl(raw: string): string {
 }
 
 /** The endpoint's custom headers, or a 422 naming the first that may not be sent and why. */
-function checkHeaders(headers: Record<string, string>): Record<string, string> {
+export function checkHeaders(headers: Record<string, string>): Record<string, string> {
   const seen = new Map<string, string>();
   for (const [name, value] of Object.entries(headers)) {
     const why = headerRefusal(name, value);

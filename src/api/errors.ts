@@ -10,6 +10,8 @@ export const API_ERRORS = {
   bad_request: 400,
   invalid_json: 400,
   empty_body: 400,
+  /** a Svix feature hookrelay does not have: a 4xx, so clients do not retry it */
+  not_supported: 400,
   /** the client hung up mid-body; answered only when its connection can still be written to */
   body_aborted: 400,
   unauthorized: 401,

@@ -153,6 +153,26 @@ export const endpointSecretResponse = {
   required: ["key", "publicKey", "signatureScheme"],
 } as const;
 
+/**
+ * GET /app/{app}/endpoint/{endpoint}/headers (routes/endpoint-headers.ts): Svix's
+ * EndpointHeadersOut, the values of sensitive headers masked and their names listed.
+ */
+export const endpointHeadersResponse = {
+  type: "object",
+  properties: {
+    headers: { type: "object", additionalProperties: text },
+    sensitive: { type: "array", items: text },
+  },
+  required: ["headers", "sensitive"],
+} as const;
+
+/** GET /app/{app}/endpoint/{endpoint}/stats (routes/endpoint-stats.ts): Svix's EndpointStats. */
+export const endpointStatsResponse = {
+  type: "object",
+  properties: { success: count, pending: count, sending: count, fail: count, canceled: count },
+  required: ["success", "pending", "sending", "fail", "canceled"],
+} as const;
+
 /** GET /app/{app}/endpoint: a page of endpoints. */
 export const endpointPageResponse = pageOf(endpointResponse);
 

@@ -52,6 +52,11 @@ export interface Rule {
   kind: Kind;
   /** a plausible valid body, so the answer is about scoping, not validation */
   body?: (f: Fixture) => unknown;
+  /**
+   * the status its own app's key gets when it is not a 2xx: a Svix call hookrelay answers
+   * with a stable refusal (400 not_supported) for every endpoint
+   */
+  ownStatus?: number;
 }
 
 export const TABLE: [methods: string, path: string, rule: Rule][] = [
@@ -64,6 +69,9 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["GET HEAD", "/docs/static/index.html", { kind: "public" }],
   ["GET HEAD", "/docs/static/swagger-initializer.js", { kind: "public" }],
   ["GET HEAD", "/healthz", { kind: "public" }],
+  // Svix's health check (no API key, as in Svix)
+  ["GET HEAD", `${V1}/health`, { kind: "public" }],
+  ["GET HEAD", `${V1}/health/ping`, { kind: "public" }],
   ["GET HEAD", "/metrics", { kind: "public" }],
   ["GET HEAD", "/", { kind: "public" }],
   ["GET HEAD", "/dashboard/assets/:hash/:name", { kind: "public" }],
@@ -119,6 +127,24 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/msg`, { kind: "app" }],
   ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/health`, { kind: "app" }],
   ["POST", `${V1}/app/:appId/endpoint/:endpointId/circuit/reset`, { kind: "app" }],
+  // the svix client's endpoint headers, stats and (unsupported) transformation
+  ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/headers`, { kind: "app" }],
+  [
+    "PUT PATCH",
+    `${V1}/app/:appId/endpoint/:endpointId/headers`,
+    { kind: "app", body: () => ({ headers: { "X-Set-By-A": "1" } }) },
+  ],
+  ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/stats`, { kind: "app" }],
+  [
+    "GET HEAD",
+    `${V1}/app/:appId/endpoint/:endpointId/transformation`,
+    { kind: "app", ownStatus: 400 },
+  ],
+  [
+    "PATCH",
+    `${V1}/app/:appId/endpoint/:endpointId/transformation`,
+    { kind: "app", body: () => ({ code: "x" }), ownStatus: 400 },
+  ],
   // messages and attempts
   ["GET HEAD", `${V1}/app/:appId/msg`, { kind: "app" }],
   [
@@ -183,6 +209,7 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["GET HEAD", `${V1}/auth/app/:appId/portal-access`, { kind: "app" }],
   ["POST", `${V1}/auth/app/:appId/portal-access/:tokenId/revoke`, { kind: "app" }],
   ["POST", `${V1}/auth/app/:appId/expire-all`, { kind: "app", body: () => ({ expiry: 3600 }) }],
+  ["POST", `${V1}/auth/dashboard-access/:appId`, { kind: "app" }],
   // authorized by a portal link's own token, not an API key
   ["POST", `${V1}/auth/logout`, { kind: "public" }],
   [

@@ -48,6 +48,10 @@ const messageIn = {
     payloadRetentionHours: { type: ["integer", "null"], minimum: 1, maximum: 87600 },
     // Svix: create the application alongside when the path names none that exists
     application: { ...appIn, type: ["object", "null"] },
+    // Svix: parameters for its transformations, which hookrelay does not have: accepted and
+    // ignored, so the body a svix user sends is taken (README.md, Using the svix client);
+    // its rawPayload is not sent either: the payload is
+    transformationsParams: {},
   },
 } as const;
 

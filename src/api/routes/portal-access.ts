@@ -46,7 +46,7 @@ export type PortalCapability = (typeof PORTAL_CAPABILITIES)[number];
 /** Link lifetime in seconds: default 1 h, from 1 minute up to 7 days (Svix's maximum). */
 export const PORTAL_EXPIRY = { defaultSeconds: 3_600, min: 60, max: 7 * 86_400 } as const;
 
-interface PortalAccessIn {
+export interface PortalAccessIn {
   application?: AppIn | null;
   readOnly?: boolean | null;
   capabilities?: PortalCapability[] | null;
@@ -105,6 +105,41 @@ export function publicBase(request: FastifyRequest, publicUrl: string | undefine
   return publicUrl ?? `${request.protocol}://${request.host}`;
 }
 
+/**
+ * A new portal link to the app named `appIdOrUid` (Svix's app-portal-access, and its older
+ * dashboard-access: routes/dashboard-access.ts).
+ */
+export async function issuePortalLink(
+  { pool, config }: Pick<ApiContext, "pool" | "config">,
+  request: FastifyRequest,
+  appIdOrUid: string,
+  body: PortalAccessIn,
+) {
+  const appId = await resolveAppId(pool, request.principal, appIdOrUid).catch(async (err) => {
+    // Svix: `application` creates the app when the path names none (admin keys only)
+    if (!body.application || !isNotFound(err) || request.principal.role !== "admin") throw err;
+    const created = await createApp(pool, {
+      ...body.application,
+      uid: body.application.uid ?? checkPathUid(appIdOrUid),
+    });
+    return created.id;
+  });
+  await purgeEndedPortalTokens(pool, appId);
+  const token = generatePortalToken();
+  const row = await insertPortalToken(pool, {
+    id: newId(ID_PREFIX.portalToken),
+    appId,
+    hash: portalSecretHash(token),
+    capabilities: capabilitiesOf(body),
+    sessionLabel: body.sessionId ?? null,
+    expirySeconds: body.expiry ?? PORTAL_EXPIRY.defaultSeconds,
+  });
+  // The token rides in the fragment: browsers send it neither to the server in the
+  // request line nor onward in Referer (docs/portal.md).
+  const url = `${publicBase(request, config.publicUrl)}/portal/#token=${token}`;
+  return { url, token, id: row.id, expiresAt: iso(row.expires_at) };
+}
+
 export function registerPortalAccessRoutes(app: FastifyInstance, { pool, config }: ApiContext) {
   app.post<{ Params: { appId: string }; Body: PortalAccessIn | null | undefined }>(
     "/auth/app-portal-access/:appId",
@@ -120,35 +155,8 @@ export function registerPortalAccessRoutes(app: FastifyInstance, { pool, config 
         response: { 200: portalAccessOut },
       },
     },
-    async (request) => {
-      const body = request.body ?? {};
-      const appId = await resolveAppId(pool, request.principal, request.params.appId).catch(
-        async (err) => {
-          // Svix: `application` creates the app when the path names none (admin keys only)
-          if (!body.application || !isNotFound(err) || request.principal.role !== "admin")
-            throw err;
-          const created = await createApp(pool, {
-            ...body.application,
-            uid: body.application.uid ?? checkPathUid(request.params.appId),
-          });
-          return created.id;
-        },
-      );
-      await purgeEndedPortalTokens(pool, appId);
-      const token = generatePortalToken();
-      const row = await insertPortalToken(pool, {
-        id: newId(ID_PREFIX.portalToken),
-        appId,
-        hash: portalSecretHash(token),
-        capabilities: capabilitiesOf(body),
-        sessionLabel: body.sessionId ?? null,
-        expirySeconds: body.expiry ?? PORTAL_EXPIRY.defaultSeconds,
-      });
-      // The token rides in the fragment: browsers send it neither to the server in the
-      // request line nor onward in Referer (docs/portal.md).
-      const url = `${publicBase(request, config.publicUrl)}/portal/#token=${token}`;
-      return { url, token, id: row.id, expiresAt: iso(row.expires_at) };
-    },
+    async (request) =>
+      issuePortalLink({ pool, config }, request, request.params.appId, request.body ?? {}),
   );
 
   app.get<{ Params: { appId: string } }>(
