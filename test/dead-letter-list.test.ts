@@ -82,12 +82,12 @@ describe("dead letters", () => {
     });
 
     const ids = (body: { data: { deliveryId: string }[] }) => body.data.map((x) => x.deliveryId);
-    /** Expected ids, newest delivery first, of fixture rows by index. */
+    /** Expected ids, the newest death first, of fixture rows by index. */
     const want = (...idx: number[]) =>
       idx
-        .map((i) => d[i]!.deliveryId)
-        .sort((x, y) => y - x)
-        .map(dlv);
+        .map((i) => d[i]!)
+        .sort((x, y) => y.updatedAt!.getTime() - x.updatedAt!.getTime())
+        .map((r) => dlv(r.deliveryId));
 
     test("every field of a listed dead letter", async () => {
       const res = await h.call("GET", `${V1}/dead-letters?endpoint_id=${p1.id}&status_code=401`);
@@ -109,7 +109,8 @@ describe("dead letters", () => {
             deadAt: row.updatedAt!.toISOString(),
           },
         ],
-        iterator: dlv(row.deliveryId),
+        // the position: the delivery and when it died, in microseconds
+        iterator: `${dlv(row.deliveryId)}.${row.updatedAt!.getTime()}000`,
         prevIterator: null,
         done: true,
       });
@@ -143,7 +144,7 @@ describe("dead letters", () => {
       expect(await get(`app_id=${Q}&endpoint_id=${p1.id}`)).toEqual([]);
     });
 
-    test("cursor pagination with iterator dlv_...", async () => {
+    test("cursor pagination: the iterator is the last row's delivery and time of death", async () => {
       const seen: string[] = [];
       let iterator: string | null = null;
       let pages = 0;
@@ -157,7 +158,7 @@ describe("dead letters", () => {
         seen.push(...ids(res.body));
         expect(res.body.data.length).toBeLessThanOrEqual(4);
         if (res.body.done) break;
-        expect(res.body.iterator).toMatch(/^dlv_[A-V][0-9A-Za-z]{10}$/);
+        expect(res.body.iterator).toMatch(/^dlv_[A-V][0-9A-Za-z]{10}\.[0-9]{16}$/);
         iterator = res.body.iterator;
       }
       expect(pages).toBe(2);
@@ -166,7 +167,7 @@ describe("dead letters", () => {
       const two = await h.call("GET", `${V1}/dead-letters?app_id=${P}&limit=2`);
       expect(ids(two.body)).toEqual(want(4, 5));
       expect(two.body.done).toBe(false);
-      expect(two.body.iterator).toBe(want(4, 5)[1]);
+      expect(two.body.iterator).toBe(`${want(4, 5)[1]}.${d[4]!.updatedAt!.getTime()}000`);
     });
 
     test("bad input: an iterator that is no delivery id, an unknown endpoint or app", async () => {
@@ -189,13 +190,7 @@ describe("dead letters", () => {
       PAT = await newApp(h);
       const spec: Record<string, SeedRow[]> = {};
       const ep: Record<string, { id: string; url: string }> = {};
-      for (const name of [
-        "credentials",
-        "rate_limited",
-        "outage_cluster",
-        "gradual_accumulation",
-        "mixed",
-      ]) {
+      for (const name of ["credentials", "rate_limited", "outage", "intermittent", "mixed"]) {
         ep[name] = await newEndpoint(h, PAT);
       }
       // credentials: 6 dead over 3 hours, five of them 401/403
@@ -214,30 +209,20 @@ describe("dead letters", () => {
         died(ep.rate_limited!.id, ago(40 * MIN), 500, 5),
         died(ep.rate_limited!.id, ago(20 * MIN), 429, 4),
       ];
-      // outage_cluster: 10 within ten minutes (inside one aligned 15-minute window), and two
+      // outage: 10 within ten minutes (inside one aligned 15-minute window), and two
       // stragglers one and two days earlier
-      spec.outage_cluster = [
+      spec.outage = [
         ...Array.from({ length: 10 }, (_, i) =>
-          died(
-            ep.outage_cluster!.id,
-            new Date(bin15 + 2 * MIN + i * MIN),
-            i < 6 ? 502 : "connection",
-            5,
-          ),
+          died(ep.outage!.id, new Date(bin15 + 2 * MIN + i * MIN), i < 6 ? 502 : "connection", 5),
         ),
-        died(ep.outage_cluster!.id, ago(DAY), 500, 5),
-        died(ep.outage_cluster!.id, ago(2 * DAY), 500, 5),
+        died(ep.outage!.id, ago(DAY), 500, 5),
+        died(ep.outage!.id, ago(2 * DAY), 500, 5),
       ];
-      // gradual_accumulation: three a day for four days, at 2h, 9h and 17h past the day mark
+      // intermittent: three a day for four days, at 2h, 9h and 17h past the day mark
       const codes = [400, 422, 500, 400, 422, 500, 400, 422, 500, 400, 422, 400];
-      spec.gradual_accumulation = [0, 1, 2, 3].flatMap((day) =>
+      spec.intermittent = [0, 1, 2, 3].flatMap((day) =>
         [2, 9, 17].map((hour, j) =>
-          died(
-            ep.gradual_accumulation!.id,
-            ago(day * DAY + hour * HOUR + 7 * MIN),
-            codes[day * 3 + j]!,
-            5,
-          ),
+          died(ep.intermittent!.id, ago(day * DAY + hour * HOUR + 7 * MIN), codes[day * 3 + j]!, 5),
         ),
       );
       // mixed: 5 dead over 3 hours: 500, 500, 401, 429, timeout
@@ -283,14 +268,12 @@ describe("dead letters", () => {
       // most dead first: gradual 12 and outage 12 (tie: endpoint id order), credentials 6, mixed 5, rate 4
       const byCount = [...res.body.data].map((a: { pattern: string }) => a.pattern);
       expect(byCount.slice(2)).toEqual(["credentials", "mixed", "rate_limited"]);
-      expect(byCount.slice(0, 2).sort()).toEqual(["gradual_accumulation", "outage_cluster"]);
+      expect(byCount.slice(0, 2).sort()).toEqual(["intermittent", "outage"]);
       const get = (p: string) => res.body.data.find((a: { pattern: string }) => a.pattern === p);
       expect(get("credentials")).toEqual(expected("credentials", "HTTP 401", 401));
       expect(get("rate_limited")).toEqual(expected("rate_limited", "HTTP 429", 429));
-      expect(get("outage_cluster")).toEqual(expected("outage_cluster", "HTTP 502", 502));
-      expect(get("gradual_accumulation")).toEqual(
-        expected("gradual_accumulation", "HTTP 400", 400),
-      );
+      expect(get("outage")).toEqual(expected("outage", "HTTP 502", 502));
+      expect(get("intermittent")).toEqual(expected("intermittent", "HTTP 400", 400));
       expect(get("mixed")).toEqual(expected("mixed", "HTTP 500", 500));
       // averages worked out by hand for two of them
       expect(get("credentials").averageAttempts).toBe(1.83); // 11 / 6
@@ -330,13 +313,13 @@ describe("dead letters", () => {
     });
 
     test("the analysis takes the list's filters: one endpoint, a time range", async () => {
-      const outage = fixtures.outage_cluster!.endpoint.id;
+      const outage = fixtures.outage!.endpoint.id;
       const one = await h.call("GET", `${V1}/dead-letters/analysis?endpoint_id=${outage}`);
       expect(one.body.data).toHaveLength(1);
-      expect(one.body.data[0]).toEqual(expected("outage_cluster", "HTTP 502", 502));
+      expect(one.body.data[0]).toEqual(expected("outage", "HTTP 502", 502));
 
       // Only the last 5 hours of the gradual endpoint: a single death, no longer "gradual"
-      const gradual = fixtures.gradual_accumulation!.endpoint.id;
+      const gradual = fixtures.intermittent!.endpoint.id;
       const since = encodeURIComponent(ago(5 * HOUR).toISOString());
       const recent = await h.call(
         "GET",
@@ -368,7 +351,7 @@ describe("dead letters", () => {
     // Regression: "the most dead letters inside any 15-minute window" was counted in fixed,
     // clock-aligned bins, so an outage straddling a quarter-hour mark was split in two and
     // reported "mixed"; it is now a sliding window (src/ops/dead-letters.ts).
-    test("an outage that straddles a quarter-hour boundary is still an outage_cluster", async () => {
+    test("an outage that straddles a quarter-hour boundary is still an outage", async () => {
       const ep = await newEndpoint(h, PAT);
       const boundary = bin15 - 3 * HOUR; // a quarter-hour mark five hours ago
       await seed(
@@ -378,7 +361,7 @@ describe("dead letters", () => {
         ),
       );
       const res = await h.call("GET", `${V1}/dead-letters/analysis?endpoint_id=${ep.id}`);
-      expect(res.body.data[0]).toMatchObject({ deadCount: 10, pattern: "outage_cluster" });
+      expect(res.body.data[0]).toMatchObject({ deadCount: 10, pattern: "outage" });
     });
   });
 });

@@ -62,6 +62,37 @@ table attempts (
   constraint attempts_pkey PRIMARY KEY (id)
 );
 
+table background_tasks (
+  id text not null,
+  kind text not null,
+  app_id text not null,
+  endpoint_id text not null,
+  status text not null default 'running'::text,
+  since timestamp with time zone not null,
+  until timestamp with time zone not null,
+  params jsonb not null default '{}'::jsonb,
+  dry_run boolean not null default false,
+  rate_per_second double precision not null,
+  total bigint,
+  done bigint not null default 0,
+  cursor_at timestamp with time zone not null,
+  cursor_id text not null default ''::text,
+  lease_holder text,
+  lease_until timestamp with time zone,
+  error text,
+  created_by text,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  finished_at timestamp with time zone,
+  constraint background_tasks_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
+  constraint background_tasks_check CHECK ((until >= since)),
+  constraint background_tasks_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
+  constraint background_tasks_kind_check CHECK ((kind = ANY (ARRAY['endpoint.recover'::text, 'endpoint.replay'::text, 'endpoint.bulk-replay'::text]))),
+  constraint background_tasks_pkey PRIMARY KEY (id),
+  constraint background_tasks_rate_per_second_check CHECK ((rate_per_second > (0)::double precision)),
+  constraint background_tasks_status_check CHECK ((status = ANY (ARRAY['running'::text, 'finished'::text, 'failed'::text, 'canceled'::text])))
+);
+
 table chart_counts (
   scope text not null,
   span smallint not null,
@@ -236,12 +267,14 @@ table endpoints (
   url_token text,
   missing_fields text not null default 'fail'::text,
   success_rule jsonb,
+  while_disabled text,
   constraint endpoints_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
   constraint endpoints_app_id_uid_key UNIQUE (app_id, uid),
   constraint endpoints_body_format_check CHECK ((body_format = ANY (ARRAY['json'::text, 'form'::text]))),
   constraint endpoints_method_check CHECK ((method = ANY (ARRAY['POST'::text, 'GET'::text, 'PUT'::text]))),
   constraint endpoints_missing_fields_check CHECK ((missing_fields = ANY (ARRAY['fail'::text, 'empty'::text]))),
-  constraint endpoints_pkey PRIMARY KEY (id)
+  constraint endpoints_pkey PRIMARY KEY (id),
+  constraint endpoints_while_disabled_check CHECK ((while_disabled = ANY (ARRAY['hold'::text, 'skip'::text])))
 );
 
 table event_types (
@@ -299,6 +332,7 @@ table messages (
   tags text[],
   created_at timestamp with time zone not null default now(),
   expires_at timestamp with time zone,
+  expunged_at timestamp with time zone,
   constraint messages_app_id_event_id_key UNIQUE (app_id, event_id),
   constraint messages_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
   constraint messages_pkey PRIMARY KEY (id)
@@ -353,6 +387,9 @@ CREATE INDEX attempts_created_brin ON public.attempts USING brin (created_at);
 CREATE INDEX attempts_endpoint_idx ON public.attempts USING btree (endpoint_id, id);
 CREATE INDEX attempts_message_idx ON public.attempts USING btree (message_id, id);
 CREATE UNIQUE INDEX attempts_pkey ON public.attempts USING btree (id);
+CREATE INDEX background_tasks_app_idx ON public.background_tasks USING btree (app_id, id);
+CREATE UNIQUE INDEX background_tasks_pkey ON public.background_tasks USING btree (id);
+CREATE INDEX background_tasks_running_idx ON public.background_tasks USING btree (endpoint_id) WHERE (status = 'running'::text);
 CREATE UNIQUE INDEX chart_counts_pkey ON public.chart_counts USING btree (scope, span, bucket);
 CREATE UNIQUE INDEX chart_latency_pkey ON public.chart_latency USING btree (scope, span, bucket, bin);
 CREATE UNIQUE INDEX chart_rollup_state_pkey ON public.chart_rollup_state USING btree (id);
@@ -362,7 +399,9 @@ CREATE INDEX claims_lease_idx ON public.claims USING btree (lease_expires_at);
 CREATE UNIQUE INDEX claims_pkey ON public.claims USING btree (token);
 CREATE INDEX dashboard_sessions_expires_idx ON public.dashboard_sessions USING btree (expires_at);
 CREATE UNIQUE INDEX dashboard_sessions_pkey ON public.dashboard_sessions USING btree (token_hash);
-CREATE INDEX deliveries_dead_letter_idx ON public.deliveries USING btree (endpoint_id, updated_at) WHERE dead_lettered;
+CREATE INDEX deliveries_dead_letter_app_idx ON public.deliveries USING btree (app_id, updated_at, id) WHERE dead_lettered;
+CREATE INDEX deliveries_dead_letter_endpoint_idx ON public.deliveries USING btree (endpoint_id, updated_at, id) WHERE dead_lettered;
+CREATE INDEX deliveries_dead_letter_order_idx ON public.deliveries USING btree (updated_at, id) WHERE dead_lettered;
 CREATE INDEX deliveries_due_idx ON public.deliveries USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE queued;
 CREATE INDEX deliveries_endpoint_message_idx ON public.deliveries USING btree (endpoint_id, message_id);
 CREATE UNIQUE INDEX deliveries_message_id_endpoint_id_key ON public.deliveries USING btree (message_id, endpoint_id);
@@ -380,6 +419,7 @@ CREATE UNIQUE INDEX idempotency_keys_pkey ON public.idempotency_keys USING btree
 CREATE INDEX latency_samples_at_brin ON public.latency_samples USING brin (at);
 CREATE INDEX latency_samples_endpoint_idx ON public.latency_samples USING btree (endpoint_id, at);
 CREATE UNIQUE INDEX maintenance_lease_pkey ON public.maintenance_lease USING btree (singleton);
+CREATE INDEX messages_app_created_idx ON public.messages USING btree (app_id, created_at, id);
 CREATE UNIQUE INDEX messages_app_id_event_id_key ON public.messages USING btree (app_id, event_id);
 CREATE INDEX messages_app_idx ON public.messages USING btree (app_id, id);
 CREATE INDEX messages_created_brin ON public.messages USING brin (created_at);

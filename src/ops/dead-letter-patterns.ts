@@ -1,7 +1,13 @@
 /**
  * Why did these messages die? Each endpoint's dead letters are matched against known
  * patterns, in the order of this table (first match wins); each carries the action an
- * operator should take. Thresholds are data, tested against fixtures built for each.
+ * operator should take. Thresholds are data, tested against fixtures built for each, and
+ * README.md ("Dead-letter patterns") lists the same rows word for word (a test keeps them
+ * equal).
+ *
+ * The order: first what names its cause for certain from the receiver's answers (nothing
+ * was sent, a 410, a 401/403, a 429, timeouts), then what only the times of death say (an
+ * outage, failures spread out), and "mixed" only when no row holds.
  */
 
 export interface DeadLetterShape {
@@ -10,6 +16,12 @@ export interface DeadLetterShape {
   credentials: number;
   /** ... was 429 */
   rateLimited: number;
+  /** ... was 410 Gone (error kind gone) */
+  gone?: number;
+  /** the newest death's last answer was 410 Gone */
+  lastGone?: boolean;
+  /** ... whose last attempt timed out (error kind timeout) */
+  timeouts?: number;
   /** the most dead letters inside any one 15-minute window */
   maxIn15Minutes: number;
   /** first and last time a delivery died */
@@ -24,71 +36,121 @@ export interface DeadLetterShape {
   bodyRule?: number;
 }
 
+export const PATTERN_NAMES = [
+  "missing_field",
+  "body_rule",
+  "gone",
+  "credentials",
+  "rate_limited",
+  "timeouts",
+  "outage",
+  "intermittent",
+  "mixed",
+] as const;
+export type PatternName = (typeof PATTERN_NAMES)[number];
+
 export interface Pattern {
-  pattern:
-    | "missing_field"
-    | "body_rule"
-    | "credentials"
-    | "rate_limited"
-    | "outage_cluster"
-    | "gradual_accumulation"
-    | "mixed";
+  pattern: PatternName;
   suggestedAction: string;
 }
 
-const HOUR = 3_600_000;
+/** A row of the table: the pattern, when it holds (in words, as README says), the rule. */
+export interface PatternRule extends Pattern {
+  when: string;
+  matches(s: DeadLetterShape): boolean;
+}
 
-export const PATTERNS: ReadonlyArray<Pattern & { matches(s: DeadLetterShape): boolean }> = [
-  // first: these name their cause for certain (nothing was sent, or the tracker said no)
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+/** At least half of the dead letters: the share that names a cause. */
+const HALF = 0.5;
+/** An outage: at least this many deaths inside one 15-minute window ... */
+const OUTAGE_MIN_IN_WINDOW = 5;
+/** ... holding at least this share of all of them. */
+const OUTAGE_SHARE = 0.6;
+/** Spread out: deaths over at least this span ... */
+const SPREAD_MIN_SPAN_MS = 3 * HOUR;
+/** ... in at least this many distinct hours ... */
+const SPREAD_MIN_HOURS = 3;
+/** ... with no 15-minute window holding more than this share. */
+const SPREAD_MAX_SHARE = 0.25;
+
+const share = (n: number | undefined, s: DeadLetterShape) => (n ?? 0) / s.count;
+
+export const PATTERNS: ReadonlyArray<PatternRule> = [
   {
     pattern: "missing_field",
-    matches: (s) => (s.missingField ?? 0) / s.count >= 0.5,
+    when: "at least half died for lack of a field the URL template needs (error kind `missing_field`: nothing was sent)",
+    matches: (s) => share(s.missingField, s) >= HALF,
     suggestedAction:
       "The messages lack fields the endpoint's URL template needs, so nothing was sent (the attempt's error names the placeholder): have the producer send them, or set missingFields to \"empty\" if the tracker accepts empty values, then requeue.",
   },
   {
     pattern: "body_rule",
-    matches: (s) => (s.bodyRule ?? 0) / s.count >= 0.5,
+    when: "at least half were 2xx answers whose body broke the endpoint's success rule (error kind `body_rule`)",
+    matches: (s) => share(s.bodyRule, s) >= HALF,
     suggestedAction:
       "The receiver answered 2xx with a refusal in the body (the endpoint's successRule): read the stored responses (a duplicate, an unknown click id, a bad token), fix the cause, then requeue the ones worth sending again.",
   },
   {
+    pattern: "gone",
+    when: "the newest death, or at least half, answered 410 Gone",
+    matches: (s) => s.lastGone === true || share(s.gone, s) >= HALF,
+    suggestedAction:
+      "The receiver answered 410 Gone: it wants no more messages at this URL, and hookrelay disabled the endpoint. If the receiver moved, point the endpoint at its new URL and enable it; if it is gone for good, delete the endpoint. Requeue the dead letters only if they are still wanted.",
+  },
+  {
     pattern: "credentials",
-    matches: (s) => s.credentials / s.count >= 0.5,
+    when: "at least half answered 401 or 403",
+    matches: (s) => share(s.credentials, s) >= HALF,
     suggestedAction:
       "The receiver rejects hookrelay's credentials (401/403): fix the key or token in the endpoint's headers or URL, then requeue the endpoint's dead letters.",
   },
   {
     pattern: "rate_limited",
-    matches: (s) => s.rateLimited / s.count >= 0.5,
+    when: "at least half answered 429",
+    matches: (s) => share(s.rateLimited, s) >= HALF,
     suggestedAction:
       "The receiver is rate limiting (429): set ratePerSecond/ratePerMinute on the endpoint below its limit, then requeue; requeued deliveries are released at that pace.",
   },
   {
-    pattern: "outage_cluster",
-    matches: (s) => s.count >= 5 && s.maxIn15Minutes / s.count >= 0.6,
+    pattern: "timeouts",
+    when: "at least half timed out (error kind `timeout`)",
+    matches: (s) => share(s.timeouts, s) >= HALF,
+    suggestedAction:
+      "The receiver did not answer within the endpoint's timeout: have it answer 2xx at once and do the work afterwards, or raise the endpoint's timeoutMs, then requeue.",
+  },
+  {
+    pattern: "outage",
+    when: "a burst: at least 5 died inside one 15-minute window, and that window holds at least 60% of them",
+    matches: (s) =>
+      s.maxIn15Minutes >= OUTAGE_MIN_IN_WINDOW && s.maxIn15Minutes / s.count >= OUTAGE_SHARE,
     suggestedAction:
       "Most deaths fall in one short span: the endpoint was down. Confirm it is back up, then requeue the endpoint's dead letters.",
   },
   {
-    pattern: "gradual_accumulation",
+    pattern: "intermittent",
+    when: "a steady share, spread out: deaths over at least 3 hours, in at least 3 distinct hours, no 15-minute window holding more than a quarter of them",
     matches: (s) =>
-      s.lastAt.getTime() - s.firstAt.getTime() >= 24 * HOUR &&
-      s.distinctHours >= 3 &&
-      s.maxIn15Minutes / s.count <= 0.25,
+      s.lastAt.getTime() - s.firstAt.getTime() >= SPREAD_MIN_SPAN_MS &&
+      s.distinctHours >= SPREAD_MIN_HOURS &&
+      s.maxIn15Minutes / s.count <= SPREAD_MAX_SHARE,
     suggestedAction:
-      "A few deaths at a time, spread out: likely specific payloads the receiver refuses. Inspect individual attempts' responses before requeueing.",
+      "A few deaths at a time, spread out: the receiver fails a share of requests all along, or refuses specific payloads. Read the attempts' responses, fix the receiver (or raise maxAttempts if its failures pass), then requeue.",
   },
 ];
 
-const MIXED: Pattern = {
+/** The verdict when no row of the table holds (and for an endpoint with no dead letters). */
+export const MIXED: PatternRule = {
   pattern: "mixed",
+  when: "none of the above",
+  matches: () => true,
   suggestedAction:
-    "No single cause stands out: look at the most common errors and status codes below.",
+    "No single cause stands out: look at the most common error and status code, and at the attempts' responses.",
 };
 
 export function detectPattern(shape: DeadLetterShape): Pattern {
-  if (shape.count === 0) return MIXED;
-  const hit = PATTERNS.find((p) => p.matches(shape));
-  return hit ? { pattern: hit.pattern, suggestedAction: hit.suggestedAction } : MIXED;
+  const hit = shape.count === 0 ? MIXED : (PATTERNS.find((p) => p.matches(shape)) ?? MIXED);
+  return { pattern: hit.pattern, suggestedAction: hit.suggestedAction };
 }

@@ -1,6 +1,8 @@
 /**
  * Dead letters: listing with filters, per-endpoint analysis, requeue and cancel.
- * A dead letter is a delivery in status dead_letter; `updated_at` is when it died.
+ * A dead letter is a delivery in status dead_letter; `updated_at` is when it died: the
+ * attempt that killed it is the last write a dead row gets (docs/delivery.md, Delivery
+ * states: every later transition moves it out of dead_letter).
  */
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
@@ -54,26 +56,56 @@ export interface DeadLetter {
   deadAt: Date;
 }
 
-const LIST_SQL = namedSql<FilterParams & { before: number | null; limit: number }>(
+/**
+ * A position in the list: when a dead letter died, to the microsecond (as PostgreSQL keeps
+ * it; a Date would round it to the millisecond), and its row key for deaths in the same
+ * microsecond.
+ */
+export interface DeadLetterPosition {
+  /** microseconds since 1970-01-01 UTC, as a decimal string */
+  deadAtMicros: string;
+  deliveryId: number;
+}
+
+const LIST_SQL = namedSql<
+  FilterParams & { afterMicros: string | null; afterId: number | null; limit: number }
+>(
+  // Newest death first, the row key breaking ties, so a page starts exactly after the last
+  // one's position whatever dies meanwhile. The row comparison is an index condition of
+  // deliveries_dead_letter_order_idx (and of the per-endpoint and per-app ones, migration
+  // 0019), read backwards.
   `select d.id, d.message_id, d.endpoint_id, d.app_id, m.event_type, e.url, d.attempt_count,
-            d.last_status_code, d.last_error_kind, d.last_error, d.updated_at
+            d.last_status_code, d.last_error_kind, d.last_error, d.updated_at,
+            (extract(epoch from d.updated_at) * 1000000)::bigint::text as dead_at_micros
      from deliveries d
      join messages m on m.id = d.message_id
      join endpoints e on e.id = d.endpoint_id
-     where ${FILTER_SQL} and ($before::bigint is null or d.id < $before::bigint)
-     order by d.id desc limit $limit::integer`,
+     where ${FILTER_SQL}
+       and ($afterMicros::bigint is null
+            or (d.updated_at, d.id) < ('epoch'::timestamptz + $afterMicros::bigint * interval '1 microsecond',
+                                      $afterId::bigint))
+     order by d.updated_at desc, d.id desc limit $limit::integer`,
 );
 
-/** Dead letters newest first, `limit` at a time; `before` is the last page's last delivery id. */
+/**
+ * Dead letters, the newest death first, `limit` at a time; `after` is the position of the
+ * last page's last row.
+ */
 export async function listDeadLetters(
   db: Queryable,
   filter: DeadLetterFilter,
-  page: { limit: number; before?: number | null },
-): Promise<DeadLetter[]> {
+  page: { limit: number; after?: DeadLetterPosition | null },
+): Promise<(DeadLetter & { position: DeadLetterPosition })[]> {
   const { rows } = await db.query(
-    LIST_SQL.query({ ...filterParams(filter), before: page.before ?? null, limit: page.limit }),
+    LIST_SQL.query({
+      ...filterParams(filter),
+      afterMicros: page.after?.deadAtMicros ?? null,
+      afterId: page.after?.deliveryId ?? null,
+      limit: page.limit,
+    }),
   );
   return rows.map((r) => ({
+    position: { deadAtMicros: r.dead_at_micros, deliveryId: Number(r.id) },
     deliveryId: r.id,
     messageId: r.message_id,
     endpointId: r.endpoint_id,
@@ -102,8 +134,9 @@ export interface EndpointDeadLetterAnalysis extends Pattern {
 
 const ANALYZE_SQL = namedSql<FilterParams & { limit: number | null; offset: number }>(
   `with dead as (
-       select d.endpoint_id, d.app_id, d.last_error, d.last_error_kind, d.last_status_code,
-              d.attempt_count, d.updated_at
+       select d.id, d.endpoint_id, d.app_id, d.last_error, d.last_error_kind, d.last_status_code,
+              d.attempt_count, d.updated_at,
+              (d.last_status_code = 410 or d.last_error_kind = '${ErrorKind.gone}') as gone
        from deliveries d where ${FILTER_SQL}
      ),
      windows as (
@@ -122,6 +155,10 @@ const ANALYZE_SQL = namedSql<FilterParams & { limit: number | null; offset: numb
             avg(d.attempt_count)::float8 as avg_attempts,
             (count(*) filter (where d.last_status_code in (401, 403)))::int as credentials,
             (count(*) filter (where d.last_status_code = 429))::int as rate_limited,
+            (count(*) filter (where d.gone))::int as gone,
+            -- the newest death's answer (ties: the later row)
+            (array_agg(d.gone order by d.updated_at desc, d.id desc))[1] as last_gone,
+            (count(*) filter (where d.last_error_kind = '${ErrorKind.timeout}'))::int as timeouts,
             (count(*) filter (where d.last_error_kind = '${ErrorKind.missingField}'))::int as missing_field,
             (count(*) filter (where d.last_error_kind = '${ErrorKind.bodyRule}'))::int as body_rule,
             count(distinct date_trunc('hour', d.updated_at))::int as distinct_hours,
@@ -183,6 +220,9 @@ function analysisOfRow(r: any): EndpointDeadLetterAnalysis {
       count: r.dead_count,
       credentials: r.credentials,
       rateLimited: r.rate_limited,
+      gone: r.gone,
+      lastGone: r.last_gone,
+      timeouts: r.timeouts,
       maxIn15Minutes: r.max_in_15,
       firstAt: r.first_at,
       lastAt: r.last_at,

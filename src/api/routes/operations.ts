@@ -3,7 +3,8 @@
  * sees its app only.
  *   GET  /health/summary?app_id=
  *   GET  /alerts?app_id=
- *   GET  /dead-letters?app_id=&endpoint_id=&status_code=&error_kind=&since=&until=
+ *   GET  /dead-letters?app_id=&endpoint_id=&status_code=&error_kind=&since=&until=&iterator=
+ *        (the newest death first; the iterator is a position, api/dead-letter-iterator.ts)
  *   GET  /dead-letters/analysis?app_id=&endpoint_id=&since=&until=&limit=&iterator=
  *   POST /dead-letters/requeue   { deliveryId | endpointId | since, appId?, includeFailed? }
  *   POST /deliveries/{deliveryId}/cancel
@@ -22,6 +23,7 @@ import {
 import { healthSummary } from "../../ops/health-summary.ts";
 import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../context.ts";
+import { deadLetterIterator, deadLetterPositionOf } from "../dead-letter-iterator.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
 import {
   alertsResponse,
@@ -30,7 +32,7 @@ import {
   healthSummaryResponse,
 } from "../health-responses.ts";
 import { DEFAULT_LIMIT, MAX_LIMIT } from "../pagination.ts";
-import { cursorKeyOf, rowKeyOf } from "../public-id-input.ts";
+import { rowKeyOf } from "../public-id-input.ts";
 import { resolveAnyEndpointId, resolveAppId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
 
@@ -129,25 +131,26 @@ export function registerOperationRoutes(
     async (request) => {
       const q = request.query;
       const limit = q.limit ?? DEFAULT_LIMIT;
-      const before = q.iterator
-        ? await cursorKeyOf(pool, request.principal, "delivery", q.iterator)
+      const after = q.iterator
+        ? await deadLetterPositionOf(pool, request.principal, q.iterator)
         : null;
       const rows = await listDeadLetters(pool, await filterOf(request, q), {
         limit: limit + 1,
-        before,
+        after,
       });
       const ids = await publicIdsOf(pool);
+      const shown = (id: number) => ids.format("delivery", id);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       return {
-        data: page.map((d) => ({
+        data: page.map(({ position: _, ...d }) => ({
           ...d,
-          deliveryId: ids.format("delivery", d.deliveryId),
+          deliveryId: shown(d.deliveryId),
           url: redactor.url(d.url),
           error: d.error === null ? null : redactor.text(d.error),
           deadAt: iso(d.deadAt),
         })),
-        iterator: last ? ids.format("delivery", last.deliveryId) : null,
+        iterator: last ? deadLetterIterator(last.position, shown) : null,
         prevIterator: null,
         done: rows.length <= limit,
       };
