@@ -319,3 +319,91 @@ describe("health, dashboard access, transformations", () => {
     expect([f.status, f.code]).toEqual([404, "not_found"]);
   });
 });
+
+describe("message.expungeContent", () => {
+  test("the payload is gone, the record kept; waiting deliveries are canceled and nothing of it is sent again", async () => {
+    const appId = await newApp(h);
+    const ep = await newEndpoint(h, appId, { url: `${rx.url}/expunge-hook` });
+    const key = `exp-${Date.now().toString(36)}`;
+    const msg = await svix.message.create(
+      appId,
+      { eventType: "x.secret", payload: { card: "4242", note: "oops" }, eventId: key },
+      { idempotencyKey: key },
+    );
+    const { rows: before } = await h.db.pool.query(
+      "select status from deliveries where message_id = $1",
+      [msg.id],
+    );
+    expect(before.map((r) => r.status)).toEqual(["pending"]);
+
+    await expect(svix.message.expungeContent(appId, msg.id)).resolves.toBeUndefined();
+    // the message still lists and reads, its payload as Svix shows an expunged one
+    const got = await svix.message.get(appId, msg.id, { withContent: true });
+    expect(got.payload).toEqual({ expired: true });
+    expect(got.eventType).toBe("x.secret");
+    const listed = await svix.message.list(appId, { withContent: true });
+    expect(listed.data.find((m) => m.id === msg.id)?.payload).toEqual({ expired: true });
+    // the idempotency key replays the same message, without the payload
+    const again = await svix.message.create(
+      appId,
+      { eventType: "x.secret", payload: { card: "4242", note: "oops" }, eventId: key },
+      { idempotencyKey: key },
+    );
+    expect(again.id).toBe(msg.id);
+    expect(JSON.stringify(again.payload)).not.toContain("4242");
+    const { rows } = await h.db.pool.query(
+      `select m.payload, m.expunged_at is not null as expunged, d.status, d.last_error_kind
+       from messages m join deliveries d on d.message_id = m.id where m.id = $1`,
+      [msg.id],
+    );
+    expect(rows).toEqual([
+      { payload: "", expunged: true, status: "canceled", last_error_kind: "expunged" },
+    ]);
+    const stats = await svix.endpoint.getStats(appId, ep.id);
+    expect(stats.canceled).toBe(1);
+
+    // a resend is refused, as in Svix; a repeat expunge is fine
+    const resend = await failure(() => svix.messageAttempt.resend(appId, msg.id, ep.id));
+    expect([resend.status, resend.code]).toEqual([409, "conflict"]);
+    await expect(svix.message.expungeContent(appId, key)).resolves.toBeUndefined();
+
+    // whatever path puts a delivery of it back in the queue, the worker sends nothing: a
+    // dead letter of kind expunged. A live message of the same endpoint goes out meanwhile.
+    await h.db.pool.query(
+      "update deliveries set status = 'pending', next_attempt_at = now() where message_id = $1",
+      [msg.id],
+    );
+    const live = await svix.message.create(appId, { eventType: "x.ok", payload: { ok: 1 } });
+    const worker = h.startWorker();
+    await waitFor(
+      async () =>
+        (await h.db.pool.query("select status from deliveries where message_id = $1", [msg.id]))
+          .rows[0]?.status === "dead_letter",
+      10_000,
+      "the expunged delivery's dead letter",
+    );
+    await waitFor(() => rx.on("/expunge-hook").length === 1, 10_000, "the live delivery");
+    await worker.stop();
+    expect(rx.on("/expunge-hook").map((r) => r.headers["webhook-id"])).toEqual([live.id]);
+    const attempts = await svix.messageAttempt.listByMsg(appId, msg.id);
+    expect(attempts.data.map((a) => a.responseStatusCode)).toEqual([0]);
+    const { rows: dead } = await h.db.pool.query(
+      "select last_error_kind from deliveries where message_id = $1",
+      [msg.id],
+    );
+    expect(dead[0].last_error_kind).toBe("expunged");
+  });
+
+  test("unknown messages are 404; another app's key cannot expunge", async () => {
+    const appId = await newApp(h);
+    await newEndpoint(h, appId);
+    const msg = await svix.message.create(appId, { eventType: "x", payload: { keep: 1 } });
+    const missing = await failure(() => svix.message.expungeContent(appId, "msg_nope"));
+    expect([missing.status, missing.code]).toEqual([404, "not_found"]);
+    const { key } = await createApiKey(h.db.pool, { role: "app", appId: await newApp(h) });
+    const stranger = new Svix(key, { serverUrl: base });
+    expect((await failure(() => stranger.message.expungeContent(appId, msg.id))).status).toBe(404);
+    const got = await svix.message.get(appId, msg.id, { withContent: true });
+    expect(got.payload).toEqual({ keep: 1 });
+  });
+});

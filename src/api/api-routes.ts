@@ -21,6 +21,7 @@ import { registerEndpointRoutes } from "./routes/endpoints.ts";
 import { registerEventTypeRoutes } from "./routes/event-types.ts";
 import { registerHealthRoutes, registerMetricsRoute } from "./routes/health.ts";
 import { registerMaintenanceRoutes } from "./routes/maintenance.ts";
+import { registerMessageContentRoute } from "./routes/message-content.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
 import { registerPortalAccessRoutes, registerPortalLogout } from "./routes/portal-access.ts";
@@ -70,6 +71,7 @@ export async function registerApiRoutes(
       registerEndpointStatsRoute(api, ctx);
       registerEndpointTransformationRoutes(api, ctx);
       registerDashboardAccessRoute(api, ctx);
+      registerMessageContentRoute(api, ctx);
     },
     { prefix: "/api/v1" },
   );

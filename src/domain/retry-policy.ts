@@ -34,6 +34,8 @@ export const ErrorKind = {
   missingField: "missing_field",
   /** a 2xx whose body broke the endpoint's success rule */
   bodyRule: "body_rule",
+  /** the message's payload was expunged (docs/delivery.md, Expunged messages): nothing is sent */
+  expunged: "expunged",
 } as const;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 

@@ -147,6 +147,7 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ],
   // messages and attempts
   ["GET HEAD", `${V1}/app/:appId/msg`, { kind: "app" }],
+  ["DELETE", `${V1}/app/:appId/msg/:msgId/content`, { kind: "app" }],
   [
     "POST",
     `${V1}/app/:appId/msg`,

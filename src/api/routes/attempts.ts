@@ -14,6 +14,7 @@ import {
   listMessageDeliveries,
   resendDelivery,
 } from "../../db/queries/deliveries.ts";
+import { isExpunged } from "../../domain/expunged-payload.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import type { PublicIds } from "../../ids-public.ts";
 import { publicIdsOf } from "../../ids-public-key.ts";
@@ -292,6 +293,9 @@ export function registerAttemptRoutes(
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const msg = await findMessageOr404(pool, appId, request.params.msgId);
       const endpointId = await resolveEndpointId(pool, appId, request.params.endpointId);
+      // as in Svix: an expunged message's content is gone, so it cannot be sent again
+      if (isExpunged(msg.payload))
+        throw conflict("the message's payload was expunged: it cannot be resent");
       const resent = await resendDelivery(pool, msg.id, endpointId, config.delivery.maxAttempts);
       if (!resent)
         throw conflict(

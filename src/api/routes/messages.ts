@@ -7,6 +7,7 @@ import {
   listMessages,
   type MessageRow,
 } from "../../db/queries/messages.ts";
+import { EXPUNGED_PAYLOAD_SHOWN, isExpunged } from "../../domain/expunged-payload.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../context.ts";
@@ -83,7 +84,10 @@ export function messageOut(r: MessageRow, slots: RawSlots, withContent: boolean)
     channels: r.channels,
     tags: r.tags,
     timestamp: iso(r.created_at),
-    payload: withContent ? slots.raw(r.payload) : {},
+    // an expunged message (routes/message-content.ts) shows Svix's {"expired": true}
+    payload: withContent
+      ? slots.raw(isExpunged(r.payload) ? EXPUNGED_PAYLOAD_SHOWN : r.payload)
+      : {},
   };
 }
 

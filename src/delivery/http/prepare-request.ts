@@ -11,8 +11,10 @@
  * Nothing is sent when a secret or URL token cannot be opened (sealed under a key this
  * process lacks: a retried failure of kind `signing`), or when the payload lacks a field the
  * template needs (a dead letter of kind `missing_field`, unless the endpoint renders missing
- * fields empty): those are attempt outcomes of their own (docs/delivery.md, What is retried).
+ * fields empty), or when the message's payload was expunged (a dead letter of kind
+ * `expunged`): those are attempt outcomes of their own (docs/delivery.md, What is retried).
  */
+import { isExpunged } from "../../domain/expunged-payload.ts";
 import { ErrorKind, Verdict } from "../../domain/retry-policy.ts";
 import type { Logger } from "../../logger.ts";
 import type { SecretBox } from "../../security/secret-box.ts";
@@ -89,6 +91,11 @@ export function makeRequestPreparer(deps: {
 
   return {
     prepare(claim, nowMs = Date.now()) {
+      // an expunged message's content is gone: a delivery of it (a retry, a resend, a
+      // requeue, a replay) is never sent, whatever path brought it here
+      if (isExpunged(claim.payload)) {
+        return notSent(ErrorKind.expunged, "the message's payload was expunged; nothing was sent");
+      }
       const timestamp = Math.floor(nowMs / 1000);
       let keys: SigningKey[];
       let token: string | null = null;
