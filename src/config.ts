@@ -100,6 +100,12 @@ export interface WorkerConfig {
    * transaction pooler and no direct URL), if shorter than pollIntervalMs. Default 250.
    */
   pooledPollIntervalMs: number;
+  /**
+   * replayRatePerSecond: the pace of a background replay (recover, replay-missing, bulk
+   * replay) whose caller set none, for an endpoint without a rate limit of its own
+   * (docs/recovery.md). Default 50.
+   */
+  replayRatePerSecond: number;
 }
 
 export interface Config {
@@ -386,6 +392,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       heartbeatStaleMs: int("HOOKRELAY_HEARTBEAT_STALE_MS", 10_000, 500),
       livenessJudgeAfterMs: int("HOOKRELAY_LIVENESS_JUDGE_AFTER_MS", 3_000, 0),
       pooledPollIntervalMs: int("HOOKRELAY_POOLED_POLL_INTERVAL_MS", 250, 1),
+      replayRatePerSecond: int("HOOKRELAY_REPLAY_RATE_PER_SECOND", 50, 1),
     },
   };
   const merged: Config = {

@@ -29,6 +29,12 @@ export const ERROR_CODES = {
   not_supported: "a Svix feature hookrelay does not have (transformations)",
   internal_error: "anything unexpected",
   database_unavailable: "the database cannot be reached right now",
+  since_in_future: "a replay window that starts after now",
+  until_before_since: "a replay window that ends before (or when) it starts",
+  window_beyond_retention: "a replay window that starts before the payload retention",
+  unknown_event_type: "an event type filter naming a type hookrelay has never seen",
+  unknown_status: "a delivery status filter naming no status a replay can select",
+  replay_in_progress: "a replay of the endpoint over an overlapping window is running",
   // ------------------------------------------------------------ thrown in-process
   invalid_config: "a setting, option or flag is missing or malformed",
   database_error: "the database refused or failed an operation hookrelay needs",

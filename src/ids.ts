@@ -15,6 +15,8 @@ export const ID_PREFIX = {
   message: "msg_",
   apiKey: "key_",
   portalToken: "ptok_",
+  /** a background task (Svix's QueueBackgroundTask id) */
+  backgroundTask: "qtask_",
 } as const;
 
 let lastMs = 0;

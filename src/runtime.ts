@@ -2,9 +2,9 @@
  * Wires the long-lived parts of a hookrelay process, the one place that builds them (one
  * redactor, secret box and SSRF guard per process, handed to whoever needs them), and
  * stops them in order: stop intake (HTTP), write the messages it accepted (the enqueue
- * batcher), drain the worker, release its liveness lock (only once its results are written:
- * docs/worker-liveness.md), close the listener and maintenance, end the pool, stop the
- * embedded database. `start` and `stop` are safe to call twice.
+ * batcher), stop the replay runner, drain the worker, release its liveness lock (only once
+ * its results are written: docs/worker-liveness.md), close the listener and maintenance,
+ * end the pool, stop the embedded database. `start` and `stop` are safe to call twice.
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import { ensureFirstAdminKey, makeAuthenticator, makeKeyChecker } from "./api/auth.ts";
@@ -39,6 +39,7 @@ import {
 } from "./ops/maintenance.ts";
 import { makeMetrics } from "./ops/metrics.ts";
 import { ensureOperationalEndpoint } from "./ops/operational-webhook.ts";
+import { makeReplayRunner, type ReplayRunner } from "./ops/replay-runner.ts";
 import { purgeExpired } from "./ops/retention.ts";
 import { type EnqueueBatcher, makeEnqueueBatcher } from "./queue/enqueue-batcher.ts";
 import { purgeOldHeartbeats } from "./queue/worker-heartbeat.ts";
@@ -224,6 +225,7 @@ export async function startRuntime(
   let liveness: Liveness | null = null;
   let listener: WorkListener | null = null;
   let maintenance: Maintenance | null = null;
+  let replays: ReplayRunner | null = null;
   let sessionBound: SessionBound | null = null;
   let sender: ReturnType<typeof makeHttpSender> | null = null;
   let metricsServer: FastifyInstance | null = null;
@@ -234,6 +236,8 @@ export async function startRuntime(
     // after the API: requests still running have handed it their messages
     await batcher?.stop();
     await metricsServer?.close();
+    // before the worker: a batch under way ends, and its tasks are given up for another
+    await replays?.stop();
     await worker?.stop();
     await liveness?.stop();
     await listener?.stop();
@@ -365,6 +369,13 @@ export async function startRuntime(
         ),
       });
       maintenance.start();
+      // background tasks (recover, replay-missing, bulk replay: docs/recovery.md)
+      replays = makeReplayRunner({
+        pool,
+        logger: logger.child({ component: "replays" }),
+        defaultMaxAttempts: config.delivery.maxAttempts,
+      });
+      replays.start();
     }
     return {
       apiUrl,

@@ -12,6 +12,7 @@ import { makeKeyRateLimiter } from "./key-rate-limit.ts";
 import { registerApiKeyRoutes } from "./routes/api-keys.ts";
 import { registerApplicationRoutes } from "./routes/applications.ts";
 import { registerAttemptRoutes } from "./routes/attempts.ts";
+import { registerBackgroundTaskRoutes } from "./routes/background-tasks.ts";
 import { registerDashboardAccessRoute } from "./routes/dashboard-access.ts";
 import { registerEndpointHeaderRoutes } from "./routes/endpoint-headers.ts";
 import { registerEndpointHealthRoutes } from "./routes/endpoint-health.ts";
@@ -66,6 +67,7 @@ export async function registerApiRoutes(
       registerPortalAccessRoutes(api, ctx);
       registerSendExampleRoute(api, ctx);
       registerStatsRoutes(api, ctx);
+      registerBackgroundTaskRoutes(api, ctx);
       // the svix client's everyday endpoint calls (README.md, Using the svix client)
       registerEndpointHeaderRoutes(api, ctx);
       registerEndpointStatsRoute(api, ctx);

@@ -31,6 +31,15 @@ export const API_ERRORS = {
   internal_error: 500,
   /** the database cannot be reached right now (restart, failover); Retry-After says when to retry */
   database_unavailable: 503,
+  /** a replay window (docs/recovery.md) that starts in the future */
+  since_in_future: 422,
+  until_before_since: 422,
+  /** older than HOOKRELAY_RETENTION_PAYLOAD_MS: those messages are gone */
+  window_beyond_retention: 422,
+  unknown_event_type: 422,
+  unknown_status: 422,
+  /** a running replay of the same endpoint overlaps the window */
+  replay_in_progress: 409,
 } as const satisfies { [code in ErrorCode]?: number };
 
 export type ApiErrorCode = keyof typeof API_ERRORS;

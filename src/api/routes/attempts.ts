@@ -57,11 +57,14 @@ const attemptOut = (redactor: Redactor, ids: PublicIds) => (r: AttemptRow) => ({
   responseDurationMs: r.latency_ms,
   status: r.outcome === "success" ? MessageStatus.success : MessageStatus.fail,
   statusText: r.outcome === "success" ? "success" : "fail",
-  triggerType: r.trigger === "manual" ? 1 : 0,
+  // Svix's MessageAttemptTriggerType: a resend, requeue or replay (docs/recovery.md) is manual
+  triggerType: r.trigger === "manual" || r.trigger === "replay" ? 1 : 0,
   timestamp: iso(r.started_at),
   attemptNumber: r.attempt_number,
   errorKind: r.error_kind,
   error: r.error === null ? null : redactor.text(r.error),
+  /** hookrelay's own: 'scheduled', 'manual' (resend, requeue) or 'replay' (a background task) */
+  trigger: r.trigger,
 });
 
 const str = { type: "string", minLength: 1, maxLength: 256 } as const;

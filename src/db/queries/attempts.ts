@@ -8,7 +8,7 @@ export interface AttemptRow {
   endpoint_id: string;
   url: string;
   attempt_number: number;
-  /** 'scheduled' or 'manual' (resend, requeue) */
+  /** 'scheduled', 'manual' (resend, requeue) or 'replay' (a background task, docs/recovery.md) */
   trigger: string;
   started_at: Date;
   latency_ms: number;

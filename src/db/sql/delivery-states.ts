@@ -73,13 +73,21 @@ export const CANCELABLE = `('pending', 'failed')`;
 /** cancel: pending | failed → canceled. */
 export const cancelSet = "status = 'canceled', updated_at = now()";
 
+/** What set a row going again: an operator's requeue or resend, or a replay task. */
+export type RequeueTrigger = "manual" | "replay";
+
 /**
- * requeue (and resend): any row not in flight → pending with a fresh attempt budget, the
- * same message id, triggered by hand. `maxAttempts` and `dueAt` are SQL expressions (a
- * paced requeue spreads `dueAt` out).
+ * requeue (and resend, and replay): any row not in flight → pending with a fresh attempt
+ * budget, the same message id, marked with its trigger ('manual' by default; a background
+ * task's replay is 'replay', docs/recovery.md). `maxAttempts` and `dueAt` are SQL
+ * expressions (a paced requeue spreads `dueAt` out).
  */
-export function requeueSet(e: { maxAttempts: string; dueAt: string }): string {
+export function requeueSet(e: {
+  maxAttempts: string;
+  dueAt: string;
+  trigger?: RequeueTrigger;
+}): string {
   return `status = 'pending', attempt_count = 0, max_attempts = ${e.maxAttempts},
-      next_attempt_at = ${e.dueAt}, trigger = 'manual',
+      next_attempt_at = ${e.dueAt}, trigger = '${e.trigger ?? "manual"}',
       ${LEASE_CLEARED}, updated_at = now()`;
 }
