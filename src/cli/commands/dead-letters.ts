@@ -1,6 +1,7 @@
 /** dlq list | analyze | requeue: dead letters, read and handed back to the queue. */
 import { type Command, InvalidArgumentError } from "commander";
 import { intArg, qs, timeArg } from "../args.ts";
+import { cliIo } from "../io.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
 
@@ -28,7 +29,7 @@ const filterQs = (o: DlqFilter) => ({
 const withFilters = (c: Command) =>
   c
     .option("--app <app>", "application id or uid")
-    .option("--endpoint <endpoint>", "endpoint id")
+    .option("--endpoint <endpoint>", "endpoint id or uid")
     .option("--status-code <code>", "last HTTP status", intArg)
     .option("--error-kind <kind>", "e.g. timeout, credentials, http")
     .option("--since <time>", "ISO time or age (30m, 2h, 7d)", timeArg)
@@ -115,7 +116,7 @@ export function registerDeadLetterCommands(program: Command): void {
     "requeue dead letters (fresh attempt budget, same message id), endpoint by endpoint",
   )
     .option("--delivery <id>", "one delivery: its id (dlv_...) or its number from a log")
-    .option("--endpoint <endpoint>", "every dead letter of this endpoint")
+    .option("--endpoint <endpoint>", "every dead letter of this endpoint (id or uid)")
     .option("--since <time>", "everything that died since (ISO time or age: 2h, 7d)", timeArg)
     .option("--app <app>", "only this application")
     .option("--include-failed", "also deliveries waiting for a retry")
@@ -165,7 +166,7 @@ export function registerDeadLetterCommands(program: Command): void {
           });
           total += r.requeued;
           if (!o.json)
-            process.stderr.write(
+            cliIo().stderr.write(
               `[${i + 1}/${endpoints.length}] ${endpointId}: requeued ${r.requeued} (total ${total})\n`,
             );
         }
