@@ -1,7 +1,6 @@
 /** dlq list | analyze | requeue: dead letters, read and handed back to the queue. */
 import { type Command, InvalidArgumentError } from "commander";
 import { intArg, qs, timeArg } from "../args.ts";
-import { cliIo } from "../io.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
 
@@ -166,7 +165,7 @@ export function registerDeadLetterCommands(program: Command): void {
           });
           total += r.requeued;
           if (!o.json)
-            cliIo().stderr.write(
+            process.stderr.write(
               `[${i + 1}/${endpoints.length}] ${endpointId}: requeued ${r.requeued} (total ${total})\n`,
             );
         }
