@@ -185,6 +185,27 @@ describe.concurrent("commands that take an endpoint", { timeout: 150_000 }, () =
           throw new Error(show(r));
       },
     },
+    "endpoint recover --dry-run": {
+      args: (a, e) => ["endpoint", "recover", a, e, "--since", "1h", "--dry-run"],
+      check: (r) => {
+        if (!/^\S+ endpoint\.recover finished: dry run: 2 would be sent\n$/.test(r.stdout))
+          throw new Error(show(r));
+      },
+    },
+    "endpoint replay-missing --dry-run": {
+      args: (a, e) => ["endpoint", "replay-missing", a, e, "--since", "1h", "--dry-run"],
+      check: (r) => {
+        if (!/^\S+ endpoint\.replay finished: dry run: 0 would be sent\n$/.test(r.stdout))
+          throw new Error(show(r));
+      },
+    },
+    "endpoint bulk-replay --dry-run": {
+      args: (a, e) => ["endpoint", "bulk-replay", a, e, "--since", "1h", "--dry-run"],
+      check: (r) => {
+        if (!/^\S+ endpoint\.bulk-replay finished: dry run: 2 would be sent\n$/.test(r.stdout))
+          throw new Error(show(r));
+      },
+    },
     "dlq requeue --endpoint --app": {
       args: (a, e) => ["dlq", "requeue", "--endpoint", e, "--app", a],
       check: async (r, f) => {
