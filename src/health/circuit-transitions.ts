@@ -35,6 +35,7 @@
 import type { HealthConfig } from "../config.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { NOW_SQL } from "../db/sql/clock.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 
 export const CircuitState = { closed: "closed", open: "open", halfOpen: "half_open" } as const;
@@ -48,8 +49,8 @@ export type CircuitState = (typeof CircuitState)[keyof typeof CircuitState];
  */
 export const admitsClaimSql = (h: string) =>
   `(${h}.circuit_state = 'closed'
-         or (${h}.circuit_state = 'open' and ${h}.open_until <= now())
-         or (${h}.circuit_state = 'half_open' and ${h}.probe_until <= now()))`;
+         or (${h}.circuit_state = 'open' and ${h}.open_until <= ${NOW_SQL})
+         or (${h}.circuit_state = 'half_open' and ${h}.probe_until <= ${NOW_SQL}))`;
 
 /** The rows a claim may take from an endpoint: its free room if closed, else the one probe. */
 export const claimRoomSql = (h: string, freeRoom: string) =>
@@ -84,7 +85,7 @@ export const probeStartedEventsSql = (rel: string, endpointId: string, before: s
  * next claim may probe again at once (`ids`: an SQL bigint[] of the rows handed back).
  */
 export const probeReleasedSet = (h: string, ids: string) =>
-  `probe_until = case when ${h}.probe_delivery_id = any (${ids}) then now() else ${h}.probe_until end`;
+  `probe_until = case when ${h}.probe_delivery_id = any (${ids}) then ${NOW_SQL} else ${h}.probe_until end`;
 
 // --- result write: closed → open, half_open → closed | open --------------------------
 
@@ -160,7 +161,7 @@ changed as (
       last_success_at = greatest(h.last_success_at, i.last_ok_at),
       last_failure_at = greatest(h.last_failure_at, i.last_fail_at),
       paused_until = case when i.pause_ms is null then h.paused_until
-                          else greatest(coalesce(h.paused_until, now()), now() + i.pause_ms * interval '1 millisecond') end,
+                          else greatest(coalesce(h.paused_until, ${NOW_SQL}), ${NOW_SQL} + i.pause_ms * interval '1 millisecond') end,
       circuit_state = n.to_state,
       cooldown_ms = case
         when n.to_state = n.circuit_state then h.cooldown_ms
@@ -168,14 +169,14 @@ changed as (
         when n.circuit_state = 'half_open'
           then least(greatest($cooldownCapMs::integer, n.base_cooldown), n.cooldown * 2)
         else n.cooldown end,
-      opened_at = case when n.to_state = 'open' and n.circuit_state <> 'open' then now() else h.opened_at end,
+      opened_at = case when n.to_state = 'open' and n.circuit_state <> 'open' then ${NOW_SQL} else h.opened_at end,
       open_until = case
         when n.to_state = n.circuit_state then h.open_until
         when n.to_state = 'closed' then null
         when n.circuit_state = 'half_open'
-          then now() + least(greatest($cooldownCapMs::integer, n.base_cooldown), n.cooldown * 2)
+          then ${NOW_SQL} + least(greatest($cooldownCapMs::integer, n.base_cooldown), n.cooldown * 2)
                        * interval '1 millisecond'
-        else now() + n.cooldown * interval '1 millisecond' end,
+        else ${NOW_SQL} + n.cooldown * interval '1 millisecond' end,
       probe_delivery_id = case when n.to_state <> n.circuit_state then null else h.probe_delivery_id end,
       probe_until = case when n.to_state <> n.circuit_state then null else h.probe_until end
   from i join nxt n on n.endpoint_id = i.endpoint_id

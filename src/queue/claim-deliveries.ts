@@ -5,6 +5,7 @@
  */
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { NOW_SQL, type NowParam } from "../db/sql/clock.ts";
 import { claimSet } from "../db/sql/delivery-states.ts";
 import type { OutboundDelivery } from "../delivery/transport.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
@@ -30,6 +31,8 @@ export interface ClaimOptions {
   defaultTimeoutMs: number;
   /** lease = endpoint timeout + leaseMarginMs */
   leaseMarginMs: number;
+  /** the claim's "now" (db/sql/clock.ts); null or absent: the database's now() */
+  now?: Date | null;
 }
 
 /**
@@ -86,9 +89,9 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // caller's transaction the setting would cover that transaction's commit too.
 /** A lease runs for the endpoint's timeout plus the margin. */
 const leaseFor = (timeoutMs: string) =>
-  `now() + (${timeoutMs} + $leaseMarginMs::int) * interval '1 millisecond'`;
+  `${NOW_SQL} + (${timeoutMs} + $leaseMarginMs::int) * interval '1 millisecond'`;
 
-const CLAIM_SQL = namedSql<ClaimOptions>(
+const CLAIM_SQL = namedSql<Omit<ClaimOptions, "now"> & NowParam>(
   `
 with no_flush_wait as (
   select set_config('synchronous_commit', 'off', true)
@@ -102,14 +105,14 @@ ready as (
   from endpoint_health h
   join endpoints e on e.id = h.endpoint_id
   where not e.disabled
-    and (h.paused_until is null or h.paused_until <= now())
+    and (h.paused_until is null or h.paused_until <= ${NOW_SQL})
     and h.in_flight < ${effectiveSql("e", "maxInFlight")}
     and ${admitsClaimSql("h")}
     and exists (
       select 1 from deliveries d
       where d.endpoint_id = h.endpoint_id
         and d.queued
-        and d.next_attempt_at <= now()
+        and d.next_attempt_at <= ${NOW_SQL}
         and d.status <> 'in_flight')
   order by h.endpoint_id
   for update of h
@@ -119,13 +122,13 @@ budget as (
          -- each bucket refills continuously up to its capacity (= its limit: the burst)
          least(r.rate_per_second::float8,
                coalesce(r.tokens_second, r.rate_per_second)
-                 + extract(epoch from now() - coalesce(r.tokens_at, now())) * r.rate_per_second) as ts,
+                 + extract(epoch from ${NOW_SQL} - coalesce(r.tokens_at, ${NOW_SQL})) * r.rate_per_second) as ts,
          least(r.rate_per_minute::float8,
                coalesce(r.tokens_minute, r.rate_per_minute)
-                 + extract(epoch from now() - coalesce(r.tokens_at, now())) * r.rate_per_minute / 60.0) as tm,
+                 + extract(epoch from ${NOW_SQL} - coalesce(r.tokens_at, ${NOW_SQL})) * r.rate_per_minute / 60.0) as tm,
          least(r.rate_per_hour::float8,
                coalesce(r.tokens_hour, r.rate_per_hour)
-                 + extract(epoch from now() - coalesce(r.tokens_at, now())) * r.rate_per_hour / 3600.0) as th
+                 + extract(epoch from ${NOW_SQL} - coalesce(r.tokens_at, ${NOW_SQL})) * r.rate_per_hour / 3600.0) as th
   from ready r
 ),
 room as (
@@ -143,7 +146,7 @@ picked as (
     from deliveries d
     where d.endpoint_id = r.endpoint_id
       and d.queued
-      and d.next_attempt_at <= now()
+      and d.next_attempt_at <= ${NOW_SQL}
       and d.status <> 'in_flight'
     order by d.next_attempt_at
     limit greatest(r.room, 0)
@@ -184,7 +187,7 @@ health as (
       tokens_second = r.ts - t.n,
       tokens_minute = r.tm - t.n,
       tokens_hour = r.th - t.n,
-      tokens_at = now(),
+      tokens_at = ${NOW_SQL},
       ${probeStartSet({
         h: "h",
         before: "r.circuit_state",
@@ -204,7 +207,7 @@ signing as (
   select s.endpoint_id, array_agg(s.secret order by s.id desc) as secrets
   from endpoint_secrets s
   where s.endpoint_id in (select endpoint_id from claimed)
-    and (s.expires_at is null or s.expires_at > now())
+    and (s.expires_at is null or s.expires_at > ${NOW_SQL})
   group by s.endpoint_id
 )
 -- "offset 0" keeps each lookup a per-row index probe: flattened into a join, the planner
@@ -242,6 +245,7 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
       defaultMaxInFlight: o.defaultMaxInFlight,
       defaultTimeoutMs: o.defaultTimeoutMs,
       leaseMarginMs: o.leaseMarginMs,
+      now: o.now ?? null,
     }),
   );
   return rows.map((r) => ({

@@ -26,6 +26,7 @@ import type { HealthConfig } from "../config.ts";
 import { plainArray, textArray, timestampArray } from "../db/array-literal.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { NOW_SQL, type NowParam } from "../db/sql/clock.ts";
 import { attemptSet, heldBy } from "../db/sql/delivery-states.ts";
 import { storableText } from "../db/storable-text.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
@@ -75,7 +76,7 @@ export interface DeliveryResult {
 }
 
 /** Every array is a PostgreSQL array literal (src/db/array-literal.ts), one element per row. */
-interface RecordParams extends CircuitSettings {
+interface RecordParams extends CircuitSettings, NowParam {
   // one element per result
   ids: string;
   tokens: string;
@@ -182,7 +183,7 @@ ${outcomeTransitionsSql},
 -- (rows locked in id order: two writers disabling overlapping sets cannot deadlock).
 gone as (
   update endpoints e
-  set disabled = true, disabled_reason = 'gone', updated_at = now()
+  set disabled = true, disabled_reason = 'gone', updated_at = ${NOW_SQL}
   from unnest($goneEndpointIds::text[], $goneMsgIds::text[], $goneAts::timestamptz[])
     as g(id, op_msg_id, fail_since)
   where e.id = g.id and e.id in (
@@ -205,6 +206,8 @@ export async function recordResults(
   results: DeliveryResult[],
   health: HealthConfig,
   operational: OperationalTarget | null = null,
+  /** the write's "now" (db/sql/clock.ts): retry due times, circuit cooldowns, pauses */
+  now: Date | null = null,
 ): Promise<number> {
   if (results.length === 0) return 0;
   const gone = new Map<string, Date>();
@@ -252,6 +255,7 @@ export async function recordResults(
       opMsgIds: textArray(col((r) => eventId(Boolean(r.operationalEvent)))),
       opAppId: operational?.appId ?? null,
       opMaxAttempts: operational?.defaultMaxAttempts ?? 1,
+      now,
     }),
   );
   return rows[0].changed;

@@ -14,6 +14,7 @@
  */
 import { namedSql } from "../db/named-sql.ts";
 import { type Pool, type PoolClient, type Queryable, withTransaction } from "../db/pool.ts";
+import { NOW_SQL } from "../db/sql/clock.ts";
 import { handBackSet, heldBy } from "../db/sql/delivery-states.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { probeReleasedSet } from "../health/circuit-transitions.ts";
@@ -24,14 +25,21 @@ export interface Claim {
   claimToken: string;
 }
 
-/** Releases a worker's own claimed rows; their claims rows go with them. */
-export async function releaseDeliveries(pool: Pool, claims: Claim[]): Promise<number> {
+/**
+ * Releases a worker's own claimed rows; their claims rows go with them. `now`: the
+ * statements' clock (db/sql/clock.ts), null for the database's.
+ */
+export async function releaseDeliveries(
+  pool: Pool,
+  claims: Claim[],
+  now: Date | null = null,
+): Promise<number> {
   if (claims.length === 0) return 0;
   return withTransaction(pool, async (client) => {
     await client.query("delete from claims where token = any ($1::uuid[])", [
       [...new Set(claims.map((c) => c.claimToken))],
     ]);
-    return handBack(client, claims);
+    return handBack(client, claims, now);
   });
 }
 
@@ -50,6 +58,8 @@ export interface LostClaimsOptions {
    * Default 10_000.
    */
   heartbeatStaleMs?: number;
+  /** the check's "now" (db/sql/clock.ts): leases and heartbeats are old against it */
+  now?: Date | null;
 }
 
 // One statement (a round trip per poll interval, whatever the number of claims):
@@ -76,6 +86,7 @@ export interface LostClaimsOptions {
 //          (probeReleasedSet), the health rows locked in id order like every other writer.
 // wake     One NOTIFY at commit when anything came back: idle workers claim it at once.
 const LOST_CLAIMS_SQL = namedSql<{
+  now: Date | null;
   limit: number;
   checkOwners: boolean;
   lockClass: number;
@@ -92,7 +103,7 @@ beating as materialized (
 stale as materialized (
   select worker_lock from worker_heartbeats
   where worker_lock in (select worker_lock from beating)
-    and beat_at < now() - $staleMs::integer * interval '1 millisecond'
+    and beat_at < ${NOW_SQL} - $staleMs::integer * interval '1 millisecond'
   for update skip locked
 ),
 freed as materialized (
@@ -107,7 +118,7 @@ dead as (
 lost as (
   delete from claims
   where token in (select token from claims
-                  where lease_expires_at <= now() or worker_lock in (select worker_lock from dead)
+                  where lease_expires_at <= ${NOW_SQL} or worker_lock in (select worker_lock from dead)
                   order by lease_expires_at
                   limit $limit::int
                   for update skip locked)
@@ -159,12 +170,13 @@ export async function releaseLostClaims(
       checkOwners: options.checkOwners,
       lockClass: WORKER_LOCK_CLASS,
       staleMs: options.heartbeatStaleMs ?? 10_000,
+      now: options.now ?? null,
     }),
   );
   return rows[0].released;
 }
 
-const HAND_BACK_SQL = namedSql<{ ids: (number | string)[]; tokens: string[] }>(`
+const HAND_BACK_SQL = namedSql<{ ids: (number | string)[]; tokens: string[]; now: Date | null }>(`
 update deliveries d
 set ${handBackSet("d")}
 from unnest($ids::bigint[], $tokens::uuid[]) as r(id, token)
@@ -172,7 +184,12 @@ where d.id = r.id and ${heldBy("d", "r.token")}
 returning d.id, d.endpoint_id`);
 
 // Frees the in-flight slots; rows locked in id order like every other health writer.
-const FREE_SLOTS_SQL = namedSql<{ endpointIds: string[]; counts: number[]; rowIds: number[] }>(`
+const FREE_SLOTS_SQL = namedSql<{
+  endpointIds: string[];
+  counts: number[];
+  rowIds: number[];
+  now: Date | null;
+}>(`
 update endpoint_health h
 set in_flight = greatest(h.in_flight - r.n, 0),
     ${probeReleasedSet("h", "$rowIds::bigint[]")}
@@ -181,11 +198,12 @@ where h.endpoint_id = r.endpoint_id
   and h.endpoint_id in (select endpoint_id from endpoint_health where endpoint_id = any ($endpointIds::text[])
                         order by endpoint_id for update)`);
 
-async function handBack(client: PoolClient, claims: Claim[]): Promise<number> {
+async function handBack(client: PoolClient, claims: Claim[], now: Date | null): Promise<number> {
   const { rows } = await client.query(
     HAND_BACK_SQL.query({
       ids: claims.map((c) => c.deliveryId),
       tokens: claims.map((c) => c.claimToken),
+      now,
     }),
   );
   if (rows.length === 0) return 0;
@@ -197,6 +215,7 @@ async function handBack(client: PoolClient, claims: Claim[]): Promise<number> {
       endpointIds: ids,
       counts: ids.map((id) => perEndpoint.get(id) ?? 0),
       rowIds: rows.map((r) => r.id),
+      now,
     }),
   );
   return rows.length;

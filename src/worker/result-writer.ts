@@ -16,6 +16,7 @@
  */
 import type { HealthConfig } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
+import { DATABASE_CLOCK, type SqlClock } from "../db/sql/clock.ts";
 import { asciiText } from "../db/storable-text.ts";
 import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { isWorthRetryingWhole, UnwrittenRowsError, writeIsolating } from "../db/write-isolating.ts";
@@ -55,8 +56,13 @@ export function makeResultWriter(options: {
   retry?: { baseMs?: number; capMs?: number };
   /** monotonic clock in ms (tests) */
   now?: () => number;
+  /** the write's "now" in SQL (db/sql/clock.ts); default the database's now() */
+  sqlClock?: SqlClock;
 }): ResultWriter {
   const now = options.now ?? (() => performance.now());
+  const sqlClock = options.sqlClock ?? DATABASE_CLOCK;
+  const write = (results: DeliveryResult[]) =>
+    recordResults(options.pool, results, options.health, options.operational ?? null, sqlClock());
   const backoff = makeBackoff(options.retry);
   let queue: Queued[] = [];
   let timer: NodeJS.Timeout | null = null;
@@ -85,7 +91,7 @@ export function makeResultWriter(options: {
       "a result could not be written as it was; writing it in a safe form",
     );
     try {
-      await recordResults(options.pool, [safe], options.health, options.operational ?? null);
+      await write([safe]);
       poisoned++;
     } catch (again) {
       if (isWorthRetryingWhole(again)) throw again;
@@ -107,7 +113,7 @@ export function makeResultWriter(options: {
         batch,
         async (rows) => {
           const results = rows.map((q) => q.result);
-          await recordResults(options.pool, results, options.health, options.operational ?? null);
+          await write(results);
           written.push(...results);
         },
         (q, err) => writeSafeForm(q.result, err),

@@ -26,6 +26,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
+import { DATABASE_CLOCK, type SqlClock } from "../db/sql/clock.ts";
 import { makeHttpTransport } from "../delivery/http/http-transport.ts";
 import type { HttpSender } from "../delivery/http-sender.ts";
 import type { TransportRegistry } from "../delivery/transport.ts";
@@ -77,6 +78,12 @@ export interface WorkerOptions {
    * worker. Without one (in-process tests) claims come back only by their lease.
    */
   liveness?: Liveness;
+  /**
+   * The time its statements take as "now" (claims, result writes, hand-backs:
+   * db/sql/clock.ts). Default the database's now(); tests move it forward instead of
+   * sleeping.
+   */
+  clock?: SqlClock;
 }
 
 export function makeWorker(options: WorkerOptions): Worker {
@@ -84,6 +91,7 @@ export function makeWorker(options: WorkerOptions): Worker {
   const { worker: cfg, delivery: defaults } = options.config;
   const telemetry = options.telemetry ?? NO_TELEMETRY;
   const operational = options.operational ?? null;
+  const clock = options.clock ?? DATABASE_CLOCK;
   const id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const transports: TransportRegistry = {
     http: makeHttpTransport({
@@ -101,6 +109,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     flushIntervalMs: cfg.flushIntervalMs,
     health: options.config.health,
     operational,
+    sqlClock: clock,
     onWritten: (batch) => {
       telemetry.written(batch);
       // Written results free in-flight room in the database: claim again.
@@ -138,13 +147,18 @@ export function makeWorker(options: WorkerOptions): Worker {
         defaultMaxInFlight: defaults.maxInFlight,
         defaultTimeoutMs: defaults.timeoutMs,
         leaseMarginMs: cfg.leaseMarginMs,
+        now: clock(),
       });
       if (claims.length > 0) telemetry.claimed(claims.length);
       pipeline.start(claims, token, claimedAt);
       return claims.length;
     },
     releaseLost: (checkOwners) =>
-      releaseLostClaims(pool, { checkOwners, heartbeatStaleMs: cfg.heartbeatStaleMs }),
+      releaseLostClaims(pool, {
+        checkOwners,
+        heartbeatStaleMs: cfg.heartbeatStaleMs,
+        now: clock(),
+      }),
     ...(liveness && {
       liveness: {
         get held() {
@@ -167,7 +181,7 @@ export function makeWorker(options: WorkerOptions): Worker {
         stopClaims: () => loop.stop(),
         pipeline,
         writer,
-        release: (rows) => releaseDeliveries(pool, rows),
+        release: (rows) => releaseDeliveries(pool, rows, clock()),
         shutdownTimeoutMs: cfg.shutdownTimeoutMs,
         logger,
       });

@@ -7,6 +7,8 @@
  * expressions it is given, so each statement decides where the values come from.
  */
 
+import { NOW_SQL } from "./clock.ts";
+
 /**
  * Since when an undelivered row has been waiting, as SQL over a `deliveries` row (alias
  * given): a pending row waits from when it became due (a scheduled send or a paced requeue
@@ -43,16 +45,16 @@ export function attemptSet(d: string, r: string): string {
   return `status = ${r}.status,
       attempt_count = ${d}.attempt_count + 1,
       next_attempt_at = case when ${r}.status = 'failed'
-                             then now() + ${r}.delay_ms * interval '1 millisecond'
+                             then ${NOW_SQL} + ${r}.delay_ms * interval '1 millisecond'
                              else ${d}.next_attempt_at end,
-      delivered_at = case when ${r}.status = 'delivered' then now() else ${d}.delivered_at end,
+      delivered_at = case when ${r}.status = 'delivered' then ${NOW_SQL} else ${d}.delivered_at end,
       ${LEASE_CLEARED},
       last_attempt_at = ${r}.started_at,
       last_error_kind = ${r}.error_kind,
       last_error = ${r}.error,
       last_status_code = ${r}.status_code,
       last_response_ms = ${r}.latency_ms,
-      updated_at = now()`;
+      updated_at = ${NOW_SQL}`;
 }
 
 /**
@@ -65,7 +67,7 @@ export function attemptSet(d: string, r: string): string {
 export const handBackSet = (d: string) =>
   `status = case when ${d}.attempt_count = 0 then 'pending' else 'failed' end,
       ${LEASE_CLEARED},
-      updated_at = now()`;
+      updated_at = ${NOW_SQL}`;
 
 /** The statuses an operator may cancel: not delivered yet and not in flight. */
 export const CANCELABLE = `('pending', 'failed')`;
