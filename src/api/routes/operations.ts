@@ -33,7 +33,7 @@ import {
 } from "../health-responses.ts";
 import { DEFAULT_LIMIT, MAX_LIMIT } from "../pagination.ts";
 import { rowKeyOf } from "../public-id-input.ts";
-import { resolveAnyEndpointId, resolveAppId } from "../resolve.ts";
+import { resolveAppId, resolveEndpointFilter } from "../resolve.ts";
 import { iso } from "../schemas.ts";
 
 const str = { type: "string", minLength: 1, maxLength: 256 } as const;
@@ -66,18 +66,20 @@ export function registerOperationRoutes(
     return request.principal.role === "app" ? request.principal.appId : null;
   }
 
-  /** An endpoint named by id (or uid, within the key's app) that the key may see. */
+  /** An endpoint named by id or uid, within the request's app when it has one. */
   async function endpointInScope(
     request: FastifyRequest,
+    appId: string | null,
     endpointId: string | undefined,
   ): Promise<string | null> {
-    return endpointId ? resolveAnyEndpointId(pool, request.principal, endpointId) : null;
+    return endpointId ? resolveEndpointFilter(pool, request.principal, appId, endpointId) : null;
   }
 
   async function filterOf(request: FastifyRequest, q: FilterQuery): Promise<DeadLetterFilter> {
+    const appId = await scope(request, q.app_id);
     return {
-      appId: await scope(request, q.app_id),
-      endpointId: await endpointInScope(request, q.endpoint_id),
+      appId,
+      endpointId: await endpointInScope(request, appId, q.endpoint_id),
       statusCode: q.status_code ?? null,
       errorKind: q.error_kind ?? null,
       since: timeInput(q.since, "since"),
@@ -237,7 +239,7 @@ export function registerOperationRoutes(
           deliveryId: b.deliveryId
             ? await rowKeyOf(pool, request.principal, "delivery", b.deliveryId)
             : undefined,
-          endpointId: (await endpointInScope(request, b.endpointId)) ?? undefined,
+          endpointId: (await endpointInScope(request, appId, b.endpointId)) ?? undefined,
           since: timeInput(b.since, "since") ?? undefined,
           appId,
           includeFailed: b.includeFailed,
