@@ -243,6 +243,11 @@ describe.concurrent("commands that take an endpoint", { timeout: 150_000 }, () =
     const narrowed = await cli(["dlq", "requeue", "--endpoint", a.ep.uid, "--app", b.app.uid]);
     expect(narrowed.stdout, show(narrowed)).toBe("requeued 2 deliveries of 1 endpoints\n");
     expect(await deadCount(a.ep.id)).toBe(1);
+    const listed = await cli(["dlq", "list", "--endpoint", a.ep.uid, "--app", a.app.id, "--json"]);
+    expect(listed.code, show(listed)).toBe(0);
+    expect(JSON.parse(listed.stdout).map((d: { endpointId: string }) => d.endpointId)).toEqual([
+      a.ep.id,
+    ]);
     const vague = await cli(["dlq", "list", "--endpoint", a.ep.uid]);
     expect(vague.code, show(vague)).toBe(1);
     expect(vague.stderr).toMatch(/several apps; use the endpoint id \(bad_request\)/);
