@@ -7,12 +7,17 @@
  *
  * No test waits out a real cooldown: the SQL state machine reads its clock from
  * endpoint_health.open_until, so "time travel" is `update ... set open_until = now()`.
+ * Nor does a test sleep to see that nothing more is sent: it asks the claim itself, at a
+ * given time (its `now`, src/db/sql/clock.ts), in a transaction it rolls back.
  * The processes run with the default HealthConfig (threshold 10, cooldown 300 s, cap 1 h);
  * the endpoints set their own threshold and short retry delays.
  */
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { withTransaction } from "../src/db/pool.ts";
 import { WORK_CHANNEL } from "../src/db/work-channel.ts";
 import { resetCircuit } from "../src/health/circuit-transitions.ts";
+import { claimDeliveries } from "../src/queue/claim-deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { expectNoInFlightCounters } from "./helpers/in-flight.ts";
 import { killAll, startWorkers } from "./helpers/processes.ts";
@@ -105,7 +110,32 @@ async function endCooldown(endpointId: string): Promise<void> {
   await h.db.pool.query(`select pg_notify('${WORK_CHANNEL}', '')`);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+class RolledBack extends Error {}
+
+/**
+ * How many rows of the endpoint a claim made at `now` would take, without taking them:
+ * the worker processes' own claim statement, run in a transaction that is rolled back.
+ */
+async function claimableAt(endpointId: string, now: Date): Promise<number> {
+  let n = -1;
+  await withTransaction(h.db.pool, async (client) => {
+    const rows = await claimDeliveries(client, {
+      workerId: "circuit-test",
+      workerLock: null,
+      claimToken: randomUUID(),
+      limit: 1_000,
+      defaultMaxInFlight: h.config.delivery.maxInFlight,
+      defaultTimeoutMs: h.config.delivery.timeoutMs,
+      leaseMarginMs: h.config.worker.leaseMarginMs,
+      now,
+    });
+    n = rows.filter((r) => r.endpointId === endpointId).length;
+    throw new RolledBack();
+  }).catch((err) => {
+    if (!(err instanceof RolledBack)) throw err;
+  });
+  return n;
+}
 
 // ---------------------------------------------------------------- tests
 
@@ -135,7 +165,6 @@ describe("circuit breaker with 4 worker processes", () => {
       10_000,
       "stragglers",
     );
-    await sleep(100);
 
     const opened = await healthRow(ep.endpointId);
     expect(opened.circuit_state).toBe("open");
@@ -152,11 +181,16 @@ describe("circuit breaker with 4 worker processes", () => {
     const before = await deliveries(ep.endpointId);
     expect(before.n).toBe(MESSAGES);
     expect(before.attempts).toBe(sentBefore); // one attempt per request, all recorded
-    await sleep(1_000);
+    // No claim takes anything until the cooldown is over, then exactly one row: the probe.
+    // (open_until in whole milliseconds, rounded down: the database keeps microseconds)
+    const openUntil = (opened.open_until as Date).getTime();
+    expect(await claimableAt(ep.endpointId, new Date())).toBe(0);
+    expect(await claimableAt(ep.endpointId, new Date(openUntil - 1))).toBe(0);
+    expect(await claimableAt(ep.endpointId, new Date(openUntil + 1))).toBe(1);
     expect(rx.on(ep.path).length).toBe(sentBefore);
     expect(await deliveries(ep.endpointId)).toEqual(before);
     expect((await healthRow(ep.endpointId)).circuit_state).toBe("open");
-    console.log(`circuit opened after ${sentBefore} requests; nothing sent during 1 s of cooldown`);
+    console.log(`circuit opened after ${sentBefore} requests`);
   });
 
   test("each cooldown end admits exactly one probe; failed probes double the cooldown to the cap; a good probe closes it and the backlog drains", async () => {
@@ -164,6 +198,7 @@ describe("circuit breaker with 4 worker processes", () => {
     const expected = [600_000, 1_200_000, 2_400_000, 3_600_000, 3_600_000];
     for (const [i, cooldown] of expected.entries()) {
       const sentBefore = rx.on(ep.path).length;
+      const attemptsBefore = (await deliveries(ep.endpointId)).attempts;
       const reopenedBefore = (await events(ep.endpointId)).filter(
         (e) => e.from_state === "half_open",
       ).length;
@@ -175,8 +210,13 @@ describe("circuit breaker with 4 worker processes", () => {
         15_000,
         `probe ${i + 1} to fail`,
       );
-      // Give any second (wrong) probe the time to show up.
-      await sleep(250);
+      // A second (wrong) probe would have been claimed before the circuit reopened (a claim
+      // waiting for the health row reads it reopened and takes nothing): it would be in
+      // flight now, or recorded as an attempt.
+      expect(await deliveries(ep.endpointId)).toMatchObject({
+        in_flight: 0,
+        attempts: attemptsBefore + 1,
+      });
       expect(rx.on(ep.path).length, `requests after cooldown end ${i + 1}`).toBe(sentBefore + 1);
       const row = await healthRow(ep.endpointId);
       expect(row.circuit_state).toBe("open");
