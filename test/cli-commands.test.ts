@@ -1,7 +1,7 @@
 /**
  * The CLI commands that manage things (app/endpoint delete, endpoint policy flags,
- * api-key, dry-run requeue, purge) as child processes against a listening API, each
- * checked against what the API then answers; and the command tree itself: every command
+ * api-key, dry-run requeue, purge) run in process (helpers/cli.ts runCliInProcess) against
+ * a listening API, each checked against what the API then answers; and the command tree itself: every command
  * described, and the operator commands loading no server module.
  */
 import { readFileSync } from "node:fs";
@@ -12,7 +12,7 @@ import type { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
 import { buildProgram } from "../src/cli/program.ts";
-import { type CliOptions, listenOnLoopback, runCli, show } from "./helpers/cli.ts";
+import { type CliOptions, listenOnLoopback, runCliInProcess, show } from "./helpers/cli.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 
 const V1 = "/api/v1";
@@ -23,7 +23,7 @@ let dir: string;
 let server: { url: string; key: string };
 
 const cli = (args: string[], options: CliOptions = {}) =>
-  runCli(args, {
+  runCliInProcess(args, {
     ...options,
     env: {
       HOOKRELAY_URL: server.url,

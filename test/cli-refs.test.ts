@@ -1,14 +1,21 @@
 /**
  * Every CLI command that names an endpoint or an application takes its id or its uid, and
  * an unknown one is exit 1 with the API's not_found, never "nothing to do" (docs/cli.md,
- * "Names"). Each command runs three ways: by id, by uid, by a name nothing has.
+ * "Names"). Each command runs three ways: by id, by uid, by a name nothing has; in process
+ * (helpers/cli.ts runCliInProcess) against a listening API.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, type ExpectStatic, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
-import { type CliOptions, listenOnLoopback, type Run, runCli, show } from "./helpers/cli.ts";
+import {
+  type CliOptions,
+  listenOnLoopback,
+  type Run,
+  runCliInProcess,
+  show,
+} from "./helpers/cli.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 
 const V1 = "/api/v1";
@@ -20,7 +27,7 @@ let payloadFile: string;
 let server: { url: string; key: string };
 
 const cli = (args: string[], options: CliOptions = {}) =>
-  runCli(args, {
+  runCliInProcess(args, {
     ...options,
     env: {
       HOOKRELAY_URL: server.url,

@@ -1,8 +1,9 @@
 /**
  * The CLI answers with the server's configuration, never its own shell's (docs/cli.md):
  * a real `hookrelay api` process with its own SSRF allowlist and alert threshold, and the
- * CLI run with contrary settings in its environment. Also how the CLI finds the local
- * server (cli.json) and the embedded database (db-url).
+ * CLI run as a child process with contrary settings in its environment. Also how the CLI
+ * finds the local server (cli.json) and the embedded database (db-url), with the commands
+ * run in process with their own environment (helpers/cli.ts runCliInProcess).
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
@@ -13,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { LOCAL_CLI_KEY_NAME, provideLocalCliAccess } from "../src/api/local-cli-key.ts";
 import { silentLogger } from "../src/logger.ts";
 import { readLocalCliAccess, writeLocalCliAccess } from "../src/security/local-cli-access.ts";
-import { listenOnLoopback, runCli, show } from "./helpers/cli.ts";
+import { listenOnLoopback, runCli, runCliInProcess, show } from "./helpers/cli.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { buildTestApi, testConfig } from "./helpers/harness.ts";
 import { type HookrelayProcess, isRunning, killAll, spawnHookrelay } from "./helpers/processes.ts";
@@ -173,7 +174,7 @@ describe("the local server, found through cli.json", () => {
 
       // no --url, no --key: the CLI uses the file
       const env = { HOOKRELAY_DATA_DIR: data };
-      const ok = await runCli(["app", "list", "--json"], { env });
+      const ok = await runCliInProcess(["app", "list", "--json"], { env });
       expect(ok.code, show(ok)).toBe(0);
       expect(Array.isArray(JSON.parse(ok.stdout))).toBe(true);
 
@@ -182,17 +183,17 @@ describe("the local server, found through cli.json", () => {
 
       // revoked: the CLI says what to do; the next start makes a new key
       await db.pool.query("update api_keys set revoked_at = now() where id = $1", [first.keyId]);
-      const refused = await runCli(["status"], { env });
+      const refused = await runCliInProcess(["status"], { env });
       expect(refused.code, show(refused)).toBe(1);
       expect(refused.stderr).toMatch(/key in cli\.json is no longer valid: restart `npm start`/);
       const second = await provideLocalCliAccess(db.pool, data, url);
       expect(second.keyId).not.toBe(first.keyId);
-      expect((await runCli(["status"], { env })).code).toBe(0);
+      expect((await runCliInProcess(["status"], { env })).code).toBe(0);
 
       // a server that is gone: one sentence, exit 1
       const closed = `http://127.0.0.1:${await closedPort()}`;
       await writeLocalCliAccess(data, { ...second, url: closed });
-      const gone = await runCli(["status"], { env });
+      const gone = await runCliInProcess(["status"], { env });
       expect(gone.code, show(gone)).toBe(1);
       expect(gone.stderr).toMatch(
         /^hookrelay: the local hookrelay at http:\/\/127\.0\.0\.1:\d+ does not answer \(ECONNREFUSED\): is `npm start` running in this folder\?\n$/,
@@ -203,13 +204,15 @@ describe("the local server, found through cli.json", () => {
   });
 
   test("no server given and none found: exit 2 and how to get one", async () => {
-    const r = await runCli(["status"], { env: { HOOKRELAY_DATA_DIR: path.join(dir, "none") } });
+    const r = await runCliInProcess(["status"], {
+      env: { HOOKRELAY_DATA_DIR: path.join(dir, "none") },
+    });
     expect(r.code, show(r)).toBe(2);
     expect(r.stderr).toMatch(/no hookrelay server given and none found in .*cli\.json: start one/);
   });
 
   test("a URL but no key: exit 2", async () => {
-    const r = await runCli(["status"], {
+    const r = await runCliInProcess(["status"], {
       env: { HOOKRELAY_URL: "http://127.0.0.1:9", HOOKRELAY_DATA_DIR: path.join(dir, "none") },
     });
     expect(r.code, show(r)).toBe(2);
@@ -219,7 +222,7 @@ describe("the local server, found through cli.json", () => {
   });
 
   test("a malformed --url: exit 2", async () => {
-    const r = await runCli(["status", "--url", "localhost", "--key", "k"]);
+    const r = await runCliInProcess(["status", "--url", "localhost", "--key", "k"]);
     expect(r.code, show(r)).toBe(2);
     expect(r.stderr).toMatch(/--url must be a URL such as http:\/\/127\.0\.0\.1:8787/);
   });
@@ -241,27 +244,29 @@ describe("db-url", () => {
   test("prints the running embedded database's connection string, whole or masked", async () => {
     const data = await embeddedDir("running", process.pid);
     const env = { HOOKRELAY_DATA_DIR: data };
-    const whole = await runCli(["db-url"], { env });
+    const whole = await runCliInProcess(["db-url"], { env });
     expect(whole.code, show(whole)).toBe(0);
     expect(whole.stdout).toBe("postgres://postgres:p%40ss%20w%2Frd@127.0.0.1:54329/hookrelay\n");
-    const masked = await runCli(["db-url", "--masked"], { env });
+    const masked = await runCliInProcess(["db-url", "--masked"], { env });
     expect(masked.stdout).toBe("postgres://postgres:****@127.0.0.1:54329/hookrelay\n");
   });
 
   test("a stopped or absent embedded database is one clear sentence, exit 1", async () => {
     // a pid far above any pid_max: no such process
-    const stopped = await runCli(["db-url"], {
+    const stopped = await runCliInProcess(["db-url"], {
       env: { HOOKRELAY_DATA_DIR: await embeddedDir("stopped", 2 ** 30) },
     });
     expect(stopped.code, show(stopped)).toBe(1);
     expect(stopped.stderr).toMatch(/the embedded database in .* is not running .*`npm start`/);
-    const absent = await runCli(["db-url"], { env: { HOOKRELAY_DATA_DIR: path.join(dir, "x") } });
+    const absent = await runCliInProcess(["db-url"], {
+      env: { HOOKRELAY_DATA_DIR: path.join(dir, "x") },
+    });
     expect(absent.code, show(absent)).toBe(1);
     expect(absent.stderr).toMatch(/no embedded database in .* yet: start hookrelay once/);
   });
 
   test("with DATABASE_URL, that is the database", async () => {
-    const r = await runCli(["db-url", "--masked"], { env: { DATABASE_URL: db.url } });
+    const r = await runCliInProcess(["db-url", "--masked"], { env: { DATABASE_URL: db.url } });
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout).toMatch(/^postgres:\/\/[^:]+:\*\*\*\*@127\.0\.0\.1:\d+\//);
   });

@@ -1,10 +1,12 @@
 /**
- * The `hookrelay` CLI as an operator runs it: child processes (`node dist/cli/main.js ...`)
- * talking to this file's API over HTTP (HOOKRELAY_URL, HOOKRELAY_KEY), their stdout,
- * stderr and exit codes checked against the seeded state and the REST API's answers.
+ * The `hookrelay` CLI's operator commands talking to this file's API over HTTP
+ * (HOOKRELAY_URL, HOOKRELAY_KEY), their stdout, stderr and exit codes checked against the
+ * seeded state and the REST API's answers. The commands run in this process with their own
+ * environment and output (helpers/cli.ts runCliInProcess); `migrate` runs as a child
+ * process (`node dist/cli/main.js`), as do the commands of cli-server.test.ts.
  *
  * The commands are independent of each other (each works on its own app or endpoint), so
- * they run as concurrent tests, a few processes at a time.
+ * they run as concurrent tests.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -13,7 +15,14 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
 import { publicIdsOf } from "../src/ids-public-key.ts";
-import { type CliOptions, listenOnLoopback, type Run, runCli, show } from "./helpers/cli.ts";
+import {
+  type CliOptions,
+  listenOnLoopback,
+  type Run,
+  runCli,
+  runCliInProcess,
+  show,
+} from "./helpers/cli.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 
@@ -21,7 +30,7 @@ const V1 = "/api/v1";
 const DEAD_URL = "http://127.0.0.1:9";
 const MIN = 60_000;
 
-// A test may wait for a free process slot behind others; on a loaded machine that takes a while.
+// The migrate test may wait for a free process slot behind others' tests on a loaded machine.
 const CLI_TEST_TIMEOUT_MS = 150_000;
 
 let h: Harness;
@@ -29,8 +38,11 @@ let dir: string;
 let server: { url: string; key: string; keyId: string };
 
 /** Runs `hookrelay <args>` against this file's API (and, for migrate, a database). */
-function cli(args: string[], options: CliOptions & { databaseUrl?: string } = {}) {
-  return runCli(args, {
+function cli(
+  args: string[],
+  options: CliOptions & { databaseUrl?: string; process?: boolean } = {},
+) {
+  return (options.process ? runCli : runCliInProcess)(args, {
     ...options,
     env: {
       HOOKRELAY_URL: server.url,
@@ -520,7 +532,7 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     let empty: TestDb | null = null;
     try {
       empty = await createTestDb({ template: false });
-      const r = await cli(["migrate"], { databaseUrl: empty.url });
+      const r = await cli(["migrate"], { databaseUrl: empty.url, process: true });
       expect(r.code, show(r)).toBe(0);
       expect(r.stdout).toMatch(
         /^applied: 0001_init\S*, 0002_endpoint_health\S*, 0003_operations\S*/,

@@ -2,14 +2,14 @@
  * Postback endpoints from the CLI (README.md, Postbacks): `endpoint add --method GET` with
  * a URL template and the template options, `endpoint update` changing and resetting them,
  * and a template the server refuses (exit 1, the server's reason with its position). The
- * CLI runs as a child process against a listening API.
+ * CLI runs in process (helpers/cli.ts runCliInProcess) against a listening API.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
-import { type CliOptions, listenOnLoopback, runCli, show } from "./helpers/cli.ts";
+import { type CliOptions, listenOnLoopback, runCliInProcess, show } from "./helpers/cli.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 
 const V1 = "/api/v1";
@@ -19,7 +19,7 @@ let server: { url: string; key: string };
 let appId: string;
 
 const cli = (args: string[], options: CliOptions = {}) =>
-  runCli(args, {
+  runCliInProcess(args, {
     ...options,
     env: {
       HOOKRELAY_URL: server.url,

@@ -1,6 +1,7 @@
 /** Parsers for command-line values; each refuses bad input with a message saying what fits. */
 import { readFile } from "node:fs/promises";
 import { InvalidArgumentError } from "commander";
+import { cliIo } from "./io.ts";
 
 export const list = (v: string) =>
   v
@@ -72,7 +73,7 @@ export async function readJson(file: string | undefined): Promise<unknown> {
   if (file && file !== "-") text = await readFile(file, "utf8");
   else {
     const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    for await (const chunk of cliIo().stdin) chunks.push(Buffer.from(chunk));
     text = Buffer.concat(chunks).toString("utf8");
   }
   try {

@@ -11,6 +11,7 @@ import { InvalidArgumentError } from "commander";
 import { type ClientConfig, loadClientConfig } from "../config.ts";
 import { ApiError, errorCodeOf } from "../errors.ts";
 import { localCliAccessFile, readLocalCliAccess } from "../security/local-cli-access.ts";
+import { cliIo } from "./io.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
 
@@ -44,7 +45,7 @@ function baseUrl(raw: string, from: string): string {
 /** Resolves which server to talk to and with which key; no request is made yet. */
 export async function connect(
   flags: ConnectionFlags,
-  config: ClientConfig = loadClientConfig(),
+  config: ClientConfig = loadClientConfig(cliIo().env),
 ): Promise<ServerConnection> {
   const given = flags.url ?? config.serverUrl;
   let url = given === undefined ? undefined : baseUrl(given, flags.url ? "--url" : "HOOKRELAY_URL");

@@ -4,24 +4,10 @@
  * unless DATABASE_URL is set); `api`, `worker` and `migrate` run one role each. The
  * operator commands talk to a running server over HTTP (connection.ts, docs/cli.md).
  */
-import { InvalidArgumentError } from "commander";
-import { ApiError, HookRelayError } from "../errors.ts";
-import { ExitCode } from "./output.ts";
-import { buildProgram } from "./program.ts";
+import { runCommand } from "./run.ts";
 
-buildProgram()
-  .parseAsync()
-  .catch((err: unknown) => {
-    const message =
-      err instanceof ApiError
-        ? `${err.message} (${err.code})`
-        : err instanceof HookRelayError
-          ? `${err.code}: ${err.message}`
-          : err instanceof Error
-            ? err.message
-            : String(err);
-    process.stderr.write(`hookrelay: ${message}\n`);
-    if (err instanceof HookRelayError && err.cause && !(err instanceof ApiError))
-      process.stderr.write(`  cause: ${String(err.cause)}\n`);
-    process.exit(err instanceof InvalidArgumentError ? 2 : ExitCode.error);
-  });
+const { code, stopped } = await runCommand(process.argv.slice(2));
+// A failed or stopped command exits now; one that finished lets the process end by itself
+// (a serving command keeps it running).
+if (stopped) process.exit(code);
+process.exitCode = code;

@@ -1,4 +1,5 @@
 /** Human tables and `--json` for scripts; exit codes that mean something. */
+import { cliIo } from "./io.ts";
 
 export const ExitCode = {
   ok: 0,
@@ -28,7 +29,7 @@ export function table(headers: string[], rows: Cell[][]): string {
 
 /** Prints `data` as JSON (`--json`) or as the human rendering. */
 export function print(options: OutputOptions, data: unknown, human: () => string): void {
-  process.stdout.write(`${options.json ? JSON.stringify(data, null, 2) : human()}\n`);
+  cliIo().stdout.write(`${options.json ? JSON.stringify(data, null, 2) : human()}\n`);
 }
 
 /** Milliseconds as a short human duration. */

@@ -1,6 +1,6 @@
 /** The `hookrelay` command tree, built without running it (main.ts runs it; tests walk it). */
 import { readFileSync } from "node:fs";
-import { Command } from "commander";
+import { Command, CommanderError } from "commander";
 import { registerApiKeyCommands } from "./commands/api-keys.ts";
 import { registerApplicationCommands } from "./commands/applications.ts";
 import { registerBenchCommand } from "./commands/bench.ts";
@@ -13,6 +13,7 @@ import { registerMaintenanceCommands } from "./commands/maintenance.ts";
 import { registerMessageCommands } from "./commands/messages.ts";
 import { registerServeCommands } from "./commands/serve.ts";
 import { registerTaskCommands } from "./commands/tasks.ts";
+import { cliIo } from "./io.ts";
 
 // src/cli and dist/cli are both two levels below the package root.
 const { version } = JSON.parse(
@@ -25,8 +26,15 @@ export function buildProgram(): Command {
     .description("Webhook and postback delivery on PostgreSQL")
     .version(version, "-V, --version", "print the hookrelay version")
     .showHelpAfterError()
-    // commander's own usage errors exit 2, like ours (inherited by every command below)
-    .exitOverride((err) => process.exit(err.exitCode === 1 ? 2 : err.exitCode));
+    // help and usage errors are written to the command's IO (io.ts) and stop it; commander's
+    // own usage errors exit 2, like ours (both inherited by every command below)
+    .configureOutput({
+      writeOut: (text) => cliIo().stdout.write(text),
+      writeErr: (text) => cliIo().stderr.write(text),
+    })
+    .exitOverride((err) => {
+      throw new CommanderError(err.exitCode === 1 ? 2 : err.exitCode, err.code, err.message);
+    });
   registerServeCommands(program);
   registerDatabaseCommands(program);
   registerHealthCommands(program);

@@ -4,6 +4,7 @@
  */
 import type { Command } from "commander";
 import { type ConnectionFlags, connect, type ServerConnection } from "./connection.ts";
+import { setExitCode } from "./io.ts";
 import { ExitCode } from "./output.ts";
 
 export function serverCommand(parent: Command, spec: string, description: string): Command {
@@ -23,6 +24,6 @@ export function onServer<A extends unknown[]>(
     // commander passes the positional arguments, then the options, then the command
     const flags = args[args.length - 2] as ConnectionFlags;
     const server = await connect(flags);
-    process.exitCode = (await fn(server, ...args)) ?? ExitCode.ok;
+    setExitCode((await fn(server, ...args)) ?? ExitCode.ok);
   };
 }

@@ -1,12 +1,19 @@
 /**
- * Runs the compiled CLI (`node dist/cli/main.js ...`) as an operator would: a child
- * process with a clean environment plus what the test gives, stdout, stderr and exit code
- * captured. At most a few run at once (2 cores), each is killed after 45 s.
+ * Runs the CLI two ways, each answering its exit code, stdout and stderr:
+ * - runCli: the compiled CLI (`node dist/cli/main.js ...`) as an operator would, a child
+ *   process with a clean environment plus what the test gives. At most a few run at once
+ *   (2 cores), each is killed after 45 s. For what only a process shows (the binary, its
+ *   exit, signals, files relative to its folder).
+ * - runCliInProcess: the same command tree run in this process (src/cli/run.ts) with its
+ *   own environment (the same clean one), stdin, stdout and stderr (src/cli/io.ts): the
+ *   same commands, parsing, requests and messages without a Node start per command.
  */
 import { spawn } from "node:child_process";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
+import { runCommand } from "../../src/cli/run.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const BIN = path.join(ROOT, "dist", "cli", "main.js");
@@ -35,20 +42,23 @@ async function slot(): Promise<() => void> {
   };
 }
 
-/** `hookrelay <args>`; resolves with its exit code and output. */
+/** The environment a command gets: a clean one plus what the test gives. */
+const cliEnv = (options: CliOptions) => ({
+  PATH: process.env.PATH,
+  HOME: process.env.HOME,
+  ...(process.env.TMPDIR && { TMPDIR: process.env.TMPDIR }),
+  HOOKRELAY_LOG_LEVEL: "warn",
+  ...options.env,
+});
+
+/** `hookrelay <args>` as a child process; resolves with its exit code and output. */
 export async function runCli(args: string[], options: CliOptions = {}): Promise<Run> {
   const release = await slot();
   try {
     return await new Promise<Run>((resolve, reject) => {
       const child = spawn(process.execPath, [BIN, ...args], {
         cwd: options.cwd ?? ROOT,
-        env: {
-          PATH: process.env.PATH,
-          HOME: process.env.HOME,
-          ...(process.env.TMPDIR && { TMPDIR: process.env.TMPDIR }),
-          HOOKRELAY_LOG_LEVEL: "warn",
-          ...options.env,
-        },
+        env: cliEnv(options),
         stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
       });
       let stdout = "";
@@ -70,6 +80,23 @@ export async function runCli(args: string[], options: CliOptions = {}): Promise<
   } finally {
     release();
   }
+}
+
+/**
+ * `hookrelay <args>` run in this process; resolves with its exit code and output. Not for
+ * the serving commands (start, api, worker: they own the process) nor a `cwd`.
+ */
+export async function runCliInProcess(args: string[], options: CliOptions = {}): Promise<Run> {
+  if (options.cwd !== undefined) throw new Error("runCliInProcess has no cwd: use runCli");
+  let stdout = "";
+  let stderr = "";
+  const { code } = await runCommand(args, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    stdin: Readable.from(options.stdin === undefined ? [] : [Buffer.from(options.stdin)]),
+    env: cliEnv(options),
+  });
+  return { code, stdout, stderr };
 }
 
 /** Explains a failed expectation on a run with its whole output. */

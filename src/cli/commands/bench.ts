@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { ConfigError } from "../../errors.ts";
+import { setExitCode } from "../io.ts";
 
 // src/cli/commands and dist/cli/commands are both three levels below the package root.
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -32,6 +33,6 @@ export function registerBenchCommand(program: Command): void {
       const code = await new Promise<number>((resolve) =>
         child.on("close", (c, signal) => resolve(c ?? (signal ? 130 : 1))),
       );
-      process.exitCode = code;
+      setExitCode(code);
     });
 }

@@ -12,10 +12,11 @@ import {
   runningPort,
 } from "../../db/embedded-state.ts";
 import { ConfigError } from "../../errors.ts";
+import { cliIo } from "../io.ts";
 
 /** The connection string of the database hookrelay uses here; throws when there is none. */
 export async function databaseUrl(): Promise<string> {
-  const config = loadClientConfig();
+  const config = loadClientConfig(cliIo().env);
   if (config.databaseUrl) return config.databaseUrl;
   const state = await readEmbeddedState(config.dataDir);
   if (!state) {
@@ -47,14 +48,14 @@ export function registerDatabaseCommands(program: Command): void {
         import("../../runtime.ts"),
         import("../../db/migrate.ts"),
       ]);
-      const fromEnv = loadConfig();
+      const fromEnv = loadConfig(cliIo().env);
       const url = o.databaseUrl ?? fromEnv.migrationDatabaseUrl;
-      const config = url ? loadConfig(undefined, { databaseUrl: url }) : fromEnv;
+      const config = url ? loadConfig(cliIo().env, { databaseUrl: url }) : fromEnv;
       const { logger } = makeProcessLogging(config);
       const { pool, embedded } = await openDatabase(config, logger);
       try {
         const applied = await migrate(pool, { schema: config.dbSchema });
-        process.stdout.write(
+        cliIo().stdout.write(
           applied.length ? `applied: ${applied.join(", ")}\n` : "schema up to date\n",
         );
       } finally {
@@ -71,6 +72,6 @@ export function registerDatabaseCommands(program: Command): void {
     .option("--masked", "with the password replaced by ****")
     .action(async (o: { masked?: boolean }) => {
       const url = await databaseUrl();
-      process.stdout.write(`${o.masked ? maskPassword(url) : url}\n`);
+      cliIo().stdout.write(`${o.masked ? maskPassword(url) : url}\n`);
     });
 }

@@ -1,6 +1,7 @@
 /** dlq list | analyze | requeue: dead letters, read and handed back to the queue. */
 import { type Command, InvalidArgumentError } from "commander";
 import { intArg, qs, timeArg } from "../args.ts";
+import { cliIo } from "../io.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
 
@@ -165,7 +166,7 @@ export function registerDeadLetterCommands(program: Command): void {
           });
           total += r.requeued;
           if (!o.json)
-            process.stderr.write(
+            cliIo().stderr.write(
               `[${i + 1}/${endpoints.length}] ${endpointId}: requeued ${r.requeued} (total ${total})\n`,
             );
         }

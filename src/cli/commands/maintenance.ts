@@ -3,6 +3,7 @@
  * settings, slice by slice, while this command shows the progress.
  */
 import type { Command } from "commander";
+import { cliIo } from "../io.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
 
@@ -29,10 +30,10 @@ export function registerMaintenanceCommands(program: Command): void {
         total += r.reencrypted;
         after = r.after;
         encrypting = r.encrypting;
-        if (!o.json) process.stderr.write(`\r${total} secrets rewritten   `);
+        if (!o.json) cliIo().stderr.write(`\r${total} secrets rewritten   `);
         if (r.done) break;
       }
-      if (!o.json) process.stderr.write("\n");
+      if (!o.json) cliIo().stderr.write("\n");
       print(o, { reencrypted: total, encrypted: encrypting }, () =>
         encrypting
           ? `${total} secrets sealed under the current key`
@@ -58,14 +59,14 @@ export function registerMaintenanceCommands(program: Command): void {
         for (const what of Object.keys(totals) as (keyof PurgeTotals)[])
           totals[what] += r.deleted[what];
         if (!o.json)
-          process.stderr.write(
+          cliIo().stderr.write(
             `\r${Object.entries(totals)
               .map(([what, n]) => `${what}: ${n}`)
               .join(", ")} deleted   `,
           );
         if (r.done) break;
       }
-      if (!o.json) process.stderr.write("\n");
+      if (!o.json) cliIo().stderr.write("\n");
       print(o, totals, () => table(["what", "deleted"], Object.entries(totals)));
       return ExitCode.ok;
     }),
