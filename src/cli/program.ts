@@ -6,6 +6,7 @@ import { registerApplicationCommands } from "./commands/applications.ts";
 import { registerBenchCommand } from "./commands/bench.ts";
 import { registerDatabaseCommands } from "./commands/database.ts";
 import { registerDeadLetterCommands } from "./commands/dead-letters.ts";
+import { registerEndpointHeadersCommand } from "./commands/endpoint-headers.ts";
 import { registerEndpointReplayCommands } from "./commands/endpoint-replay.ts";
 import { registerEndpointCommands } from "./commands/endpoints.ts";
 import { registerHealthCommands } from "./commands/health.ts";
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
   registerDeadLetterCommands(program);
   registerApplicationCommands(program);
   registerEndpointCommands(program);
+  registerEndpointHeadersCommand(program);
   registerEndpointReplayCommands(program);
   registerTaskCommands(program);
   registerMessageCommands(program);
