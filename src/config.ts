@@ -20,7 +20,17 @@ export interface DeliveryDefaults {
   retryCapMs: number;
   /** maxInFlight: concurrent requests to one endpoint across the claim. Default 20. */
   maxInFlight: number;
+  /**
+   * whileDisabled: a message that arrives while an endpoint is disabled is held for it
+   * (pending, sent when it is enabled) or skipped (canceled, `endpoint_disabled`), unless
+   * the endpoint says otherwise (docs/delivery.md, "While an endpoint is disabled").
+   * Default "hold".
+   */
+  whileDisabled: WhileDisabled;
 }
+
+/** What a disabled endpoint does with a message that arrives (see `whileDisabled`). */
+export type WhileDisabled = "hold" | "skip";
 
 export interface HealthConfig {
   /** failureThreshold: consecutive failed attempts that open the circuit. Default 10. */
@@ -299,6 +309,12 @@ function migrateModeOf(raw: string | undefined): Config["migrateOnStart"] {
   throw new ConfigError(`HOOKRELAY_MIGRATE must be auto or skip, got "${raw}"`);
 }
 
+/** HOOKRELAY_WHILE_DISABLED: hold or skip (docs/delivery.md, "While an endpoint is disabled"). */
+function whileDisabledOf(raw: string | undefined): WhileDisabled {
+  if (raw === undefined || raw === "hold" || raw === "skip") return raw ?? "hold";
+  throw new ConfigError(`HOOKRELAY_WHILE_DISABLED must be hold or skip, got "${raw}"`);
+}
+
 /** Builds the configuration from environment variables, then applies explicit overrides. */
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const int = (name: string, fallback: number, min = 0): number => {
@@ -356,6 +372,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       retryBaseMs: int("HOOKRELAY_RETRY_BASE_MS", 30_000, 0),
       retryCapMs: int("HOOKRELAY_RETRY_CAP_MS", 3_600_000, 0),
       maxInFlight: int("HOOKRELAY_ENDPOINT_MAX_IN_FLIGHT", 20, 1),
+      whileDisabled: whileDisabledOf(str("HOOKRELAY_WHILE_DISABLED")),
     },
     health: {
       failureThreshold: int("HOOKRELAY_FAILURE_THRESHOLD", 10, 1),

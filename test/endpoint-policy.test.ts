@@ -15,8 +15,14 @@ import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type Receiver, startReceiver } from "./helpers/receiver.ts";
 
 const TABLE = ENDPOINT_POLICY as readonly PolicyField[];
-/** A value within each field's bounds that no default has, distinct per field. */
-const sample = (i: number) => (f: PolicyField) => Math.min(f.max, Math.max(f.min, 1_000 + i));
+/**
+ * A value within each field's bounds that no default has, distinct per field; for a
+ * choice, its last word (the first is the default).
+ */
+const sample = (i: number) => (f: PolicyField) =>
+  f.sqlType === "integer"
+    ? Math.min(f.max, Math.max(f.min, 1_000 + i))
+    : f.values[f.values.length - 1]!;
 
 let h: Harness;
 let rx: Receiver;
@@ -60,14 +66,14 @@ describe("endpoint policy", () => {
         doc.paths[path][method].requestBody.content["application/json"].schema.properties;
       for (const f of TABLE) {
         expect(props[f.api], `${method} ${f.api}`).toMatchObject({
-          type: "integer",
           nullable: true,
-          minimum: f.min,
-          maximum: f.max,
           description: expected[f.api]!.description,
+          ...(f.sqlType === "integer"
+            ? { type: "integer", minimum: f.min, maximum: f.max }
+            : { type: "string", enum: expect.arrayContaining([...f.values]) }),
         });
         expect(props[f.api].description).toContain(f.description);
-        if (f.alias) expect(props[f.alias].minimum).toBe(f.min);
+        if (f.alias && f.sqlType === "integer") expect(props[f.alias].minimum).toBe(f.min);
       }
     }
   });
@@ -95,7 +101,11 @@ describe("endpoint policy", () => {
     const form = await admin.get(`/dashboard/endpoints/${ep.id}/edit`);
     expect(form.statusCode).toBe(200);
     for (const f of TABLE.filter((f) => f.form))
-      expect(form.body).toContain(`name="${f.api}" min="${f.min}" max="${f.max}"`);
+      expect(form.body).toContain(
+        f.sqlType === "integer"
+          ? `name="${f.api}" min="${f.min}" max="${f.max}"`
+          : `<select name="${f.api}"`,
+      );
     expect(form.body).toContain('name="timeoutMs" min="100" max="300000" step="1" value="2500"');
 
     const saved = await admin.post(`/dashboard/endpoints/${ep.id}/edit`, {
@@ -105,6 +115,7 @@ describe("endpoint policy", () => {
       timeoutMs: "",
       maxAttempts: "7",
       ratePerMinute: "120",
+      whileDisabled: "skip",
     });
     expect(saved.statusCode, saved.body).toBe(303);
     const got = (await h.call("GET", `${V1}/app/${app.id}/endpoint/${ep.id}`)).body;
@@ -114,7 +125,11 @@ describe("endpoint policy", () => {
       maxAttempts: 7,
       ratePerMinute: 120,
       throttleRate: 5,
+      whileDisabled: "skip",
     });
+    expect((await admin.get(`/dashboard/endpoints/${ep.id}/edit`)).body).toContain(
+      '<option value="skip" selected>skip</option>',
+    );
 
     const refused = await admin.post(`/dashboard/endpoints/${ep.id}/edit`, {
       url: ep.url,

@@ -1,9 +1,10 @@
 /**
  * An endpoint's delivery policy, declared once: how long an attempt may take, how often
  * and how far apart it is retried, how many requests may run at once, when its circuit
- * opens and for how long, and its rate limits. Each field is a nullable integer column of
- * `endpoints`; null means "the process default" (the resolved configuration's field named
- * by `default`) or, for a limit without a default, "no limit".
+ * opens and for how long, its rate limits, and what it does with messages that arrive
+ * while it is disabled. Each field is a nullable column of `endpoints`, an integer or an
+ * enumerated text; null means "the process default" (the resolved configuration's field
+ * named by `default`) or, for a limit without a default, "no limit".
  *
  * Everything that spells a policy field is derived from ENDPOINT_POLICY (the generic parts
  * in domain/endpoint-policy-derived.ts): the API's JSON
@@ -20,7 +21,7 @@ import type { DeliveryDefaults, HealthConfig } from "../config.ts";
 /** The process defaults policy fields fall back to, as the resolved configuration has them. */
 export type PolicyDefaults = Pick<
   DeliveryDefaults,
-  "timeoutMs" | "maxAttempts" | "retryBaseMs" | "retryCapMs" | "maxInFlight"
+  "timeoutMs" | "maxAttempts" | "retryBaseMs" | "retryCapMs" | "maxInFlight" | "whileDisabled"
 > &
   Pick<HealthConfig, "failureThreshold" | "cooldownMs">;
 
@@ -29,7 +30,8 @@ export function policyDefaultsOf(config: {
   delivery: DeliveryDefaults;
   health: HealthConfig;
 }): PolicyDefaults {
-  const { timeoutMs, maxAttempts, retryBaseMs, retryCapMs, maxInFlight } = config.delivery;
+  const { timeoutMs, maxAttempts, retryBaseMs, retryCapMs, maxInFlight, whileDisabled } =
+    config.delivery;
   const { failureThreshold, cooldownMs } = config.health;
   return {
     timeoutMs,
@@ -37,22 +39,19 @@ export function policyDefaultsOf(config: {
     retryBaseMs,
     retryCapMs,
     maxInFlight,
+    whileDisabled,
     failureThreshold,
     cooldownMs,
   };
 }
 
-/** One policy field. */
-export interface PolicyField {
+/** What every policy field declares, whatever its type. */
+interface FieldBase {
   /** its name in the API's bodies and answers */
   readonly api: string;
   /** a second API name for the same value (Svix's): read when `api` is absent, answered beside it */
   readonly alias?: string;
   readonly column: string;
-  readonly sqlType: "integer";
-  /** the API's bounds (inclusive); always an integer */
-  readonly min: number;
-  readonly max: number;
   /** what it means: the OpenAPI description, followed by what null means */
   readonly description: string;
   /** null stands for this process default (the configuration field and its variable) */
@@ -61,19 +60,41 @@ export interface PolicyField {
   readonly nullMeans?: string;
   /** a column whose value applies while this one is null (SQL's effective value) */
   readonly fallback?: string;
-  /** a body giving both must not set it below this field ("retryCapMs must be >= retryBaseMs") */
-  readonly atLeast?: string;
   /** what a PUT that leaves it out does: back to null ("reset") or "keep" the stored value */
   readonly put: "reset" | "keep";
+}
+
+/** A nullable integer column: a duration, a count, a limit. */
+export interface IntegerField extends FieldBase {
+  readonly sqlType: "integer";
+  /** the API's bounds (inclusive); always an integer */
+  readonly min: number;
+  readonly max: number;
+  /** a body giving both must not set it below this field ("retryCapMs must be >= retryBaseMs") */
+  readonly atLeast?: string;
   /** the `hookrelay endpoint add|update` flag; `value`: how its argument is read */
   readonly cli: {
     readonly flag: string;
     readonly value: "duration" | "int";
     readonly help: string;
   } | null;
-  /** the dashboard's endpoint form field */
+  /** the dashboard's endpoint form field (a number input) */
   readonly form: { readonly label: string; readonly help: string; readonly unit: string } | null;
 }
+
+/** A nullable text column holding one of a few words (a check constraint in its migration). */
+export interface ChoiceField extends FieldBase {
+  readonly sqlType: "text";
+  /** the words it may hold, as the API, the CLI and the form spell them */
+  readonly values: readonly string[];
+  /** the `hookrelay endpoint add|update` flag, its argument one of `values` */
+  readonly cli: { readonly flag: string; readonly value: "choice"; readonly help: string } | null;
+  /** the dashboard's endpoint form field (a select of `values`, or the server's default) */
+  readonly form: { readonly label: string; readonly help: string } | null;
+}
+
+/** One policy field. */
+export type PolicyField = IntegerField | ChoiceField;
 
 const defaultOf = <K extends keyof PolicyDefaults, E extends string>(key: K, env: E) =>
   ({ key, env }) as const;
@@ -246,6 +267,25 @@ export const ENDPOINT_POLICY = [
     cli: { flag: "--rate-per-hour <n>", value: "int", help: "most deliveries per hour" },
     form: { label: "Rate limit", help: "most deliveries per hour", unit: "per hour" },
   },
+  {
+    api: "whileDisabled",
+    column: "while_disabled",
+    sqlType: "text",
+    values: ["hold", "skip"],
+    description:
+      "What a message that arrives while the endpoint is disabled does for it: hold (its delivery waits, pending, and is sent when the endpoint is enabled, oldest first) or skip (its delivery is written canceled, lastErrorKind endpoint_disabled, and only replay-missing sends it).",
+    default: defaultOf("whileDisabled", "HOOKRELAY_WHILE_DISABLED"),
+    put: "reset",
+    cli: {
+      flag: "--while-disabled <hold|skip>",
+      value: "choice",
+      help: "messages that arrive while it is disabled: hold (sent on enable) or skip",
+    },
+    form: {
+      label: "While disabled",
+      help: "hold: sent when enabled; skip: recorded as skipped, sent only by replay-missing",
+    },
+  },
 ] as const satisfies readonly PolicyField[];
 
 type Entry = (typeof ENDPOINT_POLICY)[number];
@@ -255,13 +295,22 @@ export type PolicyColumn = Entry["column"];
 export type AliasName = Extract<Entry, { alias: string }>["alias"];
 /** The fields that fall back to a process default. */
 export type DefaultedName = Extract<Entry, { default: object }>["api"];
+/** The integer fields' API names (bounds, `atLeast`). */
+export type IntegerName = Extract<Entry, { sqlType: "integer" }>["api"];
+
+/** A field's value: one of its words, or an integer. */
+type ValueOf<E> = E extends { readonly values: readonly (infer V)[] } ? V : number;
+type ByApi = { [E in Entry as E["api"]]: ValueOf<E> | null };
+type ByAlias = { [E in Extract<Entry, { alias: string }> as E["alias"]]: ValueOf<E> | null };
+/** A policy field's value (null: the default, or no limit). */
+export type PolicyValue = ByApi[PolicyName];
 
 /** A body's policy fields (each may be left out). */
-export type PolicyIn = Partial<Record<PolicyName | AliasName, number | null>>;
+export type PolicyIn = Partial<ByApi & ByAlias>;
 /** The policy columns of an endpoints row. */
-export type PolicyColumns = Record<PolicyColumn, number | null>;
+export type PolicyColumns = { [E in Entry as E["column"]]: ValueOf<E> | null };
 /** The policy fields of the API's answer. */
-export type PolicyOut = Record<PolicyName | AliasName, number | null>;
+export type PolicyOut = ByApi & ByAlias;
 
 /** A field's declaration by its API name. */
 export const fieldOf = (name: PolicyName): PolicyField =>

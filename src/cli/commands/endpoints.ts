@@ -1,11 +1,13 @@
 /**
  * endpoint add | list | update | disable | enable | delete | secret | rotate-secret. The delivery
- * policy of an endpoint (timeout, retries, in-flight cap, circuit, rate limits) is set
+ * policy of an endpoint (timeout, retries, in-flight cap, circuit, rate limits, what it does
+ * while disabled) is set
  * with the same flags on `add` and `update`; on `update`, `default` clears one. So are the
  * postback settings (method, body format, URL token, missing fields, success rule).
  */
 import { type Command, InvalidArgumentError } from "commander";
 import { ENDPOINT_POLICY, type PolicyField } from "../../domain/endpoint-policy.ts";
+import { DISABLE_HELP, ENABLE_HELP } from "../../domain/while-disabled.ts";
 import { durationArg, enc, headerArg, intArg, list, orDefault, RESET } from "../args.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
@@ -13,15 +15,25 @@ import { onServer, serverCommand } from "../server-command.ts";
 // biome-ignore lint/suspicious/noExplicitAny: API responses are rendered field by field
 type Json = any;
 
+/** A choice flag's argument: one of the field's words. */
+const wordOf = (values: readonly string[]) => (v: string) => {
+  if (!values.includes(v)) throw new InvalidArgumentError(`expected one of ${values.join(", ")}`);
+  return v;
+};
+
 /** flag, API field, parser, help: the delivery policy's flags (domain/endpoint-policy.ts) */
-const POLICY: ReadonlyArray<readonly [string, string, (v: string) => number, string]> =
+const POLICY: ReadonlyArray<readonly [string, string, (v: string) => number | string, string]> =
   ENDPOINT_POLICY.flatMap((f: PolicyField) =>
     f.cli
       ? [
           [
             f.cli.flag,
             f.api,
-            f.cli.value === "duration" ? durationArg : intArg,
+            f.sqlType === "text"
+              ? wordOf(f.values)
+              : f.cli.value === "duration"
+                ? durationArg
+                : intArg,
             f.cli.help,
           ] as const,
         ]
@@ -282,7 +294,8 @@ export function registerEndpointCommands(program: Command): void {
     serverCommand(
       endpoint,
       `${verb} <app> <endpoint>`,
-      disabled ? "stop deliveries to an endpoint (they wait)" : "resume deliveries to an endpoint",
+      // the disabled-endpoint contract (domain/while-disabled.ts)
+      disabled ? DISABLE_HELP : ENABLE_HELP,
     ).action(
       onServer(async (server, appId: string, ep: string, o: OutputOptions) => {
         const e: Json = await server.call(
