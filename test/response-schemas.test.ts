@@ -104,6 +104,7 @@ test("every read route answers, through its schema, all that its handler returne
     filterTypes: ["order.created"],
     metadata: { team: "billing", "odd key": "ü ☃" },
     rateLimit: 10,
+    headers: { Authorization: "Bearer not-shown" },
   });
   const quiet = await newEndpoint(h, appId, {
     method: "PUT",
@@ -182,6 +183,11 @@ test("every read route answers, through its schema, all that its handler returne
     endpointId: edOnly.id,
   });
   expect([ed.key, ed.signatureScheme]).toEqual([ed.publicKey, "v1a"]);
+  const shownHeaders = await read("/api/v1/app/:appId/endpoint/:endpointId/headers", {
+    appId,
+    endpointId: failing.id,
+  });
+  expect(shownHeaders).toEqual({ headers: { Authorization: "***" }, sensitive: ["Authorization"] });
   await read("/api/v1/health/endpoints", {}, { app_id: appId });
   await read("/api/v1/health/endpoints", {});
 

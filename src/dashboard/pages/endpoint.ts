@@ -14,6 +14,7 @@ import { answerError, type InProcessResult } from "../../api/in-process.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import { deliveryFacts } from "../endpoint-form.ts";
+import { headersFacts } from "../endpoint-headers-facts.ts";
 import { age, badge, count, dash, ms, ownApp, percent, time } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
@@ -108,6 +109,15 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
         ),
         calls.read(principal, "/api/v1/dead-letters/analysis", {}, { endpoint_id: id }),
       ]);
+      // the custom headers, sensitive values masked by the API
+      const headers = await calls.read(
+        principal,
+        "/api/v1/app/:appId/endpoint/:endpointId/headers",
+        {
+          appId,
+          endpointId: id,
+        },
+      );
       const e = endpoint;
       const hl = health;
       const done = queryStrings(request.query);
@@ -122,6 +132,7 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
   <dt>Description</dt><dd data-testid="description">${e.description || dash}</dd>
   <dt>App</dt><dd>${hl.appId}</dd>
   ${deliveryFacts(e)}
+  ${headersFacts(headers)}
   <dt>State</dt><dd>${e.disabled ? badge("disabled", `disabled (${e.disabledReason ?? "operator"})`) : badge("ok", "enabled")}${
     hl.pausedUntil ? html` ${badge("warning", "paused")} until ${time(hl.pausedUntil)}` : ""
   }</dd>
