@@ -392,6 +392,12 @@ describe("message.expungeContent", () => {
       [msg.id],
     );
     expect(dead[0].last_error_kind).toBe("expunged");
+    // nothing was sent: no latency sample, no failure counted against the endpoint
+    const { rows: samples } = await h.db.pool.query(
+      "select ok from latency_samples where endpoint_id = $1",
+      [ep.id],
+    );
+    expect(samples).toEqual([{ ok: true }]);
   });
 
   test("unknown messages are 404; another app's key cannot expunge", async () => {

@@ -69,7 +69,7 @@ export interface DeliveryResult {
   pauseMs: number | null;
   /** the last result of its claim: the claim's lease row goes with this write */
   finishesClaim?: boolean;
-  /** nothing was sent (a missing template field): no latency sample, no circuit count */
+  /** nothing was sent (a missing template field, an expunged payload): no latency sample, no circuit count */
   notSent?: boolean;
   /** the operational event this result raises (operational-events.ts attemptEvent) */
   operationalEvent?: OperationalEvent | null;
@@ -142,8 +142,10 @@ updated as (
 samples as (
   insert into latency_samples (endpoint_id, at, latency_ms, ok)
   select r.endpoint_id, r.started_at, r.latency_ms, r.outcome = 'success' from r
-  -- no request, no latency (a payload without a field the endpoint's URL template needs)
-  where r.error_kind is distinct from '${ErrorKind.missingField}'
+  -- no request, no latency (a payload without a field the endpoint's URL template needs,
+  -- or an expunged message's)
+  where r.error_kind is null
+     or r.error_kind not in ('${ErrorKind.missingField}', '${ErrorKind.expunged}')
 ),
 inserted as (
   insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,

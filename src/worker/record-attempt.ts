@@ -139,7 +139,9 @@ export function makeAttemptRecorder(deps: {
         isProbe: claim.isProbe,
         pauseMs,
         finishesClaim,
-        ...(result.errorKind === ErrorKind.missingField && { notSent: true }),
+        // nothing was sent: a missing template field, or an expunged message's payload
+        ...((result.errorKind === ErrorKind.missingField ||
+          result.errorKind === ErrorKind.expunged) && { notSent: true }),
         operationalEvent,
       };
       deps.writer.add(recorded);
