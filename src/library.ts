@@ -9,6 +9,7 @@
  * with it the caller's transaction), and the caller's session is the caller's
  * (docs/database.md). The library leaves no session state anywhere.
  */
+import type { WhileDisabled } from "./config.ts";
 import { makePool, type Pool, type Queryable, unnamedQueries } from "./db/pool.ts";
 import { appIdsByIdOrUid } from "./db/queries/applications.ts";
 import { schemaNameOf } from "./db/schema-name.ts";
@@ -25,6 +26,12 @@ export interface HookRelayOptions {
   pool?: Pool;
   /** maxAttempts for endpoints without their own. Default 5. */
   maxAttempts?: number;
+  /**
+   * What a disabled endpoint without its own whileDisabled does with a message sent now:
+   * "hold" it (sent when enabled) or "skip" it (docs/delivery.md, "While an endpoint is
+   * disabled"). Default "hold", like the server's HOOKRELAY_WHILE_DISABLED.
+   */
+  whileDisabled?: WhileDisabled;
   /**
    * The schema of hookrelay's tables (HOOKRELAY_DB_SCHEMA). Given, every statement names
    * it, so `send()` on your client finds them whatever your search_path is, and leaves it
@@ -48,6 +55,7 @@ export class HookRelay {
   readonly #ownsPool: boolean;
   readonly #maxAttempts: number;
   readonly #schema: string | undefined;
+  readonly #whileDisabled: WhileDisabled;
 
   constructor(options: HookRelayOptions) {
     if (options.pool) {
@@ -65,6 +73,9 @@ export class HookRelay {
     }
     this.#maxAttempts = options.maxAttempts ?? 5;
     this.#schema = schemaNameOf(options.schema, "HookRelay's schema option");
+    this.#whileDisabled = options.whileDisabled ?? "hold";
+    if (this.#whileDisabled !== "hold" && this.#whileDisabled !== "skip")
+      throw new HookRelayError("invalid_config", 'whileDisabled must be "hold" or "skip"');
   }
 
   /**
@@ -107,7 +118,7 @@ export class HookRelay {
         deliverAt: message.deliverAt,
       },
       this.#maxAttempts,
-      this.#schema,
+      { schema: this.#schema, whileDisabled: this.#whileDisabled },
     );
   }
 

@@ -297,7 +297,9 @@ export async function startRuntime(
     });
     if (roles.api) {
       if (!config.adminKey) generatedAdminKey = await starting(() => ensureFirstAdminKey(pool));
-      batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts);
+      batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts, {
+        whileDisabled: config.delivery.whileDisabled,
+      });
       batcher.start();
       const checkKey = makeKeyChecker(pool, config.adminKey);
       api = await buildHttpApp({

@@ -186,7 +186,8 @@ describe("alerts", () => {
     const gone = find("endpoint_gone", ep.gone!.id);
     expect(gone).toMatchObject({
       severity: "critical",
-      message: `${ep.gone!.url} answered 410 Gone and was disabled; its deliveries wait until it is enabled again.`,
+      // the disabled-endpoint contract (docs/delivery.md, "While an endpoint is disabled")
+      message: `${ep.gone!.url} answered 410 Gone and was disabled; what it had queued and every message sent meanwhile wait for it (held) and go out, oldest first, when it is enabled again.`,
     });
 
     // scoped: the app's own alerts (the queue alert names the app), another app has none

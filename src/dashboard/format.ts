@@ -48,5 +48,28 @@ export function badge(state: string | null | undefined, text?: string): Html {
   return html`<span class="badge ${cls}">${text ?? state ?? "–"}</span>`;
 }
 
+/**
+ * A delivery's state in words, as the message pages show it (docs/delivery.md, "While an
+ * endpoint is disabled"): a row written canceled because its endpoint was disabled and
+ * skips reads "skipped (endpoint disabled)", a queued row of a disabled endpoint "held
+ * (endpoint disabled)"; any other row its status.
+ */
+export function deliveryStateText(d: {
+  deliveryStatus: string;
+  lastErrorKind?: string | null;
+  /** its endpoint is disabled now */
+  disabled?: boolean;
+}): string {
+  if (d.deliveryStatus === "canceled" && d.lastErrorKind === "endpoint_disabled")
+    return "skipped (endpoint disabled)";
+  if (d.disabled && (d.deliveryStatus === "pending" || d.deliveryStatus === "failed"))
+    return "held (endpoint disabled)";
+  return d.deliveryStatus;
+}
+
+/** A delivery's state as a badge (the class its status, the text deliveryStateText). */
+export const deliveryBadge = (d: Parameters<typeof deliveryStateText>[0]): Html =>
+  badge(d.deliveryStatus, deliveryStateText(d));
+
 /** The app a principal is limited to (null for admin). */
 export const ownApp = (p: Principal): string | null => (p.role === "app" ? p.appId : null);

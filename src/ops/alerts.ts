@@ -11,10 +11,11 @@
  * | circuit_open          | critical | endpoint | the circuit is open or half-open                    |
  * | endpoint_gone         | critical | endpoint | the receiver answered 410 and the endpoint was disabled |
  */
-import type { AlertConfig, HealthConfig } from "../config.ts";
+import type { AlertConfig, DeliveryDefaults, HealthConfig } from "../config.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
 import { waitingSinceSql } from "../db/sql/delivery-states.ts";
 import { writeIsolating } from "../db/write-isolating.ts";
+import { whileDisabledOf, whileDisabledText } from "../domain/while-disabled.ts";
 
 export interface Alert {
   kind:
@@ -31,10 +32,20 @@ export interface Alert {
 
 const minutes = (ms: number) => Math.round(ms / 60_000);
 
+/**
+ * What the alerts read of the configuration; `delivery.whileDisabled` (default "hold") is
+ * what a gone endpoint's alert says happens to messages meanwhile.
+ */
+export interface AlertSettings {
+  alerts: AlertConfig;
+  health: HealthConfig;
+  delivery?: Pick<DeliveryDefaults, "whileDisabled">;
+}
+
 /** The alerts that hold right now, optionally for one app. */
 export async function currentAlerts(
   db: Queryable,
-  config: { alerts: AlertConfig; health: HealthConfig },
+  config: AlertSettings,
   appId: string | null = null,
 ): Promise<Alert[]> {
   const { alerts: a, health } = config;
@@ -80,7 +91,7 @@ export async function currentAlerts(
   }
 
   const endpoints = await db.query(
-    `select e.id, e.app_id, e.url, e.disabled, e.disabled_reason, e.updated_at,
+    `select e.id, e.app_id, e.url, e.disabled, e.disabled_reason, e.while_disabled, e.updated_at,
             h.circuit_state, h.opened_at, h.slow, h.p95_ms, h.stats_at, h.consecutive_failures
      from endpoints e join endpoint_health h on h.endpoint_id = e.id
      where (h.slow or h.circuit_state <> 'closed' or e.disabled_reason = 'gone')
@@ -114,7 +125,10 @@ export async function currentAlerts(
         severity: "critical",
         subject,
         since: r.updated_at.toISOString(),
-        message: `${r.url} answered 410 Gone and was disabled; its deliveries wait until it is enabled again.`,
+        // the disabled-endpoint contract (domain/while-disabled.ts)
+        message: `${r.url} answered 410 Gone and was disabled; ${whileDisabledText(
+          whileDisabledOf(r.while_disabled, config.delivery?.whileDisabled ?? "hold"),
+        )}.`,
       });
     }
   }
@@ -136,7 +150,7 @@ const keyOf = (a: { kind: string; subject: { id: string } }) => `${a.kind}|${a.s
  */
 export async function syncAlerts(
   pool: Pool,
-  config: { alerts: AlertConfig; health: HealthConfig },
+  config: AlertSettings,
   /** an alert PostgreSQL refused to store (docs/reliability.md, Poison rows) */
   onRefused: (alert: Alert, err: unknown) => void = () => {},
 ): Promise<{ raised: Alert[]; resolved: Alert[] }> {

@@ -23,6 +23,7 @@
  * Lifecycle: `enqueue` is refused until `start()` and after `stop()`; `stop()` waits until
  * every message accepted before it is written (or has failed). Both are safe to call twice.
  */
+import type { WhileDisabled } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { HookRelayError } from "../errors.ts";
@@ -50,7 +51,16 @@ interface Waiting {
 export function makeEnqueueBatcher(
   pool: Pool,
   defaultMaxAttempts: number,
-  { maxBatch = 500, secondWriterAt = 16 }: { maxBatch?: number; secondWriterAt?: number } = {},
+  {
+    maxBatch = 500,
+    secondWriterAt = 16,
+    whileDisabled = "hold",
+  }: {
+    maxBatch?: number;
+    secondWriterAt?: number;
+    /** the process default for disabled endpoints (HOOKRELAY_WHILE_DISABLED) */
+    whileDisabled?: WhileDisabled;
+  } = {},
 ): EnqueueBatcher {
   let queue: Waiting[] = [];
   let writers = 0;
@@ -69,6 +79,7 @@ export function makeEnqueueBatcher(
       pool,
       batch.map((w) => w.message),
       defaultMaxAttempts,
+      { whileDisabled },
     );
     for (const [i, w] of batch.entries()) {
       const result = results[i] ?? new Error("no answer for the message");
@@ -98,7 +109,10 @@ export function makeEnqueueBatcher(
           }
           // One by one: only the message that cannot be written fails.
           for (const w of batch) {
-            enqueueMessage(pool, w.message, defaultMaxAttempts).then(w.resolve, w.reject);
+            enqueueMessage(pool, w.message, defaultMaxAttempts, { whileDisabled }).then(
+              w.resolve,
+              w.reject,
+            );
           }
         }
       }

@@ -3,15 +3,21 @@
  * delivery per matching endpoint are written in one statement, so they commit together.
  * One statement serves both callers: `enqueueMessage` writes one message (the library's
  * `send()`, inside the caller's transaction), and the API's group commit writes many at
- * once (enqueue-batcher.ts). An endpoint matches when it is enabled, its event-type filter
- * is empty or names the event type, and it listens to all channels or shares one with the
- * message. A repeated producer `eventId` inserts nothing and answers with the original
- * message.
+ * once (enqueue-batcher.ts). An endpoint matches when its event-type filter is empty or
+ * names the event type, and it listens to all channels or shares one with the message. A
+ * repeated producer `eventId` inserts nothing and answers with the original message.
+ *
+ * A disabled endpoint gets its row too (docs/delivery.md, "While an endpoint is
+ * disabled"): pending, held until it is enabled (the claim skips disabled endpoints), or,
+ * when its whileDisabled (else the process default) is "skip", canceled with
+ * last_error_kind 'endpoint_disabled', which replay-missing sends again.
  *
  * Waking the workers: the statement NOTIFYs itself, so the wake-up arrives exactly when the
  * caller's transaction commits (the library's transactional outbox), once per statement and
  * only if a delivery is due now.
  */
+
+import type { WhileDisabled } from "../config.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { tablePrefix as t } from "../db/schema-name.ts";
@@ -57,7 +63,21 @@ interface EnqueueParams {
   deliverAts: (Date | null)[];
   retentionsMs: (number | null)[];
   defaultMaxAttempts: number;
+  defaultWhileDisabled: WhileDisabled;
 }
+
+/** How a write names its tables and treats disabled endpoints. */
+export interface EnqueueOptions {
+  /** name the tables in this schema (the library's, on the caller's connection) */
+  schema?: string;
+  /** what a disabled endpoint without its own whileDisabled does; default "hold" */
+  whileDisabled?: WhileDisabled;
+}
+
+/** The skipped row's error kind and text (docs/delivery.md, "While an endpoint is disabled"). */
+export const SKIPPED_KIND = "endpoint_disabled";
+export const SKIPPED_TEXT =
+  "skipped: the endpoint was disabled when the message arrived (whileDisabled: skip); replay-missing sends it";
 
 /**
  * The statements, naming the tables in `schema` when given (the library's, on a caller's
@@ -87,28 +107,39 @@ msg as (
   on conflict (app_id, event_id) do nothing
   returning id, app_id, event_type, channels, created_at
 ),
--- The fan-out: one delivery per matching endpoint of each message written.
+-- The fan-out: one delivery per matching endpoint of each message written, disabled ones
+-- included. A disabled endpoint's row is pending (held: the claim passes it by until the
+-- endpoint is enabled) or, if it skips while disabled, canceled with the reason. (The
+-- lateral is a plain expression the planner folds in: no function call per row.)
 fanout as (
-  insert into ${t(schema)}deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at)
+  insert into ${t(schema)}deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at,
+                                      status, last_error_kind, last_error)
   select m.id, e.id, m.app_id, ${effectiveSql("e", "maxAttempts")},
-         coalesce(i.deliver_at, now())
+         coalesce(i.deliver_at, now()),
+         case when s.skip then 'canceled' else 'pending' end,
+         case when s.skip then '${SKIPPED_KIND}' end,
+         case when s.skip then '${SKIPPED_TEXT}' end
   from msg m
   join input i on i.id = m.id
   join ${t(schema)}endpoints e on e.app_id = m.app_id
-  where not e.disabled
-    and (e.event_types is null or m.event_type = any (e.event_types))
+  cross join lateral (
+    select e.disabled and ${effectiveSql("e", "whileDisabled")} = 'skip' as skip
+  ) s
+  where (e.event_types is null or m.event_type = any (e.event_types))
     and (e.channels is null or e.channels && coalesce(m.channels, '{}'::text[]))
-  returning message_id, next_attempt_at
+  returning message_id, next_attempt_at, status
 ),
 fanned as (
   select message_id, count(*)::int as n from fanout group by message_id
 ),
 -- Wakes the workers when the statement's transaction commits (one notification, and only
--- if a delivery is due now). A transaction that notifies holds a global lock through its
+-- if a pending delivery is due now; one held for a disabled endpoint wakes them for
+-- nothing, which costs one claim that finds nothing). A transaction that notifies holds a global lock through its
 -- commit, so the commits of two batches written at once follow each other (their
 -- statements still run side by side); that saves the workers a round trip after the commit.
 woken as (
-  select pg_notify('${WORK_CHANNEL}', '') from fanout where next_attempt_at <= now() limit 1
+  select pg_notify('${WORK_CHANNEL}', '') from fanout
+  where status = 'pending' and next_attempt_at <= now() limit 1
 )
 select i.n, m.id, m.created_at, coalesce(f.n, 0) as deliveries, (select count(*) from woken) as woken
 from input i
@@ -153,7 +184,7 @@ export async function writeMessages(
   db: Queryable,
   messages: readonly NewMessage[],
   defaultMaxAttempts: number,
-  schema?: string,
+  { schema, whileDisabled = "hold" }: EnqueueOptions = {},
 ): Promise<(EnqueueResult | Error)[]> {
   const sql = statementsFor(schema);
   const { rows } = await db.query(
@@ -168,6 +199,7 @@ export async function writeMessages(
       deliverAts: messages.map((m) => m.deliverAt ?? null),
       retentionsMs: messages.map((m) => m.retentionMs ?? null),
       defaultMaxAttempts,
+      defaultWhileDisabled: whileDisabled,
     }),
   );
   const notFound = new Error("message neither inserted nor found");
@@ -204,19 +236,19 @@ export async function writeMessages(
 
 /**
  * Accepts one message (with its deliveries); inside the caller's transaction if `db` is
- * one. `schema`: name the tables there (the library's, on the caller's connection).
+ * one. `options.schema`: name the tables there (the library's, on the caller's connection).
  */
 export async function enqueueMessage(
   db: Queryable,
   message: NewMessage,
   defaultMaxAttempts: number,
-  schema?: string,
+  options: EnqueueOptions = {},
 ): Promise<EnqueueResult> {
   const [result = new Error("no answer for the message")] = await writeMessages(
     db,
     [message],
     defaultMaxAttempts,
-    schema,
+    options,
   );
   if (result instanceof Error) throw result;
   return result;

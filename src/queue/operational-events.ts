@@ -6,6 +6,7 @@
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import { OperationalEvent } from "../domain/operational-events.ts";
 import { PUBLIC_ID_PREFIX } from "../ids-public.ts";
+import { SKIPPED_KIND, SKIPPED_TEXT } from "./enqueue-message.ts";
 
 /**
  * The deliveries' failure_notified after the result write (a SET item; `r.op_event` is the
@@ -71,14 +72,23 @@ op_messages as (
   where exists (select 1 from applications where id = $opAppId::text)
   returning id, event_type
 ),
+-- A disabled operator endpoint gets its rows too, as enqueue-message.ts writes them: held
+-- (pending) unless the endpoint itself says skip. (The operator application's endpoints
+-- hold by default whatever HOOKRELAY_WHILE_DISABLED says: docs/delivery.md, "While an
+-- endpoint is disabled".)
 op_fanout as (
-  insert into deliveries (message_id, endpoint_id, app_id, max_attempts)
-  select m.id, e.id, e.app_id, ${effectiveSql("e", "maxAttempts", "$opMaxAttempts")}
+  insert into deliveries (message_id, endpoint_id, app_id, max_attempts, status,
+                          last_error_kind, last_error)
+  select m.id, e.id, e.app_id, ${effectiveSql("e", "maxAttempts", "$opMaxAttempts")},
+         case when s.skip then 'canceled' else 'pending' end,
+         case when s.skip then '${SKIPPED_KIND}' end,
+         case when s.skip then '${SKIPPED_TEXT}' end
   from op_messages m
   join endpoints e on e.app_id = $opAppId::text
-  where not e.disabled and (e.event_types is null or m.event_type = any (e.event_types))
-  returning 1
+  cross join lateral (select e.disabled and e.while_disabled = 'skip' as skip) s
+  where e.event_types is null or m.event_type = any (e.event_types)
+  returning status
 ),
 op_woken as (
-  select pg_notify('${workChannel}', '') from op_fanout limit 1
+  select pg_notify('${workChannel}', '') from op_fanout where status = 'pending' limit 1
 )`;

@@ -74,7 +74,11 @@ export async function buildTestApi(
   options: Pick<HttpAppOptions, "pool" | "config"> & Partial<HttpAppOptions>,
 ): Promise<FastifyInstance> {
   const { pool, config } = options;
-  const batcher = options.batcher ?? makeEnqueueBatcher(pool, config.delivery.maxAttempts);
+  const batcher =
+    options.batcher ??
+    makeEnqueueBatcher(pool, config.delivery.maxAttempts, {
+      whileDisabled: config.delivery.whileDisabled,
+    });
   batcher.start();
   const checkKey = makeKeyChecker(pool, config.adminKey);
   const api = await buildHttpApp({

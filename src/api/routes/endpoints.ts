@@ -139,12 +139,13 @@ export function registerEndpointRoutes(
           after.disabled ? { trigger: "manual" } : {},
         );
       }
-      return after;
+      return { after, enabled: before.disabled && !after.disabled };
     }).catch(uidTaken);
     if (!row) throw notFound("endpoint");
-    // Re-enabled: its waiting backlog is due again.
-    if (body.disabled === false) await notifyWork(pool);
-    return row;
+    // Re-enabled (a PATCH, or a PUT that left `disabled` out): what it held is due again,
+    // oldest first (docs/delivery.md, "While an endpoint is disabled").
+    if (row.enabled) await notifyWork(pool);
+    return row.after;
   };
 
   /** The SSRF guard at save time (it runs again at connect time, against DNS rebinding). */

@@ -13,7 +13,7 @@ import { answerError } from "../../api/in-process.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import { field } from "../form-body.ts";
-import { badge, ms, ownApp, time } from "../format.ts";
+import { deliveryBadge, ms, ownApp, time } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
 import { sendPayload, storedPayload } from "../payload-download.ts";
@@ -59,7 +59,7 @@ ${
     : deliveries.data.map((d) => {
         const timeline = byEndpoint.get(d.id) ?? [];
         return html`<article class="delivery" data-testid="delivery">
-<h4><a href="${dashboardPath(["endpoints", d.id])}">${d.url}</a> ${badge(d.deliveryStatus)}</h4>
+<h4><a href="${dashboardPath(["endpoints", d.id])}">${d.url}</a> ${deliveryBadge(d)}</h4>
 <p class="muted">${d.attempts} attempts${d.nextAttempt ? html`; next ${time(d.nextAttempt)}` : ""}${d.deliveredAt ? html`; delivered ${time(d.deliveredAt)}` : ""}</p>
 <ol class="timeline" data-testid="attempt-timeline">${timeline.map(
           (a) => html`<li class="${a.statusText === "success" ? "success" : "failure"}">

@@ -10,6 +10,7 @@
  * The payload is shown bounded in size and depth (dashboard/payload-view.ts).
  */
 import type { FastifyInstance } from "fastify";
+import { deliveryStateText } from "../../dashboard/format.ts";
 import { html } from "../../dashboard/html.ts";
 import { sendPayload, storedPayload } from "../../dashboard/payload-download.ts";
 import { clippedText, payloadView } from "../../dashboard/payload-view.ts";
@@ -106,7 +107,7 @@ ${
     ? html`<p class="muted">No endpoint was subscribed to this message.</p>`
     : deliveries.data.map(
         (d) => html`<section class="delivery">
-<h3><a href="${portalPath(["endpoints", d.id])}"><code>${d.url}</code></a> ${badge(d.deliveryStatus)}</h3>
+<h3><a href="${portalPath(["endpoints", d.id])}"><code>${d.url}</code></a> ${badge(d.deliveryStatus, deliveryStateText(d))}</h3>
 <ol class="timeline">${attempts.data
           .filter((a) => a.endpointId === d.id)
           .reverse()
