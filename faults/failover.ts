@@ -25,6 +25,7 @@ import { ensureHaPackages } from "./lib/ha-packages.ts";
 import { sendMessages } from "./lib/load.ts";
 import { makeProcessSet, type Proc, type ProcessSet } from "./lib/processes.ts";
 import { type FaultReceiver, startFaultReceiver } from "./lib/receiver.ts";
+import { createApp, finishRun, guardRun } from "./lib/scenario.ts";
 
 const opts = parseFailoverOptions(process.argv.slice(2));
 const log = (line: string) =>
@@ -43,31 +44,14 @@ async function cleanup(): Promise<void> {
   await cluster?.destroy().catch((err: Error) => log(`cleanup: ${err.message}`));
 }
 
-const watchdog = setTimeout(() => {
-  log(`gave up after ${opts.watchdogSeconds} s`);
-  void (async () => {
+guardRun({
+  watchdogSeconds: opts.watchdogSeconds,
+  log,
+  cleanup,
+  beforeGivingUp: async () => {
     if (cluster) log(`the HA cluster's logs:\n${await cluster.logTails(20)}`);
-    await cleanup();
-    process.exit(2);
-  })();
-}, opts.watchdogSeconds * 1_000);
-watchdog.unref();
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    log(`${signal}: cleaning up`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
-async function api<T>(url: string, key: string, path: string, body: unknown): Promise<T> {
-  const res = await fetch(`${url}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
+  },
+});
 
 /** The database hookrelay uses, created through haproxy and migrated. */
 async function prepareDatabase(c: HaCluster): Promise<string> {
@@ -124,9 +108,7 @@ async function run(): Promise<FailoverFacts> {
   const apiProc = procs.start("api");
   started.push(apiProc);
   const apiUrl = await apiProc.ready;
-  const app = await api<{ id: string }>(apiUrl, key, "/api/v1/app", { name: "failover" });
-  for (const u of receiver.urls)
-    await api(apiUrl, key, `/api/v1/app/${app.id}/endpoint`, { url: u, description: "failover" });
+  const appId = await createApp(apiUrl, key, "failover", receiver.urls);
   for (let i = 0; i < opts.workers; i++) started.push(procs.start("worker"));
   await Promise.all(started.map((w) => w.ready));
   log(`API at ${apiUrl}, ${opts.workers} workers running; load starts`);
@@ -136,7 +118,7 @@ async function run(): Promise<FailoverFacts> {
   const load = sendMessages({
     apiUrl,
     key,
-    appId: app.id,
+    appId,
     messages: opts.messages,
     durationMs: opts.loadSeconds * 1_000,
     concurrency: 16,
@@ -227,16 +209,7 @@ try {
     `\nhookrelay failover scenario (${opts.size})\n\n${failoverTable(figures)}\n`,
   );
   if (details) process.stdout.write(`\n${details}\n`);
-  for (const e of facts.selfExits)
-    process.stdout.write(
-      `\nself-exit: ${e.role} ${e.pid} (code ${e.code}, ${e.signal}):\n${e.tail}\n`,
-    );
-  for (const body of facts.load.samples500) process.stdout.write(`\nAPI 500: ${body}\n`);
-  const failed = figures.lost > 0 || figures.selfExits > 0 || figures.api500 > 0;
-  process.stdout.write(
-    `\n${failed ? "FAIL" : "PASS"}: lost ${figures.lost}, self-exits ${figures.selfExits}, API 500s ${figures.api500}\n`,
-  );
-  process.exit(failed ? 1 : 0);
+  finishRun(facts, figures);
 } catch (err) {
   log(`run failed: ${(err as Error).stack ?? String(err)}`);
   if (cluster) log(`the HA cluster's logs:\n${await cluster.logTails(20)}`);

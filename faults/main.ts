@@ -23,6 +23,7 @@ import {
   type Kill,
   type RunFacts,
 } from "./lib/report.ts";
+import { createApp, finishRun, guardRun } from "./lib/scenario.ts";
 
 const opts = parseFaultOptions(process.argv.slice(2));
 const log = (line: string) =>
@@ -43,27 +44,7 @@ async function cleanup(): Promise<void> {
   await cluster?.destroy().catch(() => undefined);
 }
 
-const watchdog = setTimeout(() => {
-  log(`gave up after ${opts.watchdogSeconds} s`);
-  void cleanup().finally(() => process.exit(2));
-}, opts.watchdogSeconds * 1_000);
-watchdog.unref();
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    log(`${signal}: cleaning up`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
-async function api<T>(url: string, key: string, path: string, body: unknown): Promise<T> {
-  const res = await fetch(`${url}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
+guardRun({ watchdogSeconds: opts.watchdogSeconds, log, cleanup });
 
 /** Where the undelivered deliveries are (printed when the run did not settle). */
 async function databaseState(url: string): Promise<string> {
@@ -122,9 +103,7 @@ async function run(): Promise<RunFacts> {
   });
   const apiProc = procs.start("api");
   const apiUrl = await apiProc.ready;
-  const app = await api<{ id: string }>(apiUrl, key, "/api/v1/app", { name: "faults" });
-  for (const url of receiver.urls)
-    await api(apiUrl, key, `/api/v1/app/${app.id}/endpoint`, { url, description: "faults" });
+  const appId = await createApp(apiUrl, key, "faults", receiver.urls);
   const workers: Proc[] = Array.from({ length: opts.workers }, () => procs!.start("worker"));
   await Promise.all(workers.map((w) => w.ready));
   log(`API at ${apiUrl}, ${opts.workers} workers running; churn starts`);
@@ -135,7 +114,7 @@ async function run(): Promise<RunFacts> {
   const load = sendMessages({
     apiUrl,
     key,
-    appId: app.id,
+    appId,
     messages: opts.messages,
     durationMs: churnMs,
     concurrency: 16,
@@ -220,16 +199,7 @@ try {
     `\n(the suite's own event loop lagged up to ${Math.round(loopDelay.max / 1e6)} ms, p99 ${Math.round(loopDelay.percentile(99) / 1e6)} ms: its times are that coarse)\n`,
   );
   if (opts.details) process.stdout.write(`\n${detailsText(facts)}\n`);
-  for (const e of facts.selfExits)
-    process.stdout.write(
-      `\nself-exit: ${e.role} ${e.pid} (code ${e.code}, ${e.signal}):\n${e.tail}\n`,
-    );
-  for (const body of facts.load.samples500) process.stdout.write(`\nAPI 500: ${body}\n`);
-  const failed = figures.lost > 0 || figures.selfExits > 0 || figures.api500 > 0;
-  process.stdout.write(
-    `\n${failed ? "FAIL" : "PASS"}: lost ${figures.lost}, self-exits ${figures.selfExits}, API 500s ${figures.api500}\n`,
-  );
-  process.exit(failed ? 1 : 0);
+  finishRun(facts, figures);
 } catch (err) {
   log(`run failed: ${(err as Error).stack ?? String(err)}`);
   await cleanup();

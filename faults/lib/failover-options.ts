@@ -3,7 +3,7 @@
  * (docs/reliability.md, Failover (Patroni)). `--size small` takes about a minute and a half;
  * `--size full` is the figure in the docs.
  */
-import { parseArgs } from "node:util";
+import { type NumericFlag, parseSizedOptions } from "./sized-options.ts";
 
 export interface FailoverOptions {
   size: "small" | "full";
@@ -23,7 +23,9 @@ export interface FailoverOptions {
   details: boolean;
 }
 
-const SIZES: Record<"small" | "full", Omit<FailoverOptions, "size" | "details">> = {
+type Preset = Omit<FailoverOptions, "size" | "details">;
+
+const SIZES: Record<"small" | "full", Preset> = {
   small: {
     workers: 2,
     messages: 400,
@@ -60,45 +62,19 @@ const HELP = `npm run faults -- --scenario failover [options]
   --details                 also print the last log lines of hookrelay, Patroni and haproxy
 `;
 
+const FLAGS: Record<string, NumericFlag<Preset>> = {
+  workers: { key: "workers", min: 1 },
+  messages: { key: "messages", min: 1 },
+  endpoints: { key: "endpoints", min: 1 },
+  "load-seconds": { key: "loadSeconds", min: 1 },
+  "kill-at-seconds": { key: "killAtSeconds", min: 0 },
+  "fail-every": { key: "failEvery", min: 0 },
+  "settle-seconds": { key: "settleSeconds", min: 1 },
+  "watchdog-seconds": { key: "watchdogSeconds", min: 30 },
+};
+
 export function parseFailoverOptions(argv: string[]): FailoverOptions {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      size: { type: "string", default: "small" },
-      help: { type: "boolean", default: false },
-      details: { type: "boolean", default: false },
-      workers: { type: "string" },
-      messages: { type: "string" },
-      endpoints: { type: "string" },
-      "load-seconds": { type: "string" },
-      "kill-at-seconds": { type: "string" },
-      "fail-every": { type: "string" },
-      "settle-seconds": { type: "string" },
-      "watchdog-seconds": { type: "string" },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    process.exit(0);
-  }
-  const size = values.size;
-  if (size !== "small" && size !== "full") throw new Error(`--size is small or full, not ${size}`);
-  const o: FailoverOptions = { size, ...SIZES[size], details: values.details === true };
-  const num = (flag: keyof typeof values, min: number): number | undefined => {
-    const raw = values[flag];
-    if (raw === undefined || typeof raw !== "string") return undefined;
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n < min) throw new Error(`--${flag} must be a number >= ${min}`);
-    return n;
-  };
-  o.workers = num("workers", 1) ?? o.workers;
-  o.messages = num("messages", 1) ?? o.messages;
-  o.endpoints = num("endpoints", 1) ?? o.endpoints;
-  o.loadSeconds = num("load-seconds", 1) ?? o.loadSeconds;
-  o.killAtSeconds = num("kill-at-seconds", 0) ?? o.killAtSeconds;
-  o.failEvery = num("fail-every", 0) ?? o.failEvery;
-  o.settleSeconds = num("settle-seconds", 1) ?? o.settleSeconds;
-  o.watchdogSeconds = num("watchdog-seconds", 30) ?? o.watchdogSeconds;
+  const o = parseSizedOptions(argv, { sizes: SIZES, help: HELP, flags: FLAGS });
   if (o.killAtSeconds >= o.loadSeconds)
     throw new Error("--kill-at-seconds must be below --load-seconds");
   return o;

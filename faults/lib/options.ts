@@ -3,7 +3,7 @@
  * runs (about a minute); `--size full` is the figure in the docs. Any count can be set on
  * its own after the size.
  */
-import { parseArgs } from "node:util";
+import { type NumericFlag, parseSizedOptions } from "./sized-options.ts";
 
 export interface FaultOptions {
   size: "small" | "full";
@@ -35,7 +35,9 @@ export interface FaultOptions {
   details: boolean;
 }
 
-const SIZES: Record<"small" | "full", Omit<FaultOptions, "size" | "details">> = {
+type Preset = Omit<FaultOptions, "size" | "details">;
+
+const SIZES: Record<"small" | "full", Preset> = {
   small: {
     workers: 2,
     messages: 300,
@@ -90,55 +92,24 @@ const HELP = `npm run faults -- [options]
                             arrived, in seconds after the first kill
 `;
 
+const FLAGS: Record<string, NumericFlag<Preset>> = {
+  workers: { key: "workers", min: 1 },
+  messages: { key: "messages", min: 1 },
+  endpoints: { key: "endpoints", min: 1 },
+  "churn-seconds": { key: "churnSeconds", min: 1 },
+  "kill-every-seconds": { key: "killEverySeconds", min: 0.5 },
+  "pg-down-seconds": { key: "pgDownSeconds", min: 0 },
+  "fail-every": { key: "failEvery", min: 0 },
+  "hold-every": { key: "holdEvery", min: 0 },
+  "hold-ms": { key: "holdMs", min: 0 },
+  "timeout-ms": { key: "timeoutMs", min: 100 },
+  "lease-margin-ms": { key: "leaseMarginMs", min: 0 },
+  "settle-seconds": { key: "settleSeconds", min: 1 },
+  "watchdog-seconds": { key: "watchdogSeconds", min: 10 },
+};
+
 export function parseFaultOptions(argv: string[]): FaultOptions {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      size: { type: "string", default: "small" },
-      help: { type: "boolean", default: false },
-      details: { type: "boolean", default: false },
-      workers: { type: "string" },
-      messages: { type: "string" },
-      endpoints: { type: "string" },
-      "churn-seconds": { type: "string" },
-      "kill-every-seconds": { type: "string" },
-      "pg-down-seconds": { type: "string" },
-      "fail-every": { type: "string" },
-      "hold-every": { type: "string" },
-      "hold-ms": { type: "string" },
-      "timeout-ms": { type: "string" },
-      "lease-margin-ms": { type: "string" },
-      "settle-seconds": { type: "string" },
-      "watchdog-seconds": { type: "string" },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    process.exit(0);
-  }
-  const size = values.size;
-  if (size !== "small" && size !== "full") throw new Error(`--size is small or full, not ${size}`);
-  const o: FaultOptions = { size, ...SIZES[size], details: values.details === true };
-  const num = (flag: keyof typeof values, min: number): number | undefined => {
-    const raw = values[flag];
-    if (raw === undefined || typeof raw !== "string") return undefined;
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n < min) throw new Error(`--${flag} must be a number >= ${min}`);
-    return n;
-  };
-  o.workers = num("workers", 1) ?? o.workers;
-  o.messages = num("messages", 1) ?? o.messages;
-  o.endpoints = num("endpoints", 1) ?? o.endpoints;
-  o.churnSeconds = num("churn-seconds", 1) ?? o.churnSeconds;
-  o.killEverySeconds = num("kill-every-seconds", 0.5) ?? o.killEverySeconds;
-  o.pgDownSeconds = num("pg-down-seconds", 0) ?? o.pgDownSeconds;
-  o.failEvery = num("fail-every", 0) ?? o.failEvery;
-  o.holdEvery = num("hold-every", 0) ?? o.holdEvery;
-  o.holdMs = num("hold-ms", 0) ?? o.holdMs;
-  o.timeoutMs = num("timeout-ms", 100) ?? o.timeoutMs;
-  o.leaseMarginMs = num("lease-margin-ms", 0) ?? o.leaseMarginMs;
-  o.settleSeconds = num("settle-seconds", 1) ?? o.settleSeconds;
-  o.watchdogSeconds = num("watchdog-seconds", 10) ?? o.watchdogSeconds;
+  const o = parseSizedOptions(argv, { sizes: SIZES, help: HELP, flags: FLAGS });
   if (o.holdMs >= o.timeoutMs) throw new Error("--hold-ms must be below --timeout-ms");
   return o;
 }

@@ -5,6 +5,16 @@
 import type { LoadResult } from "./load.ts";
 import type { SelfExit } from "./processes.ts";
 import type { FaultReceiver } from "./receiver.ts";
+import {
+  type ApiAnswers,
+  alignedTable,
+  apiAnswers,
+  apiRows,
+  countDeliveries,
+  type DeliveryCounts,
+  deliveryRows,
+  seconds,
+} from "./report-parts.ts";
 
 export interface Kill {
   at: number;
@@ -23,23 +33,11 @@ export interface RunFacts {
   pg: { stoppedAt: number; startedAt: number; healthz: string } | null;
 }
 
-export interface Figures {
-  accepted: number;
-  expected: number;
-  delivered: number;
-  lost: number;
-  duplicated: number;
-  /** deliveries of messages the API never acknowledged (should stay 0 with eventId) */
-  unacknowledged: number;
+export interface Figures extends DeliveryCounts, ApiAnswers {
   first503: number;
   cut: number;
   kills: number;
   selfExits: number;
-  api503: number;
-  api503WithoutRetryAfter: number;
-  api500: number;
-  apiOtherErrors: number;
-  givenUp: number;
   pgDownMs: number | null;
   healthzDuringOutage: string;
   /** time from the end of the churn until the last accepted delivery arrived */
@@ -59,21 +57,6 @@ const quantile = (sorted: number[], q: number): number | null =>
 
 export function computeFigures(f: RunFacts): Figures {
   const { receiver, load } = f;
-  const acceptedIds = new Set(load.accepted);
-  let delivered = 0;
-  let duplicated = 0;
-  for (const id of acceptedIds) {
-    for (let i = 0; i < f.endpoints; i++) {
-      const n = receiver.delivered.get(`${id}|${i}`) ?? 0;
-      if (n > 0) delivered++;
-      if (n > 1) duplicated++;
-    }
-  }
-  let unacknowledged = 0;
-  for (const key of receiver.delivered.keys()) {
-    if (!acceptedIds.has(key.slice(0, key.lastIndexOf("|")))) unacknowledged++;
-  }
-  const expected = acceptedIds.size * f.endpoints;
 
   // Each cut belongs to the last kill before it (only kills cut held requests: holds are
   // shorter than the timeout). Its redelivery is the next arrival of the same delivery.
@@ -95,21 +78,12 @@ export function computeFigures(f: RunFacts): Figures {
   times.sort((a, b) => a - b);
 
   return {
-    accepted: acceptedIds.size,
-    expected,
-    delivered,
-    lost: expected - delivered,
-    duplicated,
-    unacknowledged,
+    ...countDeliveries(load, receiver, f.endpoints),
     first503: receiver.arrivals.filter((a) => a.status === 503).length,
     cut: receiver.cuts.length,
     kills: f.kills.length,
     selfExits: f.selfExits.length,
-    api503: load.answers503,
-    api503WithoutRetryAfter: load.missingRetryAfter,
-    api500: load.answers500,
-    apiOtherErrors: load.otherErrors,
-    givenUp: load.givenUp,
+    ...apiAnswers(load),
     pgDownMs: f.pg ? f.pg.startedAt - f.pg.stoppedAt : null,
     healthzDuringOutage: f.pg?.healthz ?? "-",
     drainMs: f.settledAt === null ? null : Math.max(0, f.settledAt - f.churnEndedAt),
@@ -123,38 +97,24 @@ export function computeFigures(f: RunFacts): Figures {
   };
 }
 
-const s = (ms: number | null) => (ms === null ? "-" : `${(ms / 1000).toFixed(1)} s`);
-
 /** The figures as an aligned two-column table. */
 export function figuresTable(g: Figures): string {
-  const rows: [string, string][] = [
-    ["messages accepted (202)", String(g.accepted)],
-    ["deliveries expected (message x endpoint)", String(g.expected)],
-    ["deliveries arrived (2xx)", String(g.delivered)],
-    ["LOST", String(g.lost)],
-    ["duplicated (a delivery answered 2xx more than once)", String(g.duplicated)],
-    ["delivered but never acknowledged", String(g.unacknowledged)],
+  return alignedTable([
+    ...deliveryRows(g),
     ["first attempts answered 503 by the receiver", String(g.first503)],
     ["requests cut in flight by a kill", String(g.cut)],
     ["worker SIGKILLs", String(g.kills)],
     ["SELF-EXITS (api or worker exited on its own)", String(g.selfExits)],
-    ["PostgreSQL down", s(g.pgDownMs)],
+    ["PostgreSQL down", seconds(g.pgDownMs)],
     ["/healthz during the outage", g.healthzDuringOutage],
-    [
-      "API 503 answers (all with Retry-After?)",
-      `${g.api503} (${g.api503WithoutRetryAfter === 0 ? "yes" : `${g.api503WithoutRetryAfter} without`})`,
-    ],
-    ["API 500 answers", String(g.api500)],
-    ["API other errors / messages given up", `${g.apiOtherErrors} / ${g.givenUp}`],
-    ["drain time after the churn", s(g.drainMs)],
+    ...apiRows(g),
+    ["drain time after the churn", seconds(g.drainMs)],
     ["crash-to-redelivery: measured deliveries", String(g.redelivery.measured)],
-    ["crash-to-redelivery: median", s(g.redelivery.medianMs)],
-    ["crash-to-redelivery: p95", s(g.redelivery.p95Ms)],
-    ["crash-to-redelivery: max", s(g.redelivery.maxMs)],
+    ["crash-to-redelivery: median", seconds(g.redelivery.medianMs)],
+    ["crash-to-redelivery: p95", seconds(g.redelivery.p95Ms)],
+    ["crash-to-redelivery: max", seconds(g.redelivery.maxMs)],
     ["cut deliveries never sent again", String(g.redelivery.never)],
-  ];
-  const width = Math.max(...rows.map(([k]) => k.length));
-  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join("\n");
+  ]);
 }
 
 /**
