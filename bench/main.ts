@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: starts its own PostgreSQL and receiver, runs scenarios 1-11 of the
+ * `npm run bench`: starts its own PostgreSQL and receiver, runs scenarios 1-12 of the
  * performance issue `--runs` times (default 3), prints the medians as a table and writes
  * everything to bench/results/<timestamp>.json. See docs/performance.md.
  *
@@ -30,6 +30,7 @@ import { runIngest } from "./scenarios/ingest.ts";
 import { runLatency } from "./scenarios/latency.ts";
 import { runPgBoss } from "./scenarios/pgboss.ts";
 import { sweepPgBoss } from "./scenarios/pgboss-sweep.ts";
+import { dropReplay, measureReplay, prepareReplay, type ReplayData } from "./scenarios/replay.ts";
 
 const opts = parseOptions(process.argv.slice(2));
 const startedAt = new Date();
@@ -80,6 +81,7 @@ async function main(): Promise<void> {
   const { only } = opts;
   let backlog: Backlog | null = null;
   let dashboard: DashboardData | null = null;
+  let replay: ReplayData | null = null;
   const runs: RunResult[] = [];
   // pg_stat_statements per scenario of the first run: which statements dominate.
   const statements: Record<string, StatementStat[]> = {};
@@ -96,6 +98,11 @@ async function main(): Promise<void> {
       ctx.log(
         `11 dashboard: seeded in ${Math.round(dashboard.seedMs)} ms, rolled up in ${Math.round(dashboard.rollupMs)} ms`,
       );
+    }
+    if (only.has(12)) {
+      ctx.log(`12 replay: seeding ${opts.replayRows} delivered deliveries of one endpoint`);
+      replay = await prepareReplay(ctx);
+      ctx.log(`12 replay: seeded in ${Math.round(replay.seedMs)} ms`);
     }
     for (let run = 1; run <= opts.runs; run++) {
       const r: RunResult = {};
@@ -154,11 +161,16 @@ async function main(): Promise<void> {
         const d = dashboard;
         r.dashboard = await step("11 dashboard", () => measureDashboard(ctx, d));
       }
+      if (replay) {
+        const d = replay;
+        r.replay = await step("12 replay", () => measureReplay(ctx, d));
+      }
       runs.push(r);
     }
   } finally {
     if (backlog) await dropBacklog(backlog).catch(() => undefined);
     await dashboard?.db.drop().catch(() => undefined);
+    if (replay) await dropReplay(replay).catch(() => undefined);
   }
 
   const figs = figures(runs);

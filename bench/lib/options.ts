@@ -20,7 +20,7 @@ export interface BenchOptions {
   quick: boolean;
   runs: number;
   write: boolean;
-  /** scenario numbers to run (1-11); 9 needs 3, 7 compares with 3 */
+  /** scenario numbers to run (1-12); 9 needs 3, 7 compares with 3 */
   only: Set<number>;
   /** endpoints (and apps, one endpoint each); each has its own receiver port */
   endpoints: number;
@@ -51,6 +51,10 @@ export interface BenchOptions {
   pgSettings: string[];
   /** write V8 CPU profiles of hookrelay's processes to bench/results/profiles */
   cpuProf: boolean;
+  /** scenario 12: delivered rows of the endpoint a bulk replay sends again */
+  replayRows: number;
+  /** scenario 12: the replay's pace, rows per second */
+  replayRate: number;
   /** give up on the whole bench after this long */
   watchdogMs: number;
 }
@@ -60,13 +64,15 @@ const HELP = `npm run bench -- [options]
   --quick              tiny sizes, 1 run: proves the harness works (no meaningful figures)
   --runs <n>           runs per figure; each figure is the median (default 3)
   --no-write           do not write bench/results/<timestamp>.json
-  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-11)
+  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-12)
   --messages <n>       scenario 3 messages (default 50000)
   --concurrency <n>    requests in flight per hookrelay worker and in the ceiling (default 1024)
   --clients <n>        scenario 5 concurrent clients (default 64)
   --rate <n>           scenario 4 messages/s (default 1000)
   --duration <s>       scenario 4 seconds (default 20)
   --backlog-large <n>  scenario 8 large backlog rows (default 1000000)
+  --replay-rows <n>    scenario 12 rows of the bulk replay (default 1000000)
+  --replay-rate <n>    scenario 12 replay pace, rows/s (default 500)
   --pgboss <w,b,p,n>   pg-boss tuning: work() loops, batchSize, polling s, notify (1/0)
   --tune-pgboss        sweep pg-boss settings (scenario 2 sizes) and print the results
   --pg <name=value>    extra PostgreSQL setting (repeatable)
@@ -87,6 +93,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       rate: { type: "string" },
       duration: { type: "string" },
       "backlog-large": { type: "string" },
+      "replay-rows": { type: "string" },
+      "replay-rate": { type: "string" },
       pgboss: { type: "string" },
       "tune-pgboss": { type: "boolean", default: false },
       pg: { type: "string", multiple: true },
@@ -107,10 +115,10 @@ export function parseOptions(argv: string[]): BenchOptions {
   };
   const quick = values.quick;
   const only = new Set(
-    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11")
+    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11,12")
       .split(",")
       .map((s) => Number(s.trim()))
-      .filter((n) => n >= 1 && n <= 11),
+      .filter((n) => n >= 1 && n <= 12),
   );
   // 9 (memory) is sampled during 3; 7 and 10 are ratios of 3.
   if (only.has(9) || only.has(7) || only.has(10)) only.add(3);
@@ -152,6 +160,8 @@ export function parseOptions(argv: string[]): BenchOptions {
     isolationMessages: quick ? 100 : 50_000,
     isolationHanging: 10,
     isolationTimeoutMs: quick ? 500 : 2_000,
+    replayRows: Math.round(num(values["replay-rows"], quick ? 5_000 : 1_000_000, "replay-rows")),
+    replayRate: Math.round(num(values["replay-rate"], quick ? 200 : 500, "replay-rate")),
     backlogSmall: quick ? 200 : 10_000,
     backlogLarge: Math.round(
       num(values["backlog-large"], quick ? 1_000 : 1_000_000, "backlog-large"),

@@ -10,6 +10,7 @@ import type { DeliveryRun } from "../scenarios/delivery.ts";
 import type { IngestRun } from "../scenarios/ingest.ts";
 import type { LatencyRun } from "../scenarios/latency.ts";
 import type { PgBossRun } from "../scenarios/pgboss.ts";
+import type { ReplayRun } from "../scenarios/replay.ts";
 import { median, ratio } from "./stats.ts";
 
 export interface RunResult {
@@ -26,6 +27,7 @@ export interface RunResult {
   /** scenario 3's single worker, run from src/ through tsx */
   source1?: DeliveryRun;
   dashboard?: DashboardRun;
+  replay?: ReplayRun;
 }
 
 export interface Figure {
@@ -196,6 +198,16 @@ export function figures(runs: RunResult[]): Figure[] {
       atMost(1000, "< 1000"),
     );
   }
+  add("12 replay", "live deliveries/s, alone", "/s", (r) => r.replay?.liveAlone);
+  add(
+    "12 replay",
+    "live deliveries/s, during a bulk replay",
+    "/s",
+    (r) => r.replay?.liveDuringReplay,
+  );
+  add("12 replay", "live during replay / alone", "x", (r) => r.replay?.ratio, atLeast(0.8));
+  add("12 replay", "replay rows made due/s", "/s", (r) => r.replay?.replayRate);
+  add("12 replay", "replay requests received/s", "/s", (r) => r.replay?.replayDeliveredRate);
   return out;
 }
 
