@@ -188,7 +188,7 @@ describe.concurrent("endpoint recover, replay-missing, bulk-replay", { timeout: 
     });
   });
 
-  test("replay-missing --dry-run counts the messages it never got; --wait then queues them", async ({
+  test("replay-missing --dry-run counts the messages it never got (skipped while disabled among them, not the held ones); --wait then queues them", async ({
     expect,
   }) => {
     const f = await fixture({ eventTypes: ["order.paid"] });
@@ -196,6 +196,13 @@ describe.concurrent("endpoint recover, replay-missing, bulk-replay", { timeout: 
     await seed(f, 1, null, 10 * MIN, { eventType: "order.other" }); // not its event type
     const canceled = await seed(f, 1, "canceled", 10 * MIN, { eventType: "order.paid" });
     await seed(f, 1, "delivered", 10 * MIN, { eventType: "order.paid" });
+    // skipped while disabled: canceled, kind endpoint_disabled; held: pending, sent on enable
+    const skipped = await seed(f, 1, "canceled", 10 * MIN, { eventType: "order.paid" });
+    await h.db.pool.query(
+      "update deliveries set last_error_kind = 'endpoint_disabled' where message_id = $1",
+      [skipped[0]],
+    );
+    const [held] = await seed(f, 1, "pending", 10 * MIN, { eventType: "order.paid" });
 
     const dry = await cli([
       "endpoint",
@@ -207,14 +214,15 @@ describe.concurrent("endpoint recover, replay-missing, bulk-replay", { timeout: 
       "--dry-run",
     ]);
     expect(dry.code, show(dry)).toBe(0);
-    expect(dry.stdout).toMatch(/^\S+ endpoint\.replay finished: dry run: 3 would be sent\n$/);
-    expect(Object.keys(await rowsOf(f.ep))).toHaveLength(2);
+    expect(dry.stdout).toMatch(/^\S+ endpoint\.replay finished: dry run: 4 would be sent\n$/);
+    expect(Object.keys(await rowsOf(f.ep))).toHaveLength(4);
 
     const r = await cli(["endpoint", "replay-missing", f.appUid, "ep", "--since", "1h", "--wait"]);
     expect(r.code, show(r)).toBe(0);
-    expect(r.stdout).toMatch(/^\S+ endpoint\.replay finished: 3\/3 sent\n$/);
+    expect(r.stdout).toMatch(/^\S+ endpoint\.replay finished: 4\/4 sent\n$/);
     const rows = await rowsOf(f.ep);
-    for (const id of [...never, ...canceled]) expect(rows[id], id).toBe("pending");
+    for (const id of [...never, ...canceled, ...skipped]) expect(rows[id], id).toBe("pending");
+    expect(rows[held!]).toBe("pending");
   });
 
   test("bulk-replay: --event-type, --channel, --tag and --status choose what it sends", async ({

@@ -40,7 +40,7 @@ const REPLAYS = [
   {
     verb: "replay-missing",
     path: "replay-missing",
-    help: "send the messages of a window the endpoint never got: held or skipped while it was disabled, canceled, or sent before it existed but matching its filters (a background task)",
+    help: "send the messages of a window the endpoint never got: skipped while it was disabled, canceled, or sent before it existed but matching its filters (a background task)",
   },
   {
     verb: "bulk-replay",
