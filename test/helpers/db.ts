@@ -23,11 +23,14 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
 
 export async function createTestDb(options: { template?: boolean } = {}): Promise<TestDb> {
   const name = `t_${randomBytes(6).toString("hex")}`;
+  // file_copy copies the template's files as they are (its checkpoints cost next to nothing
+  // with fsync off) instead of writing every page to the WAL, the default since PostgreSQL
+  // 15: creating and later dropping the database each cost a fraction of the default's.
   await admin((c) =>
     c.query(
       options.template === false
-        ? `create database ${name}`
-        : `create database ${name} template ${c.escapeIdentifier(inject("pgTemplate"))}`,
+        ? `create database ${name} strategy = file_copy`
+        : `create database ${name} template ${c.escapeIdentifier(inject("pgTemplate"))} strategy = file_copy`,
     ),
   );
   const url = inject("pgAdminUrl").replace(/\/[^/]+$/, `/${name}`);
