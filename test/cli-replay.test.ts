@@ -409,6 +409,9 @@ describe.concurrent("tasks", { timeout: 150_000 }, () => {
     expect(r.stdout).toMatch(/^status\s+finished$/m);
     expect(r.stdout).toMatch(/^dry run\s+yes: counted, nothing sent$/m);
     expect(r.stdout).toMatch(/^window\s+\S+Z \.\. \S+Z$/m);
+    expect(r.stdout).toMatch(/^filters\s+none$/m);
+    expect(r.stdout).toMatch(/^rate\s+\d+\/s$/m);
+    expect(r.stdout).toMatch(/^progress\s+0\/0 sent$/m);
     const json = await cli(["tasks", "get", id, "--json"]);
     expect(JSON.parse(json.stdout)).toEqual(await taskOf(id));
     const unknown = await cli(["tasks", "get", "tsk_nothing"]);
@@ -427,7 +430,14 @@ describe.concurrent("tasks", { timeout: 150_000 }, () => {
     expect(r.stdout).toMatch(
       new RegExp(`^${id} endpoint\\.recover canceled: \\d+(/3 sent| sent, counting)\\n$`),
     );
-    expect((await taskOf(id)).status).toBe("canceled");
+    const task = await taskOf(id);
+    expect(task.status).toBe("canceled");
+    // what it sent before the cancel stays sent (queued): as many rows as it counts done
+    const { rows } = await h.db.pool.query(
+      "select count(*)::int as n from deliveries where endpoint_id = $1 and status = 'pending'",
+      [task.data.endpointId],
+    );
+    expect(rows[0].n).toBe(task.data.done);
     // tasks get --wait ends with the task, exit 1: it did not finish
     const followed = await following;
     expect(followed.code, show(followed)).toBe(1);
