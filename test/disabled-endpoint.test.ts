@@ -11,10 +11,13 @@
  * (to another endpoint, or to the same one once it is enabled) is delivered first, so a
  * claim ran after the held rows were due.
  */
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { HookRelay } from "../src/library.ts";
+import { purgeExpired } from "../src/ops/retention.ts";
 import { SKIPPED_KIND } from "../src/queue/enqueue-message.ts";
 import { type DashboardClient, dashboardClient } from "./helpers/dashboard-client.ts";
 import {
@@ -247,5 +250,36 @@ describe("skip", () => {
     expect(() => new HookRelay({ pool: h.db.pool, whileDisabled: "drop" as "skip" })).toThrow(
       /whileDisabled must be/,
     );
+  });
+});
+
+describe("what the docs say, and retention", () => {
+  const read = (file: string) => readFileSync(path.join(import.meta.dirname, "..", file), "utf8");
+
+  test("docs/delivery.md states both modes and README lists the process default", () => {
+    const doc = read("docs/delivery.md");
+    const section = doc.slice(doc.indexOf("## While an endpoint is disabled"));
+    expect(section).toMatch(/^## While an endpoint is disabled\n/);
+    expect(section).toContain("| `hold` (the default) | `pending`: held for the endpoint.");
+    expect(section).toContain("| `skip` | `canceled`, `lastErrorKind` `endpoint_disabled`");
+    expect(section).toContain("/replay-missing");
+    expect(section).toContain("never deletes a message while any of its deliveries is\nqueued");
+    expect(read("README.md")).toMatch(/\| `HOOKRELAY_WHILE_DISABLED` \| .* \| `hold` \|\n/);
+  });
+
+  test("retention keeps a held row's message and lets a skipped one's go", async () => {
+    const holdApp = await newApp();
+    const skipApp = await newApp();
+    const url = `${rx.url}${rx.route()}`;
+    await newEndpoint(holdApp, url, { disabled: true });
+    await newEndpoint(skipApp, url, { disabled: true, whileDisabled: "skip" });
+    const held = await send(holdApp, { kept: true });
+    const skipped = await send(skipApp, { gone: true });
+    // (every finished message of this file goes: this test runs last)
+    await purgeExpired(h.db.pool, { payloadMs: 0, attemptsMs: 0, deadLetterMs: 0, batch: 1_000 });
+    const { rows } = await h.db.pool.query("select id from messages where id = any ($1::text[])", [
+      [held, skipped],
+    ]);
+    expect(rows.map((r) => r.id)).toEqual([held]);
   });
 });

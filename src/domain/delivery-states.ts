@@ -16,6 +16,7 @@
  *                              failed if it was tried before
  *   failed ──claim, once next_attempt_at has passed──▶ in_flight
  *   pending | failed ──operator cancels──▶ canceled
+ *   (new) ──message for a disabled endpoint──▶ pending (held), or canceled (whileDisabled skip)
  *   delivered | dead_letter | failed | canceled ──resend / requeue──▶ pending (fresh budget)
  *
  *   transition  from                                      to                             part
@@ -27,8 +28,14 @@
  *
  * `next_attempt_at` is the time a row is next due: the scheduled attempt for pending and
  * failed rows. An in-flight row keeps the value it was claimed with (no index entry
- * changes, migration 0007); its lease is its claim's row in `claims`. Rows of disabled
- * endpoints are left where they are and wait; disabling never dead-letters.
+ * changes, migration 0007); its lease is its claim's row in `claims`.
+ *
+ * Disabled endpoints (docs/delivery.md, "While an endpoint is disabled"; the wording for
+ * people is domain/while-disabled.ts): the claim passes them by, so their queued rows stay
+ * where they are and wait, and disabling never dead-letters. A message that arrives
+ * meanwhile still gets its row (queue/enqueue-message.ts): pending, held like the others
+ * and sent oldest first on enable, or, when the endpoint skips while disabled, canceled
+ * with last_error_kind 'endpoint_disabled', which only replay-missing or a resend sends.
  */
 import { type RetryPolicy, retryDelayMs, Verdict } from "./retry-policy.ts";
 
