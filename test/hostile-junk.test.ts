@@ -321,7 +321,9 @@ afterAll(async () => {
 
 // =======================================================================================
 
-describe("junk at every route", () => {
+// 1,500 to 6,000 requests a test (the member-name sweep sends every page query key to every
+// page): past the default 60 s on a loaded machine
+describe("junk at every route", { timeout: 240_000 }, () => {
   const before = protoNames();
   let heapBefore = 0;
 
