@@ -191,7 +191,7 @@ describe("messages", () => {
 });
 
 describe("fan-out", () => {
-  test("deliveries go exactly to the enabled endpoints whose filters match", async () => {
+  test("deliveries go exactly to the endpoints whose filters match, a disabled one's held", async () => {
     const app = await createApp();
     const typeA = await createEndpoint(app.id, { eventTypes: ["a"] });
     const typeB = await createEndpoint(app.id, { eventTypes: ["b"] });
@@ -202,22 +202,26 @@ describe("fan-out", () => {
     await createEndpoint(otherApp.id);
 
     const m1 = await sendMessage(app.id, { eventType: "a", payload: {} });
-    expect(await deliveryEndpoints(m1.id)).toEqual([typeA.id, all.id].sort());
+    expect(await deliveryEndpoints(m1.id)).toEqual([typeA.id, all.id, disabled.id].sort());
 
     const m2 = await sendMessage(app.id, { eventType: "x", payload: {}, channels: ["c1"] });
-    expect(await deliveryEndpoints(m2.id)).toEqual([all.id, channel.id].sort());
+    expect(await deliveryEndpoints(m2.id)).toEqual([all.id, disabled.id, channel.id].sort());
 
     const m3 = await sendMessage(app.id, { eventType: "b", payload: {}, channels: ["c2"] });
-    expect(await deliveryEndpoints(m3.id)).toEqual([typeB.id, all.id].sort());
+    expect(await deliveryEndpoints(m3.id)).toEqual([typeB.id, all.id, disabled.id].sort());
 
     const m4 = await sendMessage(app.id, { eventType: "a", payload: {}, channels: ["c1", "c9"] });
-    expect(await deliveryEndpoints(m4.id)).toEqual([typeA.id, all.id, channel.id].sort());
+    expect(await deliveryEndpoints(m4.id)).toEqual(
+      [typeA.id, all.id, disabled.id, channel.id].sort(),
+    );
 
+    // the disabled endpoint (no filters) holds every one (docs/delivery.md, "While an
+    // endpoint is disabled")
     const { rows } = await h.db.pool.query(
-      "select count(*)::int as n from deliveries where endpoint_id = $1",
+      "select status, count(*)::int as n from deliveries where endpoint_id = $1 group by status",
       [disabled.id],
     );
-    expect(rows[0].n).toBe(0);
+    expect(rows).toEqual([{ status: "pending", n: 4 }]);
 
     // A message that matches nothing is still accepted, with no deliveries.
     const none = await createApp();

@@ -229,7 +229,7 @@ describe("svix client against hookrelay", () => {
     );
   });
 
-  test("endpoint.patch disabled: true; endpoint.get shows it; nothing more is delivered", async () => {
+  test("endpoint.patch disabled: true; endpoint.get shows it; a later message is held for it, not sent", async () => {
     const patched = await svix.endpoint.patch(app.id, ep.id, { disabled: true });
     expect(patched.disabled).toBe(true);
     expect(patched.eventTypes).toEqual(["invoice.paid"]);
@@ -241,11 +241,12 @@ describe("svix client against hookrelay", () => {
       eventType: "invoice.paid",
       payload: { invoice: "in_3" },
     });
+    // held while disabled (docs/delivery.md, "While an endpoint is disabled")
     const { rows } = await h.db.pool.query(
-      "select count(*)::int as n from deliveries where message_id = $1",
+      "select status, attempt_count from deliveries where message_id = $1",
       [later.id],
     );
-    expect(rows[0].n).toBe(0);
+    expect(rows).toEqual([{ status: "pending", attempt_count: 0 }]);
   });
 
   test("application.list returns pages with data, iterator and done", async () => {
