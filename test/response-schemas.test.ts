@@ -196,6 +196,22 @@ test("every read route answers, through its schema, all that its handler returne
   const stored = await read("/api/v1/app/:appId/msg/:msgId", { appId, msgId });
   expect(stored.payload).toEqual({ n: 1, nested: { list: [1, "two", null] } });
   await read("/api/v1/event-type", {});
+  // a replay counted (a dry run, finished with its total) and one left running
+  const since = new Date(Date.now() - 3_600_000).toISOString();
+  const counted = await h.call("POST", `${V1}/app/${appId}/endpoint/${quiet.id}/bulk-replay`, {
+    since,
+    eventTypes: ["order.created"],
+    dryRun: true,
+  });
+  expect(counted.status, JSON.stringify(counted.body)).toBe(202);
+  const running = await h.call("POST", `${V1}/app/${appId}/endpoint/${quiet.id}/recover`, {
+    since,
+  });
+  expect(running.status, JSON.stringify(running.body)).toBe(202);
+  expect((await read("/api/v1/background-task", {})).data.length).toBeGreaterThanOrEqual(2);
+  const task = await read("/api/v1/background-task/:taskId", { taskId: counted.body.id });
+  expect(task.data.filters.eventTypes).toEqual(["order.created"]);
+  await read("/api/v1/background-task/:taskId", { taskId: running.body.id });
 
   expect(mismatches).toEqual([]);
   expect([...compared.keys()].sort()).toEqual(Object.keys(READ_ROUTES).sort());

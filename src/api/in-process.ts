@@ -34,6 +34,7 @@ import {
   messageResponse,
 } from "./response-schemas.ts";
 import type { FromSchema } from "./schema-type.ts";
+import { taskPageResponse, taskResponse } from "./task-responses.ts";
 
 export const IN_PROCESS_HEADER = "x-hookrelay-in-process";
 
@@ -68,6 +69,8 @@ export const READ_ROUTES = {
   "/api/v1/app/:appId/msg": messagePageResponse,
   "/api/v1/app/:appId/msg/:msgId": messageResponse,
   "/api/v1/event-type": eventTypePageResponse,
+  "/api/v1/background-task": taskPageResponse,
+  "/api/v1/background-task/:taskId": taskResponse,
 } as const;
 
 export type ReadRoute = keyof typeof READ_ROUTES;

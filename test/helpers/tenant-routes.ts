@@ -89,6 +89,9 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["POST", "/dashboard/endpoints/:endpointId/enable", { kind: "dashboard" }],
   ["POST", "/dashboard/endpoints/:endpointId/reset-circuit", { kind: "dashboard" }],
   ["POST", "/dashboard/endpoints/:endpointId/rotate-secret", { kind: "dashboard" }],
+  ["GET HEAD POST", "/dashboard/endpoints/:endpointId/replay", { kind: "dashboard" }],
+  ["GET HEAD", "/dashboard/endpoints/:endpointId/replay/:taskId", { kind: "dashboard" }],
+  ["POST", "/dashboard/endpoints/:endpointId/replay/:taskId/cancel", { kind: "dashboard" }],
   ["GET HEAD", "/dashboard/messages", { kind: "dashboard" }],
   ["GET HEAD", "/dashboard/messages/:msgId", { kind: "dashboard" }],
   ["GET HEAD", "/dashboard/messages/:msgId/payload", { kind: "dashboard" }],
@@ -248,6 +251,22 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
     "/portal/endpoints/:endpointId/test",
     { kind: "portal", body: () => ({ eventType: "hookrelay.ping" }) },
   ],
+  // the Replay action (a dry run: a count, nothing sent) and a replay's view and cancel
+  ["GET HEAD", "/portal/endpoints/:endpointId/replay", { kind: "portal" }],
+  [
+    "POST",
+    "/portal/endpoints/:endpointId/replay",
+    {
+      kind: "portal",
+      body: () => ({
+        kind: "recover",
+        since: new Date(Date.now() - 3_600_000).toISOString(),
+        intent: "count",
+      }),
+    },
+  ],
+  ["GET HEAD", "/portal/endpoints/:endpointId/replay/:taskId", { kind: "portal" }],
+  ["POST", "/portal/endpoints/:endpointId/replay/:taskId/cancel", { kind: "portal" }],
   ["GET HEAD", "/portal/messages", { kind: "portal" }],
   ["GET HEAD", "/portal/messages/:msgId", { kind: "portal" }],
   ["GET HEAD", "/portal/messages/:msgId/payload", { kind: "portal" }],

@@ -4,7 +4,8 @@
  * and one that fails (1 attempt, breaker threshold 1), a message delivered to the first
  * and dead-lettered at the second (a real worker and receiver on 127.0.0.1, so attempts,
  * dead letters and an open circuit are genuine), a second message left pending (B sent it
- * with an idempotency key), and a shared event type in the catalogue.
+ * with an idempotency key), a replay of the first endpoint left running (no replay runner
+ * runs), and a shared event type in the catalogue.
  *
  * `startTenants()` in a file's beforeAll; `tenantCalls(() => tenants)` binds the calls to
  * it, the getter read on every call.
@@ -30,6 +31,8 @@ export interface Tenant {
   attemptId: string;
   deadDlv: string;
   pendingDlv: string;
+  /** a replay of the endpoint that stays running (no replay runner runs) */
+  taskId: string;
   key: string;
   keyId: string;
   /** a portal access link of the app (POST /auth/app-portal-access) */
@@ -149,6 +152,7 @@ async function seedTenants(h: Harness, rx: Receiver): Promise<Tenants> {
       attemptId: "",
       deadDlv: "",
       pendingDlv: "",
+      taskId: "",
       key: key.body.key,
       keyId: key.body.id,
       portalTokenId: portal.body.id,
@@ -193,6 +197,11 @@ async function seedTenants(h: Harness, rx: Receiver): Promise<Tenants> {
     );
     expect(pending.status).toBe(202);
     t.pendingDlv = ids.format("delivery", (await deliveryOf(h, pending.body.id, t.epId))!.id);
+    const task = await h.call("POST", `${V1}/app/${t.appId}/endpoint/${t.epId}/recover`, {
+      since: new Date(Date.now() - 3_600_000).toISOString(),
+    });
+    expect(task.status).toBe(202);
+    t.taskId = task.body.id;
   }
   const et = await h.call("POST", `${V1}/event-type`, {
     name: eventType,
@@ -235,6 +244,7 @@ export function tenantCalls(get: () => Tenants) {
       msgId: form === "id" ? t.msgId : t.eventId,
       attemptId: t.attemptId,
       deliveryId: t.pendingDlv,
+      taskId: t.taskId,
       keyId: t.keyId,
       tokenId: t.portalTokenId,
       name: get().eventType,
@@ -250,6 +260,7 @@ export function tenantCalls(get: () => Tenants) {
       msgId: `ghost-msg-${g}`,
       attemptId: "atmpt_999999999",
       deliveryId: "dlv_999999999",
+      taskId: `qtask_ghost${g}`,
       keyId: `key_ghost${g}`,
       tokenId: `ptok_ghost${g}`,
       name: `ghost.${g}`,
@@ -280,6 +291,9 @@ export function tenantCalls(get: () => Tenants) {
       keys: await q("select id, revoked_at from api_keys where app_id = $1 order by id"),
       portalLinks: await q(
         "select id, expires_at, revoked_at from portal_tokens where app_id = $1 order by id",
+      ),
+      tasks: await q(
+        "select id, status, done, updated_at from background_tasks where app_id = $1 order by id",
       ),
     };
   }

@@ -5,7 +5,8 @@
  * by the API route that does it for API clients (disable/enable = PATCH endpoint, reset =
  * POST circuit/reset, rotate = POST secret/rotate, requeue = POST /dead-letters/requeue),
  * then back to this page (POST-redirect-GET) with what happened. The requeue's confirmation
- * states what GET /dead-letters/requeue-plan says it would take, and at what pace.
+ * states what GET /dead-letters/requeue-plan says it would take, and at what pace. The
+ * "Replay" section (form and recent replays) is pages/endpoint-replay.ts's.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../api/auth.ts";
@@ -21,6 +22,7 @@ import { sendPage } from "../layout.ts";
 import { clippedText } from "../payload-view.ts";
 import { ownKey, queryStrings } from "../query.ts";
 import { endpointAppId } from "../sql/message-lookup.ts";
+import { replaySection } from "./endpoint-replay.ts";
 import { chartHours, chartSrc, rangeLinks } from "./overview.ts";
 
 /** What an action did, by the code in ?done= (never free text from the URL). */
@@ -125,6 +127,12 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
       const flash = doneKey ? DONE[doneKey]!(done.n) : null;
       const dl = analysis.data[0];
       const circuit = hl.circuit;
+      const replay = await replaySection(deps, {
+        principal,
+        csrfToken,
+        endpointId: id,
+        limits: hl.limits,
+      });
       const body = html`<h1>Endpoint <code>${e.id}</code></h1>
 ${flash && html`<p class="notice" role="status">${flash}</p>`}
 <dl class="facts">
@@ -165,6 +173,7 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
   }
   ${actionForm(id, "reset-circuit", "Reset circuit", csrfToken)}
   <a class="button" href="${epPath(id, "requeue")}">Requeue dead letters (${count(hl.queue.deadLetter)})…</a>
+  <a class="button" href="#replay">Replay…</a>
   ${actionForm(id, "rotate-secret", "Rotate secret", csrfToken, {
     confirm: "Rotate the signing secret? The old one keeps signing for 24 hours.",
     danger: true,
@@ -184,6 +193,7 @@ ${
 <p>${count(dl.deadCount)} dead, pattern <strong>${String(dl.pattern).replaceAll("_", " ")}</strong>: ${dl.suggestedAction}</p>
 <p class="muted">Most common: ${dl.mostCommonStatusCode ?? "no status"}, ${dl.mostCommonError ? clippedText(redactor.text(dl.mostCommonError)) : "no error text"}; first ${time(dl.firstDeadAt)}, last ${time(dl.lastDeadAt)}.</p></section>`
 }
+${replay}
 <section aria-labelledby="h-attempts"><h2 id="h-attempts">Recent attempts</h2>
 <div class="table-wrap"><table data-testid="attempts">
 <thead><tr><th>Time</th><th>Message</th><th class="num">#</th><th>Status</th><th class="num">Latency</th><th>Error or response</th></tr></thead>

@@ -5,7 +5,8 @@
  *   GET  /portal/endpoints/new           the add form
  *   POST /portal/endpoints               add (the API checks the URL with the SSRF guard)
  *   GET  /portal/endpoints/{ep}          one endpoint: settings, health, latency chart,
- *                                        secret, test event, recent attempts, actions
+ *                                        secret, test event, replay (endpoint-replay.ts),
+ *                                        recent attempts, actions
  *   GET  /portal/endpoints/{ep}/edit     the edit form (src/dashboard/endpoint-form.ts)
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
@@ -31,6 +32,7 @@ import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
 import type { PortalSession } from "../session.ts";
 import { badge, eventTypesText, ms, percent, when } from "../views.ts";
+import { portalReplaySection } from "./endpoint-replay.ts";
 
 /** /api/v1/app/{the session's app}/... with each segment percent-encoded. */
 export const appApi = (session: PortalSession, ...segments: string[]) =>
@@ -219,13 +221,26 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
         { limit: 20 },
       );
       const types = await catalog(deps, session);
+      const replay = await portalReplaySection(deps, session, {
+        endpointId: e.id,
+        limits: h.limits,
+      });
       return deps.page(reply, {
         session,
         csrfToken: session.csrfToken,
         title: "Endpoint",
         active: "/portal/endpoints",
         charts: true,
-        body: endpointDetail(session, e, h, attempts.data, types, redactor.url, request.query.done),
+        body: endpointDetail(
+          session,
+          e,
+          h,
+          attempts.data,
+          types,
+          redactor.url,
+          request.query.done,
+          replay,
+        ),
       });
     },
   );
@@ -283,6 +298,7 @@ function endpointDetail(
   types: CatalogEntry[],
   redactUrl: (url: string) => string,
   done: unknown,
+  replay: Html,
 ): Html {
   const path = (...rest: string[]) => portalPath(["endpoints", e.id, ...rest]);
   return html`<h1>Endpoint</h1>
@@ -341,6 +357,7 @@ ${types.map((t) => html`<option value="${t.name}">${t.name}</option>`)}
 <button type="submit">Send</button>
 </form>`
 }
+${replay}
 <h2>Recent attempts</h2>
 ${
   attempts.length === 0
