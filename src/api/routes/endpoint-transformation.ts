@@ -38,10 +38,6 @@ export function registerEndpointTransformationRoutes(
     throw apiError("not_supported", DETAIL);
   };
   app.get<P>("/app/:appId/endpoint/:endpointId/transformation", { schema }, refuse);
-  // any body: whatever it says, the answer is the same
-  app.patch<P>(
-    "/app/:appId/endpoint/:endpointId/transformation",
-    { schema: { ...schema, body: { type: ["object", "null"] } } },
-    refuse,
-  );
+  // no body schema: whatever the body says, the answer is the same
+  app.patch<P>("/app/:appId/endpoint/:endpointId/transformation", { schema }, refuse);
 }
