@@ -27,6 +27,10 @@ export function whileDisabledText(mode: WhileDisabled): string {
     : "what it had queued and every message sent meanwhile wait for it (held) and go out, oldest first, when it is enabled again";
 }
 
+/** The same, where the reader's mode is not known (the portal's notice after a disable). */
+export const EITHER_MODE_TEXT =
+  "what it had queued waits until it is enabled again, and messages sent meanwhile are held for it and sent then (or recorded as skipped, if it is set to skip them)";
+
 /** The CLI's `endpoint disable` help: both modes, since the command does not know which. */
 export const DISABLE_HELP =
   "stop deliveries to an endpoint: queued ones wait, and messages sent meanwhile are held for it (or recorded as skipped if it has --while-disabled skip)";

@@ -12,6 +12,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../api/auth.ts";
 import { notFound } from "../../api/errors.ts";
 import { answerError, type InProcessResult } from "../../api/in-process.ts";
+import type { WhileDisabled } from "../../config.ts";
+import { whileDisabledOf, whileDisabledText } from "../../domain/while-disabled.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import { deliveryFacts } from "../endpoint-form.ts";
@@ -25,9 +27,12 @@ import { endpointAppId } from "../sql/message-lookup.ts";
 import { replaySection } from "./endpoint-replay.ts";
 import { chartHours, chartSrc, rangeLinks } from "./overview.ts";
 
-/** What an action did, by the code in ?done= (never free text from the URL). */
-const DONE: Record<string, (n: string | undefined) => string> = {
-  disabled: () => "Endpoint disabled: its deliveries wait until it is enabled again.",
+/**
+ * What an action did, by the code in ?done= (never free text from the URL); `whileDisabled`
+ * is the endpoint's effective mode (domain/while-disabled.ts).
+ */
+const DONE: Record<string, (n: string | undefined, whileDisabled: WhileDisabled) => string> = {
+  disabled: (_, mode) => `Endpoint disabled: ${whileDisabledText(mode)}.`,
   enabled: () => "Endpoint enabled.",
   "circuit-reset": () => "Circuit reset to closed; waiting deliveries are due now.",
   "secret-rotated": () =>
@@ -124,7 +129,11 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
       const hl = health;
       const done = queryStrings(request.query);
       const doneKey = ownKey(DONE, done.done);
-      const flash = doneKey ? DONE[doneKey]!(done.n) : null;
+      const mode = whileDisabledOf(
+        e.whileDisabled as WhileDisabled | null | undefined,
+        deps.config.delivery.whileDisabled,
+      );
+      const flash = doneKey ? DONE[doneKey]!(done.n, mode) : null;
       const dl = analysis.data[0];
       const circuit = hl.circuit;
       const replay = await replaySection(deps, {
@@ -143,7 +152,12 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
   ${headersFacts(headers)}
   <dt>State</dt><dd>${e.disabled ? badge("disabled", `disabled (${e.disabledReason ?? "operator"})`) : badge("ok", "enabled")}${
     hl.pausedUntil ? html` ${badge("warning", "paused")} until ${time(hl.pausedUntil)}` : ""
+  }${
+    e.disabled
+      ? html` <span data-testid="held">${count(hl.queue.pending)} held while disabled</span>`
+      : ""
   }</dd>
+  <dt>While disabled</dt><dd data-testid="while-disabled">${mode}${e.whileDisabled == null ? html` <span class="muted">(server default)</span>` : ""}: ${whileDisabledText(mode)}</dd>
   <dt>Circuit</dt><dd data-testid="circuit">${badge(circuit.state)} ${circuit.consecutiveFailures} consecutive failures (opens at ${circuit.effectiveFailureThreshold})${
     circuit.state !== "closed" && circuit.openUntil
       ? html`; open until ${time(circuit.openUntil)}`
@@ -167,7 +181,7 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
     e.disabled
       ? actionForm(id, "enable", "Enable", csrfToken)
       : actionForm(id, "disable", "Disable", csrfToken, {
-          confirm: "Disable this endpoint? Its deliveries wait until it is enabled again.",
+          confirm: `Disable this endpoint? ${whileDisabledText(mode).replace(/^./, (c) => c.toUpperCase())}.`,
           danger: true,
         })
   }

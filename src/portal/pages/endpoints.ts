@@ -27,6 +27,7 @@ import {
 import { type Html, html } from "../../dashboard/html.ts";
 import { clippedText } from "../../dashboard/payload-view.ts";
 import { ownKey } from "../../dashboard/query.ts";
+import { EITHER_MODE_TEXT } from "../../domain/while-disabled.ts";
 import { ApiError } from "../../errors.ts";
 import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
@@ -44,7 +45,8 @@ export const appApi = (session: PortalSession, ...segments: string[]) =>
 export const NOTICES: Record<string, string> = {
   created: "Endpoint added.",
   saved: "Changes saved.",
-  disabled: "Endpoint disabled: deliveries wait until it is enabled again.",
+  // the disabled-endpoint contract (domain/while-disabled.ts)
+  disabled: `Endpoint disabled: ${EITHER_MODE_TEXT}.`,
   enabled: "Endpoint enabled.",
   deleted: "Endpoint deleted.",
   rotated: "Signing secret rotated; the previous one keeps signing for 24 hours.",
