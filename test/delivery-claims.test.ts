@@ -20,7 +20,6 @@ import {
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { type DeliveryResult, recordResults } from "../src/queue/record-results.ts";
 import { releaseLostClaims } from "../src/queue/release-deliveries.ts";
-import { sleep } from "./helpers/deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { startRawServer } from "./helpers/raw-server.ts";
 import { waitFor } from "./helpers/receiver.ts";
@@ -53,6 +52,27 @@ function resultFor(
     pauseMs: null,
     ...over,
   };
+}
+
+/** When the one claims row's lease runs out (the database's time, to the microsecond). */
+async function leaseEndOf(h2: Harness): Promise<Date> {
+  const { rows } = await h2.db.pool.query(
+    // rounded up to the next millisecond: a Date has no microseconds
+    "select ceil(extract(epoch from lease_expires_at) * 1000)::float8 as ms from claims",
+  );
+  expect(rows).toHaveLength(1);
+  return new Date(rows[0].ms);
+}
+
+/** How many other sessions wait for a lock in a statement whose text holds `fragment`. */
+async function lockWaits(h2: Harness, fragment: string): Promise<number> {
+  const { rows } = await h2.db.pool.query(
+    `select count(*)::int as n from pg_stat_activity
+     where datname = current_database() and pid <> pg_backend_pid()
+       and wait_event_type = 'Lock' and strpos(query, $1) > 0`,
+    [fragment],
+  );
+  return rows[0].n;
 }
 
 // ---------------------------------------------------------------- stale results
@@ -91,9 +111,10 @@ describe("claim tokens", () => {
         await claimDeliveries(h2.db.pool, claimOptions(randomUUID(), "worker-x")),
       ).toHaveLength(0);
 
-      // Worker A's lease runs out: the row is handed back, and worker B takes it.
-      await h2.db.pool.query("update claims set lease_expires_at = now() - interval '1 second'");
-      expect(await releaseLostClaims(h2.db.pool, { checkOwners: true })).toBe(1);
+      // Worker A's lease runs out (the check's clock at its end): the row is handed back, and
+      // worker B takes it.
+      const leaseEnd = await leaseEndOf(h2);
+      expect(await releaseLostClaims(h2.db.pool, { checkOwners: true, now: leaseEnd })).toBe(1);
       expect(await h2.db.pool.query("select * from claims")).toMatchObject({ rowCount: 0 });
       const claimedB = await claimDeliveries(h2.db.pool, claimOptions(tokenB, "worker-b"));
       expect(claimedB).toHaveLength(1);
@@ -209,8 +230,13 @@ describe("claims and concurrent writers", () => {
         const claim = claimDeliveries(h2.db.pool, options()).then((rows) => {
           claimed = rows;
         });
-        await sleep(300);
-        expect(claimed).toBeNull(); // waiting, not skipping past the endpoint
+        // waiting for that row's lock, not skipping past the endpoint
+        await waitFor(
+          async () => (await lockWaits(h2, "no_flush_wait as")) === 1,
+          5_000,
+          "the claim to wait for the health row",
+        );
+        expect(claimed).toBeNull();
         void claim;
       });
       await waitFor(() => claimed !== null, 5_000, "the claim");
@@ -325,17 +351,16 @@ describe("claims and concurrent writers", () => {
       const endpointId = await endpointWithMessages(h2, 5);
       const first = await claimDeliveries(h2.db.pool, options({ limit: 5 }));
       expect(first).toHaveLength(5);
-      // Under the lease: nothing to hand back, and nothing left to claim.
-      expect(await releaseLostClaims(h2.db.pool, { checkOwners: true })).toBe(0);
-      expect(await claimDeliveries(h2.db.pool, options())).toHaveLength(0);
+      // Under the lease, to its last millisecond: nothing to hand back, nothing left to claim.
+      const leaseEnd = await leaseEndOf(h2);
+      const justBefore = new Date(leaseEnd.getTime() - 1);
+      expect(await releaseLostClaims(h2.db.pool, { checkOwners: true, now: justBefore })).toBe(0);
+      expect(await claimDeliveries(h2.db.pool, options({ now: justBefore }))).toHaveLength(0);
 
-      await h2.db.pool.query(
-        "update claims set lease_expires_at = now() - interval '1 millisecond'",
-      );
-      // Two workers looking at once: each row comes back exactly once.
+      // Its end, with two workers looking at once: each row comes back exactly once.
       const released = await Promise.all([
-        releaseLostClaims(h2.db.pool, { checkOwners: true }),
-        releaseLostClaims(h2.db.pool, { checkOwners: true }),
+        releaseLostClaims(h2.db.pool, { checkOwners: true, now: leaseEnd }),
+        releaseLostClaims(h2.db.pool, { checkOwners: true, now: leaseEnd }),
       ]);
       expect(released[0] + released[1]).toBe(5);
       const { rows } = await h2.db.pool.query(

@@ -18,6 +18,7 @@ import { releaseLostClaims } from "../src/queue/release-deliveries.ts";
 import { makeHeartbeatLiveness } from "../src/worker/heartbeat-liveness.ts";
 import { makeLiveness } from "../src/worker/liveness.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { waitFor } from "./helpers/receiver.ts";
 import { DEAD_URL, newApp, newEndpoint } from "./helpers/seeded-deliveries.ts";
 
 let h: Harness;
@@ -45,11 +46,27 @@ async function seed(n: number) {
     await enqueueMessage(h.db.pool, { appId, eventType: "t", payload: "{}" }, 5);
 }
 
-const check = () => releaseLostClaims(h.db.pool, { checkOwners: true, heartbeatStaleMs: 1_000 });
+const STALE_MS = 1_000;
+/** A worker's lost-claims check, at `now` (src/db/sql/clock.ts; null: the database's). */
+const check = (now: Date | null = null) =>
+  releaseLostClaims(h.db.pool, { checkOwners: true, heartbeatStaleMs: STALE_MS, now });
+
+/** The heartbeat row of `lock`: when it was last written, to the millisecond. */
+async function beatAt(lock: number | null): Promise<number> {
+  const { rows } = await h.db.pool.query(
+    "select beat_at from worker_heartbeats where worker_lock = $1",
+    [lock],
+  );
+  return (rows[0].beat_at as Date).getTime();
+}
 
 test("a heartbeat worker is never taken over while it beats, and handed back once its row is stale, beside a lock worker", async () => {
   await seed(3);
-  const beating = makeHeartbeatLiveness({ pool: h.db.pool, logger: silentLogger, staleMs: 1_000 });
+  const beating = makeHeartbeatLiveness({
+    pool: h.db.pool,
+    logger: silentLogger,
+    staleMs: STALE_MS,
+  });
   const locked = makeLiveness({ connectionString: h.db.url, logger: silentLogger });
   await beating.start();
   await locked.start();
@@ -57,19 +74,32 @@ test("a heartbeat worker is never taken over while it beats, and handed back onc
     expect(beating.held).toBe(true);
     expect(await claimAs(beating.lock, 2)).toHaveLength(2);
     expect(await claimAs(locked.lock, 1)).toHaveLength(1);
-    // well past the threshold, with beats every 200 ms: nothing comes back
-    for (let i = 0; i < 8; i++) {
+    // It beats every 200 ms: each beat moves its row on, so a check at a time past the
+    // threshold of the beat before finds it alive. Nothing comes back.
+    let last = await beatAt(beating.lock);
+    for (let i = 0; i < 3; i++) {
       expect(await check()).toBe(0);
-      await new Promise((r) => setTimeout(r, 250));
+      const before = last;
+      await waitFor(
+        async () => {
+          last = await beatAt(beating.lock);
+          return last > before;
+        },
+        5_000,
+        "a beat",
+      );
+      expect(await check(new Date(before + STALE_MS + 1))).toBe(0);
     }
-    // the heartbeat stops as a SIGKILL leaves it: no more beats, the row ages past the
-    // threshold (stop() would delete the row: a crash does not)
+    // The heartbeat stops as a SIGKILL leaves it: no more beats, the row as it was last
+    // written (stop() deletes it: a crash does not). Up to the threshold it counts as alive;
+    // past it, its claims come back.
     await beating.stop();
-    await h.db.pool.query(
-      "insert into worker_heartbeats values ($1, 'gone', now() - interval '5 seconds')",
-      [beating.lock],
-    );
-    expect(await check()).toBe(2);
+    await h.db.pool.query("insert into worker_heartbeats values ($1, 'gone', $2)", [
+      beating.lock,
+      new Date(last),
+    ]);
+    expect(await check(new Date(last + STALE_MS - 1))).toBe(0);
+    expect(await check(new Date(last + STALE_MS + 1))).toBe(2);
     expect(await check()).toBe(0); // the lock worker's claim stays
     const { rows } = await h.db.pool.query("select worker_lock from claims");
     expect(rows.map((r) => r.worker_lock)).toEqual([locked.lock]);
