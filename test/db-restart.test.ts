@@ -137,12 +137,16 @@ test("a PostgreSQL restart under load: 503 + Retry-After meanwhile, then everyth
   expect(health.status).toBe(503);
   expect(health.headers.get("retry-after")).toMatch(/^\d+$/);
   expect(await health.json()).toMatchObject({ status: "unavailable", database: "unreachable" });
-  await new Promise((r) => setTimeout(r, 2_000));
+  // the producers keep sending into the outage and are refused
+  const refusedSince = (t: number) => answers.filter((a) => a.startedAt > t && a.status === 503);
+  await waitFor(() => refusedSince(down).length >= 16, 30_000, "the producers' refused sends");
   const up = Date.now();
   await cluster.start();
 
   await waitFor(async () => (await fetch(`${apiUrl}/healthz`)).status === 200, 30_000, "healthz");
-  await new Promise((r) => setTimeout(r, 1_000));
+  // and get through again once it is back
+  const acceptedSince = (t: number) => answers.filter((a) => a.startedAt > t && a.status === 202);
+  await waitFor(() => acceptedSince(up).length >= 16, 30_000, "sends accepted after the restart");
   producing = false;
   await load;
 
@@ -182,10 +186,22 @@ test("a PostgreSQL restart under load: 503 + Retry-After meanwhile, then everyth
     expect(isRunning(p), `${p.pid} exited:\n${p.stdout}\n${p.stderr}`).toBe(true);
 });
 
+/** What the in-process parts log when they meet an outage. */
+const OUTAGE_SEEN = [
+  /^work listener connection lost/,
+  /^work listener reconnect failed/,
+  /^maintenance (tick|task) failed/,
+];
+
 test("in process: a checked-out pool client, the LISTEN connection and maintenance get through a restart", {
   timeout: 90_000,
 }, async () => {
-  const logger = pino({ level: "silent" });
+  // the log lines' messages: the parts say when they meet the outage
+  const logged: string[] = [];
+  const logger = pino(
+    { level: "info" },
+    { write: (line: string) => logged.push(String(JSON.parse(line).msg)) },
+  );
   const pool = makePool({ connectionString: cluster.url, max: 3, logger });
   // held across the restart, as the maintenance lock is: its loss must not throw
   const held = await pool.connect();
@@ -215,9 +231,16 @@ test("in process: a checked-out pool client, the LISTEN connection and maintenan
     await listener.start();
     maintenance.start();
     await waitFor(() => ticks > 0, 10_000, "a maintenance tick");
+    logged.length = 0;
 
     await cluster.stop();
-    await new Promise((r) => setTimeout(r, 1_000));
+    // each part meets the outage before the database is back: the listener loses its
+    // connection and fails to reconnect, a maintenance tick fails
+    await waitFor(
+      () => OUTAGE_SEEN.every((seen) => logged.some((msg) => seen.test(msg))),
+      30_000,
+      "the outage to reach the listener and maintenance",
+    );
     await cluster.start();
 
     const ticksAfter = ticks;
