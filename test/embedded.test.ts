@@ -4,6 +4,8 @@
  * group) exits cleanly and stops PostgreSQL; after kill -9 the next start takes the still
  * running cluster over; after PostgreSQL was killed too, it starts again; as root, a data
  * folder the postgres user cannot enter is left as it is and the cluster kept elsewhere.
+ * The operator commands that check it (app create, app list, db-url) run in this process
+ * (helpers/cli.ts runCliInProcess), finding the server through the data folder's cli.json.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
@@ -12,7 +14,7 @@ import path from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { isAlive } from "../src/db/embedded-state.ts";
 import { binariesFor, ensurePostgresUser, SHARED_DIR } from "../src/db/postgres-as-root.ts";
-import { runCli, show } from "./helpers/cli.ts";
+import { runCliInProcess, show } from "./helpers/cli.ts";
 import { waitFor } from "./helpers/receiver.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -87,7 +89,7 @@ describe("the embedded database", { timeout: 240_000 }, () => {
       /^embedded PostgreSQL: postgres:\/\/postgres:\*\*\*\*@127\.0\.0\.1:\d+\/hookrelay$/m,
     );
     const env = { HOOKRELAY_DATA_DIR: dataDir };
-    const created = await runCli(["app", "create", "Kept", "--uid", "kept"], { env });
+    const created = await runCliInProcess(["app", "create", "Kept", "--uid", "kept"], { env });
     expect(created.code, show(created)).toBe(0);
 
     // kill -9: PostgreSQL keeps running; the next start takes it over
@@ -100,7 +102,7 @@ describe("the embedded database", { timeout: 240_000 }, () => {
       /took over the embedded PostgreSQL left running by a killed process/,
     );
     expect(await postmasterPid(clusterDir)).toBe(pg1);
-    expect((await runCli(["app", "list"], { env })).stdout).toMatch(/\skept\s+Kept\s/);
+    expect((await runCliInProcess(["app", "list"], { env })).stdout).toMatch(/\skept\s+Kept\s/);
 
     // both killed: a stale postmaster.pid; the next start removes it and starts again
     process.kill(second.child.pid!, "SIGKILL");
@@ -109,7 +111,7 @@ describe("the embedded database", { timeout: 240_000 }, () => {
     await waitFor(async () => !(await isAlive(pg1)), 10_000, "postgres to die");
     const third = await start(dataDir);
     expect(third.out()).toMatch(/removed the postmaster\.pid of a PostgreSQL that was killed/);
-    expect((await runCli(["app", "list"], { env })).stdout).toMatch(/\skept\s+Kept\s/);
+    expect((await runCliInProcess(["app", "list"], { env })).stdout).toMatch(/\skept\s+Kept\s/);
 
     // Ctrl-C in a terminal: SIGINT to the whole foreground group
     const pg3 = await postmasterPid(clusterDir);
@@ -137,7 +139,9 @@ describe("the embedded database", { timeout: 240_000 }, () => {
         /the postgres user cannot enter .*hookrelay-closed-\w+: the database of .* is kept in \/var\/lib\/hookrelay\/clusters\//,
       );
       expect((await stat(closed)).mode & 0o777).toBe(0o700);
-      const url = await runCli(["db-url", "--masked"], { env: { HOOKRELAY_DATA_DIR: dataDir } });
+      const url = await runCliInProcess(["db-url", "--masked"], {
+        env: { HOOKRELAY_DATA_DIR: dataDir },
+      });
       expect(url.code, show(url)).toBe(0);
       process.kill(-s.child.pid!, "SIGINT");
       expect(await s.exited).toBe(0);

@@ -2,7 +2,8 @@
  * Signing secrets (docs/delivery.md, Signing; docs/security.md): rotation with a grace period in
  * which old and new secrets both sign, at most four old secrets, expiry; operator-supplied
  * secrets validated and used as given; encryption at rest (AES-256-GCM) and the
- * `hookrelay secrets reencrypt` command run as a real child process against a server.
+ * `hookrelay secrets reencrypt` command run against a server (in this process with its own
+ * environment: helpers/cli.ts runCliInProcess).
  *
  * Real PostgreSQL (one cloned database), real HTTP deliveries to a receiver on 127.0.0.1,
  * every signature checked with the `standardwebhooks` library.
@@ -17,7 +18,7 @@ import { makeRedactor } from "../src/security/redact.ts";
 import { makeSecretBox, type SecretBox } from "../src/security/secret-box.ts";
 import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
 import { makeWorker, type Worker } from "../src/worker/worker.ts";
-import { listenOnLoopback, runCli } from "./helpers/cli.ts";
+import { listenOnLoopback, runCliInProcess } from "./helpers/cli.ts";
 import { buildTestApi, type Harness, startHarness } from "./helpers/harness.ts";
 import { type Received, type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
@@ -415,7 +416,7 @@ describe("encryption at rest", () => {
     });
     try {
       const url = await listenOnLoopback(server);
-      return await runCli(["secrets", "reencrypt", "--json"], {
+      return await runCliInProcess(["secrets", "reencrypt", "--json"], {
         env: {
           HOOKRELAY_URL: url,
           HOOKRELAY_KEY: h.adminKey,
