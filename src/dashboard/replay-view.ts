@@ -50,15 +50,17 @@ function filtersText(t: TaskResponse): string {
     .join("; ");
 }
 
+/** Seconds as "about 12 min", or "under a second". */
+const duration = (seconds: number): string =>
+  seconds < 1 ? "under a second" : `about ${age(seconds * 1000)}`;
+
 /** What a dry run found: how many, and how long they would take at the task's pace. */
 export function countNotice(t: TaskResponse): Html {
   const n = t.data.total ?? 0;
   return html`<p class="notice" role="status" data-testid="replay-count">${kindText(t.task)}, ${windowText(t)}: <strong>${count(n)}</strong> ${
     n === 1 ? "delivery" : "deliveries"
   } would be sent${
-    n > 0
-      ? `, at ${rateText(t.data.ratePerSecond)} about ${age((n / t.data.ratePerSecond) * 1000)}`
-      : ""
+    n > 0 ? `, at ${rateText(t.data.ratePerSecond)}: ${duration(n / t.data.ratePerSecond)}` : ""
   }. Nothing was sent; start the replay below to send them.</p>`;
 }
 
@@ -90,7 +92,7 @@ export function taskProgress(t: TaskResponse, o: ProgressOptions): Html {
   <dt>State</dt><dd data-testid="task-status">${taskBadge(t.status)}${t.data.dryRun ? html` <span class="muted">count only: nothing sent</span>` : ""}</dd>
   <dt>Progress</dt><dd data-testid="task-done">${doneText(t)}${
     t.data.total ? html` <progress max="${t.data.total}" value="${t.data.done}"></progress>` : ""
-  }${left !== null ? html` <span class="muted">about ${age(left * 1000)} left</span>` : ""}</dd>
+  }${left !== null ? html` <span class="muted">${duration(left)} left</span>` : ""}</dd>
   <dt>Pace</dt><dd data-testid="task-rate">${rateText(t.data.ratePerSecond)}</dd>
   <dt>What</dt><dd>${kindText(t.task)}</dd>
   <dt>Messages created</dt><dd>${windowText(t)}</dd>

@@ -50,6 +50,8 @@ interface SectionInput {
   error?: string | null;
   /** a dry run's count, shown above the form */
   counted?: Html | null;
+  /** false on the replay page, whose own heading says it */
+  heading?: boolean;
 }
 
 /** The replay form and the endpoint's recent replays (the endpoint page's "Replay" section). */
@@ -59,7 +61,11 @@ export async function replaySection(deps: DashboardDeps, s: SectionInput): Promi
     (query) => deps.calls.read(s.principal, "/api/v1/background-task", {}, query),
     id,
   );
-  return html`<section aria-labelledby="h-replay" id="replay"><h2 id="h-replay">Replay</h2>
+  return html`${
+    s.heading === false
+      ? html`<section aria-label="Replay" id="replay">`
+      : html`<section aria-labelledby="h-replay" id="replay"><h2 id="h-replay">Replay</h2>`
+  }
 <p class="muted">Send this endpoint's messages of a time window again, as a background task at a steady pace. Each keeps its <code>webhook-id</code>, so receivers that deduplicate see a repeat, and its attempts are marked as replays.</p>
 ${s.counted ?? ""}
 ${replayForm({
@@ -69,7 +75,7 @@ ${replayForm({
   pace: defaultPace(s.limits, deps.config.worker.replayRatePerSecond),
   error: s.error ?? null,
 })}
-<h3>Recent replays</h3>
+${s.heading === false ? html`<h2>Recent replays</h2>` : html`<h3>Recent replays</h3>`}
 ${taskTable(tasks, (task) => epPath(id, "replay", task))}
 </section>`;
 }
@@ -97,6 +103,7 @@ export function registerEndpointReplayPages(app: FastifyInstance, deps: Dashboar
       endpointId: id,
       limits: health.limits,
       ...extra,
+      heading: false,
     });
     return sendPage(
       reply,

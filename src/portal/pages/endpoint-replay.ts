@@ -51,6 +51,8 @@ interface SectionInput {
   values?: ReplayFormValues;
   error?: string | null;
   counted?: Html | null;
+  /** false on the replay page, whose own heading says it */
+  heading?: boolean;
 }
 
 /** The replay form (if the link allows it) and the endpoint's recent replays. */
@@ -64,7 +66,11 @@ export async function portalReplaySection(
     (query) => deps.read(session, "/api/v1/background-task", {}, query),
     id,
   );
-  return html`<section aria-labelledby="h-replay" id="replay"><h2 id="h-replay">Replay</h2>
+  return html`${
+    s.heading === false
+      ? html`<section aria-label="Replay" id="replay">`
+      : html`<section aria-labelledby="h-replay" id="replay"><h2 id="h-replay">Replay</h2>`
+  }
 <p class="muted">Send this endpoint's messages of a time window again, at a steady pace. Each keeps its <code>webhook-id</code>, so a receiver that deduplicates sees a repeat.</p>
 ${s.counted ?? ""}
 ${
@@ -78,7 +84,7 @@ ${
       })
     : html`<p class="muted">This link does not allow sending messages again.</p>`
 }
-<h3>Recent replays</h3>
+${s.heading === false ? html`<h2>Recent replays</h2>` : html`<h3>Recent replays</h3>`}
 ${taskTable(tasks, (task) => replayPath(id, task))}
 </section>`;
 }
@@ -111,6 +117,7 @@ export function registerEndpointReplayPages(app: FastifyInstance, deps: PortalDe
       endpointId: e.id,
       limits: h.limits,
       ...extra,
+      heading: false,
     });
     return deps.page(
       reply,
