@@ -254,10 +254,14 @@ describe.skipIf(missing)("through PgBouncer in transaction mode", () => {
       30_000,
       "the 20 deliveries",
     );
-    await new Promise((r) => setTimeout(r, 1_500)); // a few more polls and lost-claims checks
-    // nothing of ours lives on a pooled server session: no advisory lock, a heartbeat row
+    // nothing of ours lives on a pooled server session: no advisory lock, a heartbeat row,
+    // which the worker still writes (it beats on after the last result)
     const direct = new pg.Client(db.directUrl);
     await direct.connect();
+    const beatAt = async () =>
+      (await direct.query("select max(beat_at) as at from worker_heartbeats")).rows[0].at as Date;
+    const lastBeat = (await beatAt()).getTime();
+    await waitFor(async () => (await beatAt()).getTime() > lastBeat, 10_000, "the next heartbeat");
     const locks = await direct.query(
       "select count(*)::int as n from pg_locks where locktype = 'advisory'",
     );
