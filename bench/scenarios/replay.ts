@@ -1,7 +1,8 @@
 /**
  * Scenario 12: live delivery while a large bulk replay runs (docs/recovery.md). One
  * database holds the bench's endpoints and, in an app of its own, one endpoint with
- * 1,000,000 delivered deliveries of the last hour (seeded once with generate_series). Each
+ * 1,000,000 delivered deliveries of the last hour (seeded once with generate_series) and an
+ * in-flight limit of 200, so the worker can keep up with the replay's pace. Each
  * run starts one worker process (which runs the replay runner too) and measures scenario
  * 3's live throughput twice: alone, then while a bulk replay of all those rows runs at
  * `--replay-rate` rows/s, sent to a small local receiver of its own. The figures: both live
@@ -61,7 +62,7 @@ export async function prepareReplay(ctx: BenchContext): Promise<ReplayData> {
   };
   await db.pool.query(
     `with a as (insert into applications (id, uid, name) values ($1::text, $2::text, $2::text))
-     insert into endpoints (id, app_id, url) values ($3::text, $1::text, $4::text)`,
+     insert into endpoints (id, app_id, url, max_in_flight) values ($3::text, $1::text, $4::text, 200)`,
     [replay.appId, replay.appUid, replay.endpointId, replay.url],
   );
   await db.pool.query(
