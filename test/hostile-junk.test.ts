@@ -153,6 +153,15 @@ const FORM_FIELDS = [
   "key",
   "next",
   "n",
+  // the Replay form (src/dashboard/replay-form.ts)
+  "kind",
+  "since",
+  "until",
+  "channel",
+  "tag",
+  "status",
+  "rate",
+  "intent",
 ];
 
 const isPage = (path: string) => /^\/(dashboard|portal)(\/|$)/.test(path);
