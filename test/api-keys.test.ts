@@ -395,7 +395,7 @@ describe("per-key request rate limit", () => {
     }
   });
 
-  test("beyond the limit: 429 with Retry-After for that key only; the key recovers after the wait", async () => {
+  test("beyond the limit: 429 with Retry-After for that key only", async () => {
     const limited = await buildTestApi({
       pool: h.db.pool,
       config: testConfig({ databaseUrl: h.db.url, apiRateLimitPerSecond: 5 }),
@@ -436,9 +436,8 @@ describe("per-key request rate limit", () => {
       expect(
         (await req("GET", `${V1}/app`, { key: generateApiKey("admin"), app: limited })).status,
       ).toBe(401);
-
-      await new Promise((r) => setTimeout(r, retryAfter * 1000));
-      expect((await req("GET", `${V1}/app`, { key: noisy, app: limited })).status).toBe(200);
+      // that the key gets through again once Retry-After has passed is the limiter's clock:
+      // src/api/key-rate-limit.test.ts moves it instead of waiting here
     } finally {
       await limited.close();
     }

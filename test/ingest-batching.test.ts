@@ -57,6 +57,9 @@ test("concurrent creates with repeated eventIds yield one message per eventId", 
   for (const r of rows) expect(r.deliveries).toBe(r.event_type === "a" ? 2 : 1);
 });
 
+/** A notification payload of the test's own (the service's are empty). */
+const FENCE = "test-fence";
+
 test("an accepted message wakes listening workers at its commit; a scheduled one does not", async () => {
   const app = await h.call("POST", "/api/v1/app", { name: "wake" });
   await h.call("POST", `/api/v1/app/${app.body.id}/endpoint`, { url: "https://93.184.215.14/w" });
@@ -64,7 +67,11 @@ test("an accepted message wakes listening workers at its commit; a scheduled one
   await listener.connect();
   try {
     const seen: boolean[] = [];
-    listener.on("notification", () => {
+    /** every notification's payload, in the order they arrive */
+    const arrived: string[] = [];
+    listener.on("notification", (n) => {
+      arrived.push(n.payload ?? "");
+      if (n.payload === FENCE) return;
       // what a woken worker would claim must already be committed
       void h.db.pool
         .query("select count(*)::int as n from messages where app_id = $1 and event_type = 'now'", [
@@ -80,7 +87,11 @@ test("an accepted message wakes listening workers at its commit; a scheduled one
       deliverAt: later,
     });
     expect(scheduled.status).toBe(202);
-    await new Promise((r) => setTimeout(r, 300));
+    // Notifications arrive in commit order: one of the test's own, sent after that commit,
+    // comes after any the scheduled message sent, so the first to arrive must be it.
+    await h.db.pool.query("select pg_notify($1, $2)", [WORK_CHANNEL, FENCE]);
+    await waitFor(() => arrived.includes(FENCE), 5_000, "the test's own notification");
+    expect(arrived).toEqual([FENCE]);
     expect(seen).toEqual([]);
     const now = await h.call("POST", `/api/v1/app/${app.body.id}/msg`, {
       eventType: "now",

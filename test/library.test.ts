@@ -36,15 +36,16 @@ test("send() inside the caller's transaction commits or rolls back with it", asy
     );
     await client.query("commit");
     await waitFor(() => receiver.requests.length >= 1, 10_000, "delivery");
-    // Give a rolled-back message every chance to show up (it must not).
-    await new Promise((r) => setTimeout(r, 300));
-    expect(receiver.requests.map((r) => r.body)).toEqual(['{"order":2, "b":1}']);
-    expect(receiver.requests[0]!.headers["webhook-id"]).toBe(sent.messageId);
+    // The rolled-back message never reached the tables, so nothing can send it: the
+    // committed one is the app's only message and delivery, and the only request.
     const { rows } = await h.db.pool.query(
-      "select count(*)::int as n from messages where app_id = $1",
+      `select (select count(*)::int from messages where app_id = $1) as messages,
+              (select count(*)::int from deliveries where app_id = $1) as deliveries`,
       [appId],
     );
-    expect(rows[0].n).toBe(1);
+    expect(rows[0]).toEqual({ messages: 1, deliveries: 1 });
+    expect(receiver.requests.map((r) => r.body)).toEqual(['{"order":2, "b":1}']);
+    expect(receiver.requests[0]!.headers["webhook-id"]).toBe(sent.messageId);
   } finally {
     client.release();
   }
