@@ -7,31 +7,59 @@
  * End to end: the in-process API and one worker on a test database, sending real HTTP
  * requests to real receivers on 127.0.0.1. Each test uses its own app and endpoints (own
  * receiver paths), so the tests share the worker but not their data.
+ *
+ * No test sleeps: the worker's statements read a test clock (helpers/test-clock.ts), which
+ * a test moves past a wait (a retry delay, a Retry-After pause, a scheduled time), then
+ * waits for a claim made after that (a sentinel message delivered) before checking that
+ * nothing more was sent.
  */
 import { randomUUID } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { makeHttpSender } from "../src/delivery/http-sender.ts";
+import { silentLogger } from "../src/logger.ts";
+import { makeRedactor } from "../src/security/redact.ts";
+import { makeSecretBox } from "../src/security/secret-box.ts";
+import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
+import { makeWorker, type Worker } from "../src/worker/worker.ts";
 import {
   deliveryCalls,
   type Script,
   type ScriptedReceiver,
-  sleep,
   startScriptedReceiver,
 } from "./helpers/deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { waitFor } from "./helpers/receiver.ts";
+import { makeTestClock } from "./helpers/test-clock.ts";
 
 let h: Harness;
 /** The main receiver: replies are scripted per path (default 200). */
 let rx: ScriptedReceiver;
+/** the worker's SQL clock */
+const clock = makeTestClock();
+let sender: ReturnType<typeof makeHttpSender>;
+let worker: Worker;
 
 beforeAll(async () => {
   h = await startHarness();
   rx = await startScriptedReceiver();
-  h.startWorker();
+  // the harness's worker (helpers/harness.ts), on the test clock
+  sender = makeHttpSender({ ssrfGuard: makeSsrfGuard({ allowlist: h.config.ssrfAllowlist }) });
+  worker = makeWorker({
+    pool: h.db.pool,
+    sender,
+    config: h.config,
+    logger: silentLogger,
+    secretBox: makeSecretBox(h.config.encryptionKey, h.config.encryptionKeyPrevious),
+    redactor: makeRedactor(h.config.sensitiveFields),
+    clock: clock.sql,
+  });
+  worker.start();
 });
 
 afterAll(async () => {
+  await worker?.stop();
+  await sender?.close();
   await h?.close();
   await rx?.close();
 });
@@ -41,6 +69,22 @@ const { newApp, newEndpoint, send, deliveryRow, waitForStatus, attemptRows } = d
 );
 /** A fresh receiver path with an optional reply script. */
 const route = (script?: Script) => rx.route(script);
+
+/**
+ * Resolves once the worker has claimed at a time `ms` past the clock's present: a message
+ * to an endpoint of its own, sent after the clock moved, delivered. Anything due by then
+ * that the worker would send was in that claim or an earlier one.
+ */
+async function claimedAfter(ms: number): Promise<void> {
+  clock.advance(ms);
+  const appId = await newApp();
+  const path = route();
+  const endpointId = await newEndpoint(appId, `${rx.url}${path}`);
+  await waitForStatus(await send(appId), endpointId, "delivered");
+}
+
+/** The longest retry delay of the harness (testConfig's retryCapMs), with room to spare. */
+const PAST_ANY_RETRY_MS = 1_000;
 
 // ---------------------------------------------------------------- the request itself
 
@@ -141,7 +185,7 @@ describe("outcomes", () => {
     const row = await waitForStatus(msgId, endpointId, "dead_letter");
     expect(row.attempt_count).toBe(1);
     expect(row.last_status_code).toBe(400);
-    await sleep(300); // a retry, if one were scheduled, would come within this (delays are <= 200 ms)
+    await claimedAfter(PAST_ANY_RETRY_MS); // a retry, if one were scheduled, is due by then
     expect(rx.on(path)).toHaveLength(1);
     expect(await attemptRows(msgId)).toHaveLength(1);
   });
@@ -210,7 +254,7 @@ describe("outcomes", () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]!.status_code).toBe(302);
     expect(rows[0]!.error_kind).toBe("redirect");
-    await sleep(200);
+    await claimedAfter(PAST_ANY_RETRY_MS);
     expect(rx.on(path)).toHaveLength(1);
     expect(rx.on(target)).toHaveLength(0);
   });
@@ -225,46 +269,69 @@ describe("outcomes", () => {
     expect(row.attempt_count).toBe(3);
     expect(row.last_status_code).toBe(500);
     expect((await attemptRows(msgId)).map((r) => r.attempt_number)).toEqual([1, 2, 3]);
-    await sleep(300);
+    await claimedAfter(PAST_ANY_RETRY_MS);
     expect(rx.on(path)).toHaveLength(3);
   });
 
-  test("429 with Retry-After: 1 waits about a second before the next attempt", async () => {
+  test("429 with Retry-After: 3600 waits that hour before the next attempt", async () => {
     const appId = await newApp();
     const path = route((_req, n) =>
-      n === 0 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 },
+      n === 0 ? { status: 429, headers: { "retry-after": "3600" } } : { status: 200 },
     );
-    // The cap bounds Retry-After too, so it must be above one second here; without the
-    // header the jittered delay would be at most min(5000, 50 * 2) = 100 ms.
+    // The cap bounds Retry-After too, so it must be above an hour here; without the
+    // header the jittered delay would be at most min(7200000, 50 * 2) = 100 ms.
     const endpointId = await newEndpoint(appId, `${rx.url}${path}`, {
       retryBaseMs: 50,
-      retryCapMs: 5_000,
+      retryCapMs: 7_200_000,
     });
     const msgId = await send(appId);
 
+    await waitForStatus(msgId, endpointId, "failed");
+    // As stored by the result write, against its own clock (updated_at): the retry and the
+    // endpoint's pause both an hour later.
+    const { rows } = await h.db.pool.query(
+      `select (extract(epoch from d.next_attempt_at - d.updated_at) * 1000)::int as due_in_ms,
+              (extract(epoch from h.paused_until - d.updated_at) * 1000)::int as paused_for_ms
+       from deliveries d join endpoint_health h on h.endpoint_id = d.endpoint_id
+       where d.message_id = $1 and d.endpoint_id = $2`,
+      [msgId, endpointId],
+    );
+    expect(rows[0]).toEqual({ due_in_ms: 3_600_000, paused_for_ms: 3_600_000 });
+    // 50 minutes on (the 10 left are room for a slow machine), a claim still leaves it
+    await claimedAfter(3_000_000);
+    expect(rx.on(path)).toHaveLength(1);
+
+    clock.advance(600_000);
     const row = await waitForStatus(msgId, endpointId, "delivered");
     expect(row.attempt_count).toBe(2);
-    const [first, second] = rx.on(path);
-    expect(second!.at - first!.at).toBeGreaterThanOrEqual(900);
+    expect(rx.on(path)).toHaveLength(2);
   });
 });
 
 // ---------------------------------------------------------------- scheduling
 
 describe("scheduling", () => {
-  test("deliverAt 1.5 s ahead: not delivered before that time, delivered after", async () => {
+  test("deliverAt an hour ahead: not delivered before that time, delivered after", async () => {
     const appId = await newApp();
     const path = route();
     const endpointId = await newEndpoint(appId, `${rx.url}${path}`);
-    const deliverAt = new Date(Date.now() + 1_500);
+    const deliverAt = new Date(clock.sql()!.getTime() + 3_600_000);
     const msgId = await send(appId, { scheduled: true }, { deliverAt: deliverAt.toISOString() });
 
     expect((await deliveryRow(msgId, endpointId))?.status).toBe("pending");
-    await sleep(1_000);
+    // 50 minutes on (the 10 left are room for a slow machine), a claim still leaves it
+    await claimedAfter(3_000_000);
     expect(rx.on(path)).toHaveLength(0);
-    await waitForStatus(msgId, endpointId, "delivered", 10_000);
+    expect((await deliveryRow(msgId, endpointId))?.status).toBe("pending");
+
+    clock.advance(600_000);
+    await waitForStatus(msgId, endpointId, "delivered");
     expect(rx.on(path)).toHaveLength(1);
-    // Same host clock for PostgreSQL and the receiver; a few ms of slack for rounding.
-    expect(rx.on(path)[0]!.at).toBeGreaterThanOrEqual(deliverAt.getTime() - 20);
+    // delivered_at is the result write's clock, which is after the claim's
+    const { rows } = await h.db.pool.query(
+      "select delivered_at from deliveries where message_id = $1 and endpoint_id = $2",
+      [msgId, endpointId],
+    );
+    expect(rows[0].delivered_at.getTime()).toBeGreaterThanOrEqual(deliverAt.getTime());
   });
 });
