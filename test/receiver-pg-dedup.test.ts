@@ -13,6 +13,7 @@ import {
   purgeSeen,
 } from "../src/receiver/index.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
+import { waitFor } from "./helpers/receiver.ts";
 
 let db: TestDb;
 
@@ -92,13 +93,24 @@ describe("markSeen in the receiver's transaction", () => {
     try {
       await first.query("begin");
       expect(await markSeen(first, "msg_d")).toBe(true);
+      const pid = async (c: typeof first) =>
+        (await c.query("select pg_backend_pid() as pid")).rows[0].pid as number;
+      const [firstPid, secondPid] = [await pid(first), await pid(second)];
       await second.query("begin");
       let settled = false;
       const waiting = markSeen(second, "msg_d").finally(() => {
         settled = true;
       });
-      await new Promise((r) => setTimeout(r, 200));
-      expect(settled).toBe(false); // blocked on the first transaction's uncommitted row
+      // blocked on the first transaction's uncommitted row (PostgreSQL says who blocks whom)
+      await waitFor(
+        async () =>
+          (
+            await db.pool.query("select pg_blocking_pids($1) as pids", [secondPid])
+          ).rows[0].pids.includes(firstPid),
+        5_000,
+        "the copy to wait for the first transaction",
+      );
+      expect(settled).toBe(false);
       await first.query("rollback");
       expect(await waiting).toBe(true);
       await second.query("commit");
