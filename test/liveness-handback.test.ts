@@ -143,6 +143,8 @@ test("a worker claims nothing while its own lock is not held, and under its numb
   await own.start();
   const lock = own.lock;
   await own.stop();
+  // each turn of the worker's loop hands lost claims back first, reading its clock
+  let turns = 0;
   try {
     worker = makeWorker({
       pool: h.db.pool,
@@ -152,6 +154,10 @@ test("a worker claims nothing while its own lock is not held, and under its numb
       secretBox: makeSecretBox(undefined),
       redactor: makeRedactor(),
       liveness: own,
+      clock: () => {
+        turns++;
+        return null;
+      },
     });
     worker.start();
     const { messageId } = await enqueueMessage(
@@ -159,8 +165,9 @@ test("a worker claims nothing while its own lock is not held, and under its numb
       { appId, eventType: "t", payload: "{}" },
       5,
     );
-    // Twelve poll intervals without a claim.
-    await new Promise((r) => setTimeout(r, 12 * h.config.worker.pollIntervalMs));
+    // Three turns of its loop after the message is there, without a claim.
+    const from = turns;
+    await waitFor(() => turns >= from + 3, 10_000, "three turns of the worker's loop");
     expect(rx.requests).toHaveLength(0);
     const { rows } = await h.db.pool.query("select status from deliveries where message_id = $1", [
       messageId,
