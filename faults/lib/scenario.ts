@@ -61,13 +61,7 @@ export async function createApp(
  */
 export function finishRun(
   facts: {
-    selfExits: ReadonlyArray<{
-      role: string;
-      pid: number;
-      code: number | null;
-      signal: string | null;
-      tail: string;
-    }>;
+    selfExits: readonly SelfExit[];
     load: { samples500: readonly string[] };
   },
   figures: { lost: number; selfExits: number; api500: number },

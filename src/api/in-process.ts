@@ -24,9 +24,9 @@ import {
 } from "./health-responses.ts";
 import {
   attemptPageResponse,
+  endpointHeadersResponse,
   endpointPageResponse,
   endpointResponse,
-  endpointHeadersResponse,
   endpointSecretResponse,
   eventTypePageResponse,
   messageDeliveriesResponse,
