@@ -112,6 +112,36 @@ describe("refused recovery requests start nothing", () => {
   });
 });
 
+describe("what a replay leaves out", () => {
+  test("an expunged message is not counted or sent again: its payload is gone", async () => {
+    const app = await newApp(h);
+    const ep = await newEndpoint(h, app);
+    const [kept, expunged] = await seedMessages(h.db.pool, app, ep.id, [
+      { status: "dead_letter", createdAt: new Date(Date.now() - 2 * MIN) },
+      { status: "dead_letter", createdAt: new Date(Date.now() - MIN) },
+    ]);
+    const base = `${V1}/app/${app}/endpoint/${ep.id}`;
+    const count = async (path: string, body: object) => {
+      const res = await h.call("POST", `${base}/${path}`, {
+        since: ago(HOUR),
+        dryRun: true,
+        ...body,
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      const task = await h.call("GET", `${V1}/background-task/${res.body.id}`);
+      expect(task.body.status).toBe("finished");
+      return task.body.data.total as number;
+    };
+    expect(await count("recover", {})).toBe(2);
+    expect(await count("bulk-replay", { status: ["dead_letter"] })).toBe(2);
+    const gone = await h.call("DELETE", `${V1}/app/${app}/msg/${expunged}/content`);
+    expect(gone.status, JSON.stringify(gone.body)).toBe(204);
+    expect(await count("recover", {})).toBe(1);
+    expect(await count("bulk-replay", { status: ["dead_letter"] })).toBe(1);
+    expect(kept).toBeDefined();
+  });
+});
+
 describe("app-scoped keys", () => {
   test("see, read and cancel only their app's tasks", async () => {
     const mine = await newApp(h);

@@ -15,7 +15,8 @@
  * |                       | channel, tag and status-code class                           |
  *
  * Rows pending or in flight are never taken: they are on their way already. Messages whose
- * own retention has passed (messages.expires_at) are skipped: their payload is going.
+ * own retention has passed (messages.expires_at) are skipped: their payload is going; so
+ * are expunged ones (messages.expunged_at: their payload is gone, docs/delivery.md).
  */
 
 /** The kinds of task, as Svix names them. */
@@ -54,7 +55,8 @@ scanned as (
    and m.created_at < t.until
    -- the cursor: the last message looked at (row comparison: one index range)
    and (m.created_at, m.id) > (t.cursor_at, t.cursor_id)
-  where m.expires_at is null or m.expires_at > now()
+  where (m.expires_at is null or m.expires_at > now())
+    and m.expunged_at is null
   order by m.created_at, m.id
   ${limit === null ? "" : `limit ${limit}`}
 ),
