@@ -1,12 +1,12 @@
 /**
- * An endpoint's per-second token bucket, which the claim statement (src/queue/
- * claim-deliveries.ts) keeps in endpoint_health: claims made at chosen times (their `now`,
- * src/db/sql/clock.ts)
- * by three "workers" at once (three connections claiming concurrently, as three processes
- * do) take together exactly the burst plus the rate times the time gone by, never more and
- * never fewer while rows wait; a quiet spell refills only up to the burst; an unlimited
- * endpoint in the same claims takes all it has room for. No test waits for real time: the
- * throughput of real worker processes under a limit is the benchmark's to measure.
+ * An endpoint's per-second token bucket, which the claim statement
+ * (src/queue/claim-deliveries.ts) keeps in endpoint_health: claims made at chosen times
+ * (their `now`, src/db/sql/clock.ts) by three "workers" at once (three connections
+ * claiming concurrently, as three processes do) take together exactly the burst plus the
+ * rate times the time gone by, never more and never fewer while rows wait; a quiet spell
+ * refills only up to the burst; an unlimited endpoint in the same claims takes all it has
+ * room for. No test waits for real time: the throughput of real worker processes under a
+ * limit is the benchmark's to measure.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
