@@ -142,6 +142,35 @@ describe("what a replay leaves out", () => {
   });
 });
 
+describe("the task list's own filters", () => {
+  test("endpoint_id keeps one endpoint's tasks, dry_run real replays or dry runs", async () => {
+    const app = await newApp(h);
+    const [a, b] = [await newEndpoint(h, app), await newEndpoint(h, app)];
+    const start = async (ep: string, dryRun: boolean) => {
+      const res = await h.call("POST", `${V1}/app/${app}/endpoint/${ep}/recover`, {
+        since: ago(HOUR),
+        dryRun,
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      return res.body.id as string;
+    };
+    const aDry = await start(a.id, true);
+    const aReal = await start(a.id, false);
+    const bReal = await start(b.id, false);
+    const ids = async (query: string) =>
+      ((await h.call("GET", `${V1}/background-task?${query}`)).body.data as { id: string }[]).map(
+        (t) => t.id,
+      );
+    expect(await ids(`endpoint_id=${a.id}`)).toEqual([aReal, aDry]);
+    expect(await ids(`endpoint_id=${a.id}&dry_run=false`)).toEqual([aReal]);
+    expect(await ids(`endpoint_id=${a.id}&dry_run=true`)).toEqual([aDry]);
+    expect(await ids(`endpoint_id=${b.id}`)).toEqual([bReal]);
+    expect(await ids("endpoint_id=ep_nothing_here")).toEqual([]);
+    const bad = await h.call("GET", `${V1}/background-task?dry_run=perhaps`);
+    expect([bad.status, bad.body.code]).toEqual([422, "validation_error"]);
+  });
+});
+
 describe("app-scoped keys", () => {
   test("see, read and cancel only their app's tasks", async () => {
     const mine = await newApp(h);

@@ -134,24 +134,12 @@ interface TaskPage {
   iterator: string | null;
 }
 
-/**
- * The endpoint's latest replays (dry runs left out), newest first, from the task list as
- * the principal sees it: GET /background-task filters by status and kind only, so this reads
- * up to `pages` pages of 100 and keeps the endpoint's.
- */
+/** The endpoint's latest replays (dry runs left out), newest first. */
 export async function recentReplays(
-  readPage: (query: { limit: number; iterator?: string }) => Promise<TaskPage>,
+  readPage: (query: { limit: number; endpoint_id: string; dry_run: "false" }) => Promise<TaskPage>,
   endpointId: string,
-  o: { limit?: number; pages?: number } = {},
+  o: { limit?: number } = {},
 ): Promise<TaskResponse[]> {
-  const limit = o.limit ?? 10;
-  const found: TaskResponse[] = [];
-  let iterator: string | undefined;
-  for (let i = 0; i < (o.pages ?? 5) && found.length < limit; i++) {
-    const page = await readPage({ limit: 100, ...(iterator && { iterator }) });
-    found.push(...page.data.filter((t) => t.data.endpointId === endpointId && !t.data.dryRun));
-    if (page.done || !page.iterator) break;
-    iterator = page.iterator;
-  }
-  return found.slice(0, limit);
+  const page = await readPage({ limit: o.limit ?? 10, endpoint_id: endpointId, dry_run: "false" });
+  return page.data;
 }

@@ -173,6 +173,10 @@ export interface TaskFilter {
   appId: string | null;
   status: TaskStatus | null;
   kind: TaskKind | null;
+  /** one endpoint's tasks only */
+  endpointId: string | null;
+  /** dry runs only (true) or real replays only (false) */
+  dryRun: boolean | null;
 }
 
 /** A page of tasks in id (creation) order. */
@@ -187,8 +191,18 @@ export async function listTasks(
        and ($2::text is null or status = $2::text)
        and ($3::text is null or kind = $3::text)
        and ($4::text is null or id ${page.op} $4::text)
+       and ($6::text is null or endpoint_id = $6::text)
+       and ($7::boolean is null or dry_run = $7::boolean)
      order by id ${page.direction} limit $5::integer`,
-    [filter.appId, filter.status, filter.kind, page.cursor, page.limit],
+    [
+      filter.appId,
+      filter.status,
+      filter.kind,
+      page.cursor,
+      page.limit,
+      filter.endpointId,
+      filter.dryRun,
+    ],
   );
   return rows;
 }

@@ -5,7 +5,7 @@
  *   POST /app/{appId}/endpoint/{endpointId}/bulk-replay     { since, until?, eventTypes?,
  *                                                             channel?, tag?, status?, statusCodeClass? }
  *     each also takes ratePerSecond? and dryRun?; answers 202 { id, status, task, ... }
- *   GET  /background-task?status=&task=&limit=&iterator=&order=
+ *   GET  /background-task?status=&task=&endpoint_id=&dry_run=&limit=&iterator=&order=
  *   GET  /background-task/{taskId}
  *   POST /background-task/{taskId}/cancel
  * Everything is checked before the task is made: a refused request starts nothing.
@@ -263,7 +263,14 @@ export function registerBackgroundTaskRoutes(app: FastifyInstance, { pool, confi
       reply.code(202).send(await startTask(request, "endpoint.bulk-replay", request.body)),
   );
 
-  app.get<{ Querystring: PageQuery & { status?: TaskStatus; task?: TaskKind } }>(
+  app.get<{
+    Querystring: PageQuery & {
+      status?: TaskStatus;
+      task?: TaskKind;
+      endpoint_id?: string;
+      dry_run?: boolean;
+    };
+  }>(
     "/background-task",
     {
       schema: {
@@ -274,6 +281,9 @@ export function registerBackgroundTaskRoutes(app: FastifyInstance, { pool, confi
             ...pageQuerySchema,
             status: { type: "string", enum: [...TASK_STATUSES] },
             task: { type: "string", enum: [...TASK_KINDS] },
+            // hookrelay's own: one endpoint's tasks (its id), real replays or dry runs only
+            endpoint_id: { type: "string", minLength: 1, maxLength: 256 },
+            dry_run: { type: "boolean" },
           },
         },
         response: { 200: taskPageResponse },
@@ -284,7 +294,13 @@ export function registerBackgroundTaskRoutes(app: FastifyInstance, { pool, confi
       const plan = planPage(q, "descending", ID_PREFIX.backgroundTask);
       const rows = await listTasks(
         pool,
-        { appId: scopeOf(request), status: q.status ?? null, kind: q.task ?? null },
+        {
+          appId: scopeOf(request),
+          status: q.status ?? null,
+          kind: q.task ?? null,
+          endpointId: q.endpoint_id ?? null,
+          dryRun: q.dry_run ?? null,
+        },
         plan.window,
       );
       return toPage(rows, plan, (r) => r.id, taskOut);
