@@ -126,6 +126,26 @@ describe("app A's key on app B's resources", () => {
     expect(rows[0].status).toBe("pending");
   });
 
+  test("B's background task through /background-task/{id}: 404 like a task that does not exist", async () => {
+    for (const rule of byKind("task")) {
+      const res = await as(A.key, rule.method, fill(rule.path, { taskId: B.taskId }));
+      expect(res.status, `${rule.method} ${rule.path}`).toBe(404);
+      const ghost = await as(A.key, rule.method, fill(rule.path, ghostValues()));
+      expect(res.body).toEqual(ghost.body);
+    }
+    const { rows } = await h.db.pool.query("select status from background_tasks where id = $1", [
+      B.taskId,
+    ]);
+    expect(rows[0].status).toBe("running");
+    // (B's own key reads it: the 404 was about scoping)
+    expect((await as(B.key, "GET", `${V1}/background-task/${B.taskId}`)).status).toBe(200);
+    const listed = await as(A.key, "GET", `${V1}/background-task?limit=250`);
+    expect(listed.body.data.map((t: { data: { appId: string } }) => t.data.appId)).not.toContain(
+      B.appId,
+    );
+    expect(listed.body.data.map((t: { id: string }) => t.id)).toContain(A.taskId);
+  });
+
   test("references to B in query strings and bodies: 404", async () => {
     const probes: [string, string, unknown?][] = [
       ["GET", `${V1}/dead-letters?app_id=${B.appId}`],

@@ -134,6 +134,7 @@ describe("listings with app A's key show app A only", () => {
     expect(lists).toEqual([
       `${V1}/alerts`,
       `${V1}/app`,
+      `${V1}/background-task`,
       `${V1}/dead-letters`,
       `${V1}/dead-letters/analysis`,
       `${V1}/dead-letters/requeue-plan`,

@@ -20,6 +20,7 @@ export function discoveredRoutes(app: FastifyInstance): string[] {
  * app       the path names an app (and maybe its endpoint/message/attempt): another
  *           app's → 404, identical to a resource that does not exist
  * delivery  /deliveries/{deliveryId}: another app's delivery → 404
+ * task      /background-task/{taskId}: another app's background task → 404
  * admin     admin-only, no app in the path: an app key → 403
  * list      listings across apps: an app key sees its own app's rows only
  * requeue   acts on rows chosen by the body: limited to the key's app
@@ -35,6 +36,7 @@ export function discoveredRoutes(app: FastifyInstance): string[] {
 export type Kind =
   | "app"
   | "delivery"
+  | "task"
   | "admin"
   | "list"
   | "requeue"
@@ -138,6 +140,17 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
     { kind: "app", body: () => ({ headers: { "X-Set-By-A": "1" } }) },
   ],
   ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/stats`, { kind: "app" }],
+  // recovery (docs/recovery.md): dry runs, so a probe counts and sends nothing
+  ...(["recover", "replay-missing", "bulk-replay"] as const).map(
+    (action): [string, string, Rule] => [
+      "POST",
+      `${V1}/app/:appId/endpoint/:endpointId/${action}`,
+      {
+        kind: "app",
+        body: () => ({ since: new Date(Date.now() - 3_600_000).toISOString(), dryRun: true }),
+      },
+    ],
+  ),
   [
     "GET HEAD",
     `${V1}/app/:appId/endpoint/:endpointId/transformation`,
@@ -176,6 +189,10 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
     { kind: "requeue", body: () => ({ since: "2000-01-01T00:00:00Z" }) },
   ],
   ["POST", `${V1}/deliveries/:deliveryId/cancel`, { kind: "delivery" }],
+  // background tasks: the list shows the key's app's own; one by id is its app's only
+  ["GET HEAD", `${V1}/background-task`, { kind: "list" }],
+  ["GET HEAD", `${V1}/background-task/:taskId`, { kind: "task" }],
+  ["POST", `${V1}/background-task/:taskId/cancel`, { kind: "task" }],
   // what a requeue would take: an app key sees its own app's dead letters only
   ["GET HEAD", `${V1}/dead-letters/requeue-plan`, { kind: "list" }],
   // maintenance jobs the server runs with its own settings (docs/cli.md)
