@@ -140,8 +140,9 @@ describe("dead letters", () => {
       // filters combine
       expect(await get(`app_id=${P}&status_code=500&since=${t(150 * MIN)}`)).toEqual(want(1));
       expect(await get(`app_id=${P}&error_kind=nonesuch`)).toEqual([]);
-      // an endpoint of another app than the one named: nothing
-      expect(await get(`app_id=${Q}&endpoint_id=${p1.id}`)).toEqual([]);
+      // an endpoint of another app than the one named is not found in that app
+      const elsewhere = await h.call("GET", `${V1}/dead-letters?app_id=${Q}&endpoint_id=${p1.id}`);
+      expect([elsewhere.status, elsewhere.body.code]).toEqual([404, "not_found"]);
     });
 
     test("cursor pagination: the iterator is the last row's delivery and time of death", async () => {
