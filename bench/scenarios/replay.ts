@@ -6,9 +6,10 @@
  * run starts one worker process (which runs the replay runner too) and measures scenario
  * 3's live throughput twice: alone, then while a bulk replay of all those rows runs at
  * `--replay-rate` rows/s, sent to a small local receiver of its own, and then the replay for
- * 8 s with no live traffic. The figures: both live rates, their ratio (target >= 0.8), the
- * replay's rate while live traffic shares the worker (the claim's fair share per endpoint
- * puts live deliveries first) and its rate alone, against the pace it was set.
+ * 8 s (--quick: 1 s) with no live traffic. The figures: both live rates, their ratio
+ * (target >= 0.8), the replay's rate while live traffic shares the worker (the claim's fair
+ * share per endpoint puts live deliveries first) and its rate alone, against the pace it
+ * was set.
  * The task is canceled at the end of each run, and its rows put back as delivered.
  */
 import http from "node:http";
@@ -45,8 +46,8 @@ export interface ReplayRun {
   replayAloneRate: number;
 }
 
-/** How long the replay runs with no live traffic, for its own rate. */
-const REPLAY_ALONE_MS = 8_000;
+/** How long the replay runs with no live traffic, for its own rate (--quick: enough to see it run). */
+const REPLAY_ALONE_MS = { full: 8_000, quick: 1_000 };
 
 export async function prepareReplay(ctx: BenchContext): Promise<ReplayData> {
   const target = { server: http.createServer(), hits: 0 };
@@ -150,7 +151,9 @@ export async function measureReplay(ctx: BenchContext, d: ReplayData): Promise<R
     // then the replay with the worker to itself: does it keep the pace it was set?
     const done1 = await done();
     const t1 = nowMs();
-    await new Promise((r) => setTimeout(r, REPLAY_ALONE_MS));
+    await new Promise((r) =>
+      setTimeout(r, opts.quick ? REPLAY_ALONE_MS.quick : REPLAY_ALONE_MS.full),
+    );
     const replayAloneRate = ((await done()) - done1) / ((nowMs() - t1) / 1000);
     ctx.log(
       `  live ${Math.round(liveAlone)}/s alone, ${Math.round(liveDuringReplay)}/s during a replay at ${Math.round(replayRate)}/s; the replay alone ${Math.round(replayAloneRate)}/s of ${opts.replayRate}/s set`,
