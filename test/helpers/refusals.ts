@@ -31,6 +31,16 @@ export const REFUSAL = {
   conflict: { status: 409, code: "conflict" },
   /** the SSRF guard refuses the endpoint URL */
   urlNotAllowed: { status: 422, code: "url_not_allowed" },
+  /** a replay's window (docs/recovery.md): starts in the future, ends before it starts, or
+   * reaches back past the payload retention */
+  sinceInFuture: { status: 422, code: "since_in_future" },
+  untilBeforeSince: { status: 422, code: "until_before_since" },
+  windowBeyondRetention: { status: 422, code: "window_beyond_retention" },
+  /** a bulk replay's filter names an event type or status hookrelay does not know */
+  unknownEventType: { status: 422, code: "unknown_event_type" },
+  unknownStatus: { status: 422, code: "unknown_status" },
+  /** a replay of the endpoint over an overlapping window is running */
+  replayInProgress: { status: 409, code: "replay_in_progress" },
 } as const satisfies Record<string, Refusal>;
 
 /** The refusals a body its route's schema accepts may still get: checks beyond the schema. */
@@ -40,6 +50,12 @@ export const REFUSALS_OF_VALID_BODIES: readonly Refusal[] = [
   REFUSAL.notFound,
   REFUSAL.conflict,
   REFUSAL.urlNotAllowed,
+  REFUSAL.sinceInFuture,
+  REFUSAL.untilBeforeSince,
+  REFUSAL.windowBeyondRetention,
+  REFUSAL.unknownEventType,
+  REFUSAL.unknownStatus,
+  REFUSAL.replayInProgress,
 ];
 
 /** An answer of parsed JSON (the harness's call()), or of inject() with its text body. */

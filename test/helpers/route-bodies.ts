@@ -120,7 +120,16 @@ export const BODY_HINTS: Record<string, fc.Arbitrary<unknown>> = {
   secret,
   key: secret,
   deliverAt: date,
-  since: date,
+  // a replay's window must lie within the payload retention (30 days): mostly recent ones
+  since: fc.oneof(
+    { weight: 1, arbitrary: date },
+    {
+      weight: 2,
+      arbitrary: fc
+        .integer({ min: 60_000, max: 29 * 86_400_000 })
+        .map((ago) => new Date(Date.now() - ago).toISOString()),
+    },
+  ),
   appId: fc.constantFrom(PLACEHOLDER.app, "no-such-app"),
   endpointId: fc.constantFrom(PLACEHOLDER.endpoint, "no-such-endpoint"),
   // any name, or the one send-example takes without a catalogue entry

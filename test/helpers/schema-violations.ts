@@ -78,8 +78,11 @@ export function violations(s: JsonSchema, path: string, hints: Hints): fc.Arbitr
   check(s, path);
   const out: fc.Arbitrary<Invalid>[] = [];
   if (s.anyOf !== undefined) {
-    // only a value of a type no branch takes (no route uses anyOf: nullable is a type list)
-    const types = (s.anyOf as JsonSchema[]).flatMap((b) => typesOf({ ...b }));
+    // only a value of a type no branch takes (a branch may be an anyOf of its own: a
+    // bulk replay's status is null, one status or a list of them)
+    const branchTypes = (b: JsonSchema): Type[] =>
+      b.anyOf !== undefined ? (b.anyOf as JsonSchema[]).flatMap(branchTypes) : typesOf({ ...b });
+    const types = (s.anyOf as JsonSchema[]).flatMap(branchTypes);
     out.push(...wrongType(types, path));
     return out;
   }
