@@ -19,6 +19,7 @@ const SCENARIOS = [
   "9 memory",
   "10 compiled vs source",
   "11 dashboard",
+  "12 replay",
 ];
 
 /** Through the CLI, as `npx hookrelay bench` runs it (it starts bin/bench.js). */
