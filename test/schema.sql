@@ -186,6 +186,7 @@ table deliveries (
   queued boolean,
   dead_lettered boolean,
   failure_notified boolean not null default false,
+  attempts_given_back smallint not null default 0,
   constraint deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
   constraint deliveries_message_id_endpoint_id_key UNIQUE (message_id, endpoint_id),
   constraint deliveries_message_id_fkey FOREIGN KEY (message_id) REFERENCES messages(id) ON DELETE CASCADE,
@@ -218,6 +219,7 @@ table endpoint_health (
   slow boolean not null default false,
   very_slow boolean not null default false,
   stats_at timestamp with time zone,
+  resume_room integer,
   constraint endpoint_health_circuit_state_check CHECK ((circuit_state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text]))),
   constraint endpoint_health_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
   constraint endpoint_health_pkey PRIMARY KEY (endpoint_id)

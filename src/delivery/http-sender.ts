@@ -9,6 +9,7 @@ import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
+import { isBackpressure } from "../domain/backpressure.ts";
 import { ErrorKind, type Verdict } from "../domain/retry-policy.ts";
 import { isSsrfBlockedError, makeGuardedAgent, type SsrfGuard } from "../security/ssrf-guard.ts";
 import { classifyStatus, RETRY_AFTER_STATUSES } from "./http-status.ts";
@@ -156,17 +157,18 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
             );
       const status = response.statusCode;
       const { verdict, errorKind } = classifyStatus(status);
+      const retryAfterMs = RETRY_AFTER_STATUSES.has(status)
+        ? parseRetryAfter(headerValue(response.headers["retry-after"]))
+        : null;
       return {
         startedAt,
         latencyMs: Math.round(performance.now() - t0),
         statusCode: status,
         verdict,
-        errorKind,
+        errorKind: isBackpressure(status, retryAfterMs) ? ErrorKind.rateLimited : errorKind,
         error: verdict === "success" ? null : `HTTP ${status}`,
         responseBody,
-        retryAfterMs: RETRY_AFTER_STATUSES.has(status)
-          ? parseRetryAfter(headerValue(response.headers["retry-after"]))
-          : null,
+        retryAfterMs,
       };
     } catch (err) {
       if (isSsrfBlockedError(err)) {

@@ -99,6 +99,7 @@ describe("summarizeOutcomes", () => {
         lastOkAt: null,
         lastFailAt: at(3),
         pauseMs: null,
+        okCount: 0,
       },
       {
         endpointId: "ep_b",
@@ -107,7 +108,29 @@ describe("summarizeOutcomes", () => {
         lastOkAt: at(2),
         lastFailAt: at(4),
         pauseMs: 1_000,
+        okCount: 1,
       },
     ]);
+  });
+
+  test("a backpressure answer pauses but is no failure: the count, the last failure and the successes are as without it", () => {
+    const [o] = summarizeOutcomes([
+      attempt("ep", 1, false),
+      attempt("ep", 2, false, { backpressure: true, pauseMs: 3_000 }),
+      attempt("ep", 3, false, { backpressure: true, pauseMs: null }),
+    ]);
+    expect(o).toMatchObject({
+      anyOk: false,
+      trailingFailures: 1,
+      lastFailAt: at(1),
+      pauseMs: 3_000,
+      okCount: 0,
+    });
+    const [ok] = summarizeOutcomes([
+      attempt("ep", 1, true),
+      attempt("ep", 2, false, { backpressure: true, pauseMs: 1_000 }),
+      attempt("ep", 3, true),
+    ]);
+    expect(ok).toMatchObject({ anyOk: true, trailingFailures: 0, okCount: 2, pauseMs: 1_000 });
   });
 });

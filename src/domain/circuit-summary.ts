@@ -20,6 +20,8 @@ export interface EndpointOutcome {
   lastFailAt: Date | null;
   /** pause the endpoint this long (Retry-After on 429/503, already clamped) */
   pauseMs: number | null;
+  /** the batch's delivered answers (each widens a resuming endpoint's room by one) */
+  okCount: number;
 }
 
 export interface CircuitAttempt {
@@ -32,6 +34,11 @@ export interface CircuitAttempt {
    * result says nothing about the endpoint's health and neither opens nor closes its circuit.
    */
   notSent?: boolean;
+  /**
+   * A backpressure answer (docs/delivery.md, Backpressure): the endpoint asked to slow
+   * down, it is not failing; only its pause counts.
+   */
+  backpressure?: boolean;
 }
 
 /** Folds a batch of attempt outcomes into one outcome per endpoint, in endpoint id order. */
@@ -50,9 +57,13 @@ export function summarizeOutcomes(attempts: readonly CircuitAttempt[]): Endpoint
     let lastOkAt: Date | null = null;
     let lastFailAt: Date | null = null;
     let pauseMs: number | null = null;
+    let okCount = 0;
     for (const a of list) {
       if (a.notSent) continue;
+      if (a.pauseMs !== null) pauseMs = Math.max(pauseMs ?? 0, a.pauseMs);
+      if (a.backpressure) continue;
       if (a.success) {
+        okCount++;
         anyOk = true;
         trailing = 0;
         lastOkAt = a.startedAt;
@@ -60,9 +71,16 @@ export function summarizeOutcomes(attempts: readonly CircuitAttempt[]): Endpoint
         trailing++;
         lastFailAt = a.startedAt;
       }
-      if (a.pauseMs !== null) pauseMs = Math.max(pauseMs ?? 0, a.pauseMs);
     }
-    out.push({ endpointId, anyOk, trailingFailures: trailing, lastOkAt, lastFailAt, pauseMs });
+    out.push({
+      endpointId,
+      anyOk,
+      trailingFailures: trailing,
+      lastOkAt,
+      lastFailAt,
+      pauseMs,
+      okCount,
+    });
   }
   return out.sort((a, b) =>
     a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0,

@@ -36,6 +36,11 @@ export const ErrorKind = {
   bodyRule: "body_rule",
   /** the message's payload was expunged (docs/delivery.md, Expunged messages): nothing is sent */
   expunged: "expunged",
+  /**
+   * a backpressure answer: 429, or 503 with a usable Retry-After (docs/delivery.md,
+   * Backpressure); the endpoint pauses, the circuit does not count it
+   */
+  rateLimited: "rate_limited",
 } as const;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 

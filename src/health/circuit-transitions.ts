@@ -110,7 +110,8 @@ export const circuitSettings = (h: HealthConfig): CircuitSettings => ({
  * one's next state, write it and record the transitions in circuit_events. They read a
  * relation `i`, one row per endpoint: endpoint_id, applied (slots to release), any_ok,
  * trailing_failures, last_ok_at, last_fail_at, probe_id and probe_ok (the probe's applied
- * result, if the batch holds it) and pause_ms; and the CircuitSettings parameters. The
+ * result, if the batch holds it), pause_ms and ok_count (its delivered answers: they widen
+ * a resuming endpoint's room); and the CircuitSettings parameters. The
  * locks are held until the statement's transaction commits.
  */
 export const outcomeTransitionsSql = `
@@ -162,6 +163,10 @@ changed as (
       last_failure_at = greatest(h.last_failure_at, i.last_fail_at),
       paused_until = case when i.pause_ms is null then h.paused_until
                           else greatest(coalesce(h.paused_until, ${NOW_SQL}), ${NOW_SQL} + i.pause_ms * interval '1 millisecond') end,
+      -- the gradual resume after a pause (docs/delivery.md, Backpressure): room for one,
+      -- one more per delivered answer (doubling per round trip)
+      resume_room = case when i.pause_ms is not null then 1
+                         else least(h.resume_room + i.ok_count, 1000000) end,
       circuit_state = n.to_state,
       cooldown_ms = case
         when n.to_state = n.circuit_state then h.cooldown_ms
@@ -210,7 +215,8 @@ with old as (
 reset as (
   update endpoint_health h
   set circuit_state = 'closed', consecutive_failures = 0, cooldown_ms = null, opened_at = null,
-      open_until = null, probe_delivery_id = null, probe_until = null, paused_until = null
+      open_until = null, probe_delivery_id = null, probe_until = null, paused_until = null,
+      resume_room = null
   from old
   where h.endpoint_id = old.endpoint_id
   returning old.circuit_state as from_state

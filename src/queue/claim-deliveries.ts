@@ -47,6 +47,8 @@ export interface ClaimedDelivery extends OutboundDelivery {
   retryCapMs: number | null;
   /** the single half-open probe of its endpoint's circuit */
   isProbe: boolean;
+  /** attempts backpressure answers gave back to it (domain/backpressure.ts); absent: 0 */
+  attemptsGivenBack?: number;
   /** an operational failing/exhausted event was sent about it (queue/operational-events.ts) */
   failureNotified: boolean;
 }
@@ -54,8 +56,9 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // One statement, in four steps:
 //
 // ready    Endpoints that may send now: enabled, not paused by a Retry-After, below their
-//          in-flight limit, circuit closed (or open with its cooldown over, or half-open
-//          with its probe lost), and with at least one due row. Their endpoint_health rows
+//          in-flight limit (and, resuming after a pause, below their resume room:
+//          docs/delivery.md, Backpressure), circuit closed (or open with its cooldown
+//          over, or half-open with its probe lost), and with at least one due row. Their endpoint_health rows
 //          are locked in id order (as every writer of them locks), so the in-flight count
 //          and token buckets read here are exact across all workers. A row another worker
 //          holds (its claim, or the few milliseconds a result write holds it) is waited
@@ -98,7 +101,7 @@ with no_flush_wait as (
 ),
 ready as (
   select h.endpoint_id, h.circuit_state, h.in_flight, h.tokens_second, h.tokens_minute,
-         h.tokens_hour, h.tokens_at, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
+         h.tokens_hour, h.tokens_at, h.resume_room, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
          -- Svix's throttleRate is a per-second limit
          ${effectiveSql("e", "ratePerSecond")} as rate_per_second,
          e.rate_per_minute, e.rate_per_hour
@@ -107,6 +110,7 @@ ready as (
   where not e.disabled
     and (h.paused_until is null or h.paused_until <= ${NOW_SQL})
     and h.in_flight < ${effectiveSql("e", "maxInFlight")}
+    and (h.resume_room is null or h.in_flight < h.resume_room)
     and ${admitsClaimSql("h")}
     and exists (
       select 1 from deliveries d
@@ -133,7 +137,7 @@ budget as (
 ),
 room as (
   select b.*,
-         least(${claimRoomSql("b", "b.max_in_flight - b.in_flight")},
+         least(${claimRoomSql("b", "least(b.max_in_flight, coalesce(b.resume_room, b.max_in_flight)) - b.in_flight")},
                floor(least(coalesce(b.ts, 1e9), coalesce(b.tm, 1e9), coalesce(b.th, 1e9))))::int as room
   from budget b
   order by random()
@@ -165,7 +169,7 @@ claimed as (
   from picked p
   where d.id = p.id
   returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger,
-            d.failure_notified
+            d.failure_notified, d.attempts_given_back
 ),
 lease as (
   insert into claims (token, worker_id, worker_lock, delivery_ids, lease_expires_at)
@@ -213,7 +217,7 @@ signing as (
 -- "offset 0" keeps each lookup a per-row index probe: flattened into a join, the planner
 -- may hash-join the whole messages table to find a few hundred rows.
 select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
-       c.failure_notified, m.event_type, m.payload, m.event_id,
+       c.failure_notified, c.attempts_given_back, m.event_type, m.payload, m.event_id,
        e.url, e.headers, ${effectiveSql("e", "timeoutMs")} as timeout_ms,
        e.retry_base_ms, e.retry_cap_ms,
        e.method, e.body_format, e.url_token, e.missing_fields, e.success_rule,
@@ -272,5 +276,6 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     missingFields: r.missing_fields,
     successRule: r.success_rule,
     failureNotified: r.failure_notified,
+    attemptsGivenBack: r.attempts_given_back,
   }));
 }

@@ -67,6 +67,10 @@ export interface DeliveryResult {
   isProbe: boolean;
   /** pause the whole endpoint this long (429/503 Retry-After, clamped to the cap) */
   pauseMs: number | null;
+  /** a backpressure answer (domain/backpressure.ts): not counted by the circuit breaker */
+  backpressure?: boolean;
+  /** 1 when this backpressure answer gives its attempt back, else 0 */
+  givenBack?: number;
   /** the last result of its claim: the claim's lease row goes with this write */
   finishesClaim?: boolean;
   /** nothing was sent (a missing template field, an expunged payload): no latency sample, no circuit count */
@@ -96,6 +100,7 @@ interface RecordParams extends CircuitSettings, NowParam {
   triggers: string;
   urls: string;
   isProbes: string;
+  givenBacks: string;
   /** the claims whose last result is in this batch */
   finishedClaims: string;
   // one element per endpoint (summarizeOutcomes, in endpoint id order)
@@ -105,6 +110,7 @@ interface RecordParams extends CircuitSettings, NowParam {
   lastOkAts: string;
   lastFailAts: string;
   pausesMs: string;
+  okCounts: string;
   /** endpoints that answered 410 Gone, the id of their endpoint.disabled event, the 410's time */
   goneEndpointIds: string;
   goneMsgIds: string;
@@ -126,10 +132,12 @@ with r as (
     $attemptNumbers::integer[], $startedAts::timestamptz[], $latenciesMs::integer[],
     $statusCodes::integer[], $errorKinds::text[], $errors::text[], $responseBodies::text[],
     $outcomes::text[], $messageIds::text[], $endpointIds::text[], $appIds::text[],
-    $triggers::text[], $urls::text[], $isProbes::boolean[], $opEvents::text[], $opMsgIds::text[]
+    $triggers::text[], $urls::text[], $isProbes::boolean[], $opEvents::text[], $opMsgIds::text[],
+    $givenBacks::smallint[]
   ) with ordinality as r(id, token, status, delay_ms, attempt_number, started_at,
          latency_ms, status_code, error_kind, error, response_body, outcome,
-         message_id, endpoint_id, app_id, trigger, url, is_probe, op_event, op_msg_id, n)
+         message_id, endpoint_id, app_id, trigger, url, is_probe, op_event, op_msg_id,
+         given_back, n)
 ),
 updated as (
   update deliveries d
@@ -161,7 +169,9 @@ finished as (
   delete from claims where token = any ($finishedClaims::uuid[])
 ),
 -- Per endpoint: the slots its applied results release, and its probe's result if that
--- applied (a stale result is neither: its row was handed back and claimed again).
+-- applied (a stale result is neither: its row was handed back and claimed again). A probe
+-- answered with backpressure is no result: the circuit stays half-open and probes again
+-- once the pause is over (docs/delivery.md, Backpressure).
 released as (
   select endpoint_id, count(*)::int as n from updated group by endpoint_id
 ),
@@ -169,14 +179,16 @@ probe as (
   select distinct on (r.endpoint_id) r.endpoint_id, r.id, r.outcome = 'success' as ok
   from r
   where r.is_probe and r.id in (select id from updated)
+    and r.error_kind is distinct from '${ErrorKind.rateLimited}'
   order by r.endpoint_id, r.started_at desc, r.n desc
 ),
 i as (
   select o.endpoint_id, coalesce(rl.n, 0) as applied, o.any_ok, o.trailing_failures,
-         o.last_ok_at, o.last_fail_at, p.id as probe_id, p.ok as probe_ok, o.pause_ms
+         o.last_ok_at, o.last_fail_at, p.id as probe_id, p.ok as probe_ok, o.pause_ms, o.ok_count
   from unnest($outcomeEndpointIds::text[], $anyOks::boolean[], $trailingFailures::integer[],
-              $lastOkAts::timestamptz[], $lastFailAts::timestamptz[], $pausesMs::integer[])
-    as o(endpoint_id, any_ok, trailing_failures, last_ok_at, last_fail_at, pause_ms)
+              $lastOkAts::timestamptz[], $lastFailAts::timestamptz[], $pausesMs::integer[],
+              $okCounts::integer[])
+    as o(endpoint_id, any_ok, trailing_failures, last_ok_at, last_fail_at, pause_ms, ok_count)
   left join released rl on rl.endpoint_id = o.endpoint_id
   left join probe p on p.endpoint_id = o.endpoint_id
 ),
@@ -242,6 +254,7 @@ export async function recordResults(
       triggers: textArray(col((r) => r.trigger)),
       urls: textArray(col((r) => storableText(r.url))),
       isProbes: plainArray(col((r) => r.isProbe)),
+      givenBacks: plainArray(col((r) => r.givenBack ?? 0)),
       finishedClaims: textArray(results.filter((r) => r.finishesClaim).map((r) => r.claimToken)),
       outcomeEndpointIds: textArray(per((o) => o.endpointId)),
       anyOks: plainArray(per((o) => o.anyOk)),
@@ -249,6 +262,7 @@ export async function recordResults(
       lastOkAts: timestampArray(per((o) => o.lastOkAt)),
       lastFailAts: timestampArray(per((o) => o.lastFailAt)),
       pausesMs: plainArray(per((o) => (o.pauseMs === null ? null : Math.round(o.pauseMs)))),
+      okCounts: plainArray(per((o) => o.okCount)),
       ...circuitSettings(health),
       goneEndpointIds: textArray([...gone.keys()]),
       goneMsgIds: textArray([...gone.keys()].map(() => eventId(true))),

@@ -1,6 +1,7 @@
 import { expect, test } from "vitest";
 import { httpOutcome } from "../delivery/http/http-transport.ts";
 import type { AttemptResult } from "../delivery/http-sender.ts";
+import { BACKPRESSURE_GIVE_BACKS } from "../domain/backpressure.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import { makeRedactor } from "../security/redact.ts";
@@ -152,4 +153,63 @@ test("operational events: raised only with a target, never for the operator appl
     "message.attempt.recovered",
   );
   expect(events({ ...claim, failureNotified: false }, target, 200)).toBeNull();
+});
+
+test("a backpressure answer gives its attempt back up to BACKPRESSURE_GIVE_BACKS times, then it counts", () => {
+  const { r, written } = recorder();
+  const limited = outcome({
+    statusCode: 429,
+    verdict: "transient",
+    errorKind: "rate_limited",
+    retryAfterMs: 3_000,
+  });
+  // the last attempt of its budget: given back, so it is retried after the pause
+  const last = { ...claim, attemptCount: 2, maxAttempts: 3 };
+  r.record({ ...last, attemptsGivenBack: BACKPRESSURE_GIVE_BACKS - 1 }, "tok", limited, true);
+  expect(written[0]).toMatchObject({
+    attemptNumber: 3,
+    nextStatus: "failed",
+    retryDelayMs: 3_000,
+    pauseMs: 3_000,
+    backpressure: true,
+    givenBack: 1,
+    errorKind: "rate_limited",
+    statusCode: 429,
+  });
+  // the bound is reached: 2 attempts used and 10 given back, this 13th request is the
+  // budget's last: it uses the attempt (and still pauses, as backpressure)
+  r.record(
+    {
+      ...claim,
+      attemptCount: 2 + BACKPRESSURE_GIVE_BACKS,
+      maxAttempts: 3,
+      attemptsGivenBack: BACKPRESSURE_GIVE_BACKS,
+    },
+    "tok",
+    limited,
+    true,
+  );
+  expect(written[1]).toMatchObject({ nextStatus: "dead_letter", backpressure: true });
+  expect(written[1]!.givenBack).toBeUndefined();
+  // attempts given back earlier still widen the budget: 2 used of 3 + 5 given back
+  r.record(
+    { ...last, attemptsGivenBack: 5 },
+    "tok",
+    outcome({ statusCode: 500, verdict: "transient", errorKind: "http" }),
+    true,
+  );
+  expect(written[2]).toMatchObject({ nextStatus: "failed" });
+  expect(written[2]!.backpressure).toBeUndefined();
+});
+
+test("a 429 without a usable Retry-After is backpressure without a pause: the normal backoff, its attempt given back", () => {
+  const { r, written } = recorder();
+  r.record(
+    { ...claim, attemptCount: 2, maxAttempts: 3 },
+    "tok",
+    outcome({ statusCode: 429, verdict: "transient", errorKind: "rate_limited" }),
+    true,
+  );
+  expect(written[0]).toMatchObject({ nextStatus: "failed", pauseMs: null, givenBack: 1 });
+  expect(written[0]!.retryDelayMs).toBeLessThanOrEqual(5_000);
 });

@@ -9,6 +9,7 @@ import type { DeliveryDefaults } from "../config.ts";
 import { MAX_RESPONSE_STORED_BYTES, truncateUtf8 } from "../delivery/http-sender.ts";
 import type { ShownTarget } from "../delivery/transport.ts";
 import type { AttemptOutcome } from "../domain/attempt-outcome.ts";
+import { givesBack, pauseFor } from "../domain/backpressure.ts";
 import { afterAttempt } from "../domain/delivery-states.ts";
 import { effective } from "../domain/endpoint-policy-derived.ts";
 import { attemptEvent, type OperationalTarget } from "../domain/operational-events.ts";
@@ -97,15 +98,21 @@ export function makeAttemptRecorder(deps: {
   return {
     record(claim, claimToken, result, finishesClaim, sent) {
       const attemptNumber = claim.attemptCount + 1;
+      // A backpressure answer (429, 503 with Retry-After: domain/backpressure.ts) gives its
+      // attempt back, a bounded number of times: the budget grows by the attempts given back.
+      const backpressure = result.errorKind === ErrorKind.rateLimited;
+      const givenBackBefore = claim.attemptsGivenBack ?? 0;
+      const givenBack = backpressure && givesBack(givenBackBefore) ? 1 : 0;
+      const capMs = effective(claim, defaults, "retryCapMs");
       const policy: RetryPolicy = {
-        maxAttempts: claim.maxAttempts,
+        maxAttempts: claim.maxAttempts + givenBackBefore + givenBack,
         baseMs: effective(claim, defaults, "retryBaseMs"),
-        capMs: effective(claim, defaults, "retryCapMs"),
+        capMs,
       };
-      const next = afterAttempt(result.verdict, attemptNumber, policy, result.retryAfterMs);
-      // A Retry-After on 429/503 pauses the whole endpoint, not just this delivery.
-      const pauseMs =
-        result.retryAfterMs === null ? null : Math.min(policy.capMs, result.retryAfterMs);
+      // Its Retry-After pauses the whole endpoint, not just this delivery, within the
+      // floor and the cap; the delivery is due again when the pause ends.
+      const pauseMs = pauseFor(result.retryAfterMs, capMs);
+      const next = afterAttempt(result.verdict, attemptNumber, policy, pauseMs);
       const success = result.verdict === Verdict.success;
       // the operator application's own deliveries report on nothing (no loop)
       const operationalEvent =
@@ -138,6 +145,8 @@ export function makeAttemptRecorder(deps: {
         ...maskedTexts(claim.payload, result, sent?.secrets ?? []),
         isProbe: claim.isProbe,
         pauseMs,
+        ...(backpressure && { backpressure: true }),
+        ...(givenBack > 0 && { givenBack }),
         finishesClaim,
         // nothing was sent: a missing template field, or an expunged message's payload
         ...((result.errorKind === ErrorKind.missingField ||

@@ -38,12 +38,15 @@ export const heldBy = (d: string, token: string) =>
 
 /**
  * attempt: in_flight → delivered | failed | dead_letter (the status afterAttempt chose),
- * one attempt used. `r` is the alias of the relation holding the result columns: status,
- * delay_ms (for failed), started_at, error_kind, error, status_code, latency_ms.
+ * one attempt used (and, for a backpressure answer that gives it back, one more given
+ * back: domain/backpressure.ts). `r` is the alias of the relation holding the result
+ * columns: status, delay_ms (for failed), started_at, error_kind, error, status_code,
+ * latency_ms, given_back (0 or 1).
  */
 export function attemptSet(d: string, r: string): string {
   return `status = ${r}.status,
       attempt_count = ${d}.attempt_count + 1,
+      attempts_given_back = ${d}.attempts_given_back + ${r}.given_back,
       next_attempt_at = case when ${r}.status = 'failed'
                              then ${NOW_SQL} + ${r}.delay_ms * interval '1 millisecond'
                              else ${d}.next_attempt_at end,
@@ -89,7 +92,7 @@ export function requeueSet(e: {
   dueAt: string;
   trigger?: RequeueTrigger;
 }): string {
-  return `status = 'pending', attempt_count = 0, max_attempts = ${e.maxAttempts},
+  return `status = 'pending', attempt_count = 0, attempts_given_back = 0, max_attempts = ${e.maxAttempts},
       next_attempt_at = ${e.dueAt}, trigger = '${e.trigger ?? "manual"}',
       ${LEASE_CLEARED}, updated_at = now()`;
 }
