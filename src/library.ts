@@ -48,6 +48,8 @@ export interface SendMessage {
   channels?: string[];
   tags?: string[];
   deliverAt?: Date;
+  /** deliveries with the same key go out one at a time per endpoint, in send order (1-128 characters) */
+  orderingKey?: string;
 }
 
 export class HookRelay {
@@ -91,6 +93,12 @@ export class HookRelay {
     if (!isName(message.eventType)) {
       throw new HookRelayError("invalid_event_type", `eventType must be ${NAME_RULE}`);
     }
+    const key = message.orderingKey;
+    if (key !== undefined && (typeof key !== "string" || key.length === 0 || [...key].length > 128))
+      throw new HookRelayError(
+        "validation_error",
+        "orderingKey must be a string of 1 to 128 characters",
+      );
     const payload =
       typeof message.payload === "string" ? message.payload : JSON.stringify(message.payload);
     let parsed: unknown;
@@ -116,6 +124,7 @@ export class HookRelay {
         channels: message.channels,
         tags: message.tags,
         deliverAt: message.deliverAt,
+        orderingKey: message.orderingKey,
       },
       this.#maxAttempts,
       { schema: this.#schema, whileDisabled: this.#whileDisabled },

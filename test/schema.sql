@@ -186,6 +186,7 @@ table deliveries (
   queued boolean,
   dead_lettered boolean,
   failure_notified boolean not null default false,
+  ordering_key text,
   attempts_given_back smallint not null default 0,
   constraint deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
   constraint deliveries_message_id_endpoint_id_key UNIQUE (message_id, endpoint_id),
@@ -270,11 +271,15 @@ table endpoints (
   missing_fields text not null default 'fail'::text,
   success_rule jsonb,
   while_disabled text,
+  ordering text,
+  ordered_dead_letter text,
   constraint endpoints_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
   constraint endpoints_app_id_uid_key UNIQUE (app_id, uid),
   constraint endpoints_body_format_check CHECK ((body_format = ANY (ARRAY['json'::text, 'form'::text]))),
   constraint endpoints_method_check CHECK ((method = ANY (ARRAY['POST'::text, 'GET'::text, 'PUT'::text]))),
   constraint endpoints_missing_fields_check CHECK ((missing_fields = ANY (ARRAY['fail'::text, 'empty'::text]))),
+  constraint endpoints_ordered_dead_letter_check CHECK ((ordered_dead_letter = ANY (ARRAY['block'::text, 'skip'::text]))),
+  constraint endpoints_ordering_check CHECK ((ordering = ANY (ARRAY['none'::text, 'fifo'::text]))),
   constraint endpoints_pkey PRIMARY KEY (id),
   constraint endpoints_while_disabled_check CHECK ((while_disabled = ANY (ARRAY['hold'::text, 'skip'::text])))
 );
@@ -335,6 +340,7 @@ table messages (
   created_at timestamp with time zone not null default now(),
   expires_at timestamp with time zone,
   expunged_at timestamp with time zone,
+  ordering_key text,
   constraint messages_app_id_event_id_key UNIQUE (app_id, event_id),
   constraint messages_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
   constraint messages_pkey PRIMARY KEY (id)
@@ -407,6 +413,8 @@ CREATE INDEX deliveries_dead_letter_order_idx ON public.deliveries USING btree (
 CREATE INDEX deliveries_due_idx ON public.deliveries USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE queued;
 CREATE INDEX deliveries_endpoint_message_idx ON public.deliveries USING btree (endpoint_id, message_id);
 CREATE UNIQUE INDEX deliveries_message_id_endpoint_id_key ON public.deliveries USING btree (message_id, endpoint_id);
+CREATE INDEX deliveries_ordered_dead_idx ON public.deliveries USING btree (endpoint_id, ordering_key, id) WHERE (dead_lettered AND (ordering_key IS NOT NULL));
+CREATE INDEX deliveries_ordered_queued_idx ON public.deliveries USING btree (endpoint_id, ordering_key, id) WHERE (queued AND (ordering_key IS NOT NULL));
 CREATE UNIQUE INDEX deliveries_pkey ON public.deliveries USING btree (id);
 CREATE UNIQUE INDEX endpoint_health_pkey ON public.endpoint_health USING btree (endpoint_id);
 CREATE INDEX endpoint_secrets_endpoint_idx ON public.endpoint_secrets USING btree (endpoint_id);

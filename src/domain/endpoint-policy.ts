@@ -1,8 +1,8 @@
 /**
  * An endpoint's delivery policy, declared once: how long an attempt may take, how often
  * and how far apart it is retried, how many requests may run at once, when its circuit
- * opens and for how long, its rate limits, and what it does with messages that arrive
- * while it is disabled. Each field is a nullable column of `endpoints`, an integer or an
+ * opens and for how long, its rate limits, what it does with messages that arrive
+ * while it is disabled, and how it orders them (docs/delivery.md, "Ordering"). Each field is a nullable column of `endpoints`, an integer or an
  * enumerated text; null means "the process default" (the resolved configuration's field
  * named by `default`) or, for a limit without a default, "no limit".
  *
@@ -284,6 +284,46 @@ export const ENDPOINT_POLICY = [
     form: {
       label: "While disabled",
       help: "hold: sent when enabled; skip: recorded as skipped, sent only by replay-missing",
+    },
+  },
+  {
+    api: "ordering",
+    column: "ordering",
+    sqlType: "text",
+    values: ["none", "fifo"],
+    description:
+      "How the endpoint orders its deliveries: none (only messages with the same orderingKey go out one at a time, in the order they were accepted) or fifo (the whole endpoint is one key: every delivery waits for the one accepted before it). Switching to fifo orders the deliveries still queued too, by acceptance.",
+    default: null,
+    nullMeans: "none",
+    put: "reset",
+    cli: {
+      flag: "--ordering <none|fifo>",
+      value: "choice",
+      help: "fifo: the whole endpoint is delivered one at a time, in acceptance order",
+    },
+    form: {
+      label: "Ordering",
+      help: "none: only messages sharing an orderingKey are ordered; fifo: the whole endpoint is",
+    },
+  },
+  {
+    api: "orderedDeadLetter",
+    column: "ordered_dead_letter",
+    sqlType: "text",
+    values: ["block", "skip"],
+    description:
+      "What a dead-lettered delivery does to the rest of its ordering key (or, for a fifo endpoint, of the endpoint): block (the key waits until an operator requeues or cancels it) or skip (the next delivery of the key goes).",
+    default: null,
+    nullMeans: "block",
+    put: "reset",
+    cli: {
+      flag: "--ordered-dead-letter <block|skip>",
+      value: "choice",
+      help: "a dead letter of an ordered key: block the key until requeued or canceled, or skip it",
+    },
+    form: {
+      label: "Ordered dead letter",
+      help: "block: the key waits for an operator; skip: the next of the key goes",
     },
   },
 ] as const satisfies readonly PolicyField[];

@@ -70,7 +70,8 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // picked   Endpoints in random order (under a backlog every endpoint gets its share of a
 //          batch: a partner with 100k queued rows cannot push the others back), and per
 //          endpoint its oldest due rows up to its budget, through deliveries_due_idx,
-//          stepping over its rows in flight (they keep their place in that index).
+//          stepping over its rows in flight (they keep their place in that index) and
+//          over ordered rows that are not their key's head (ORDER_HEAD_SQL).
 // claimed  The rows become in_flight with this claim's token, rewritten in place: no value
 //          an index reads changes (migration 0007), so no index gets an entry. The lease
 //          is one claims row for the whole claim, naming the worker's liveness lock; if
@@ -93,6 +94,27 @@ export interface ClaimedDelivery extends OutboundDelivery {
 /** A lease runs for the endpoint's timeout plus the margin. */
 const leaseFor = (timeoutMs: string) =>
   `${NOW_SQL} + (${timeoutMs} + $leaseMarginMs::int) * interval '1 millisecond'`;
+
+/**
+ * An ordered row (docs/delivery.md, "Ordering") is its key's head: no earlier row of the
+ * same (endpoint, key), by id (the acceptance order), is still queued (pending, failed
+ * waiting for its retry, or in flight), nor dead-lettered unless the endpoint's
+ * orderedDeadLetter is "skip". Each probe is a backward range scan of a partial index
+ * (migration 0020) that stops at its first entry; a row without a key never gets here, so
+ * unordered traffic pays nothing. A row another claim is taking is still queued in this
+ * statement's snapshot, so two claims never take two rows of one key.
+ */
+const ORDER_HEAD_SQL = `
+        not exists (
+          select 1 from deliveries o
+          where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
+            and o.id < d.id and o.queued)
+        and not exists (
+          select 1 from deliveries o
+          where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
+            and o.id < d.id and o.dead_lettered
+            and exists (select 1 from endpoints e
+                        where e.id = d.endpoint_id and e.ordered_dead_letter is distinct from 'skip'))`;
 
 const CLAIM_SQL = namedSql<Omit<ClaimOptions, "now"> & NowParam>(
   `
@@ -152,6 +174,7 @@ picked as (
       and d.queued
       and d.next_attempt_at <= ${NOW_SQL}
       and d.status <> 'in_flight'
+      and (d.ordering_key is null or (${ORDER_HEAD_SQL}))
     order by d.next_attempt_at
     limit greatest(r.room, 0)
     for update skip locked

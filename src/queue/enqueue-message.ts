@@ -40,6 +40,11 @@ export interface NewMessage {
    * outlives the configured retention. Null: the configured retention only.
    */
   retentionMs?: number | null;
+  /**
+   * Deliveries of messages with the same key go out one at a time per endpoint, in the
+   * order the messages were accepted (docs/delivery.md, "Ordering"). Null: unordered.
+   */
+  orderingKey?: string | null;
 }
 
 export interface EnqueueResult {
@@ -62,6 +67,7 @@ interface EnqueueParams {
   tags: (string | null)[];
   deliverAts: (Date | null)[];
   retentionsMs: (number | null)[];
+  orderingKeys: (string | null)[];
   defaultMaxAttempts: number;
   defaultWhileDisabled: WhileDisabled;
 }
@@ -91,17 +97,20 @@ with input as (
   select *
   from unnest($ids::text[], $appIds::text[], $eventTypes::text[], $eventIds::text[],
               $payloads::text[], $channels::text[], $tags::text[], $deliverAts::timestamptz[],
-              $retentionsMs::bigint[])
-    with ordinality as i(id, app_id, event_type, event_id, payload, channels, tags, deliver_at, retention_ms, n)
+              $retentionsMs::bigint[], $orderingKeys::text[])
+    with ordinality as i(id, app_id, event_type, event_id, payload, channels, tags, deliver_at, retention_ms,
+                         ordering_key, n)
 ),
 msg as (
-  insert into ${t(schema)}messages (id, app_id, event_type, event_id, payload, channels, tags, expires_at)
+  insert into ${t(schema)}messages (id, app_id, event_type, event_id, payload, channels, tags, expires_at,
+                                    ordering_key)
   select i.id, i.app_id, i.event_type, i.event_id, i.payload,
          case when i.channels is null then null
               else array(select jsonb_array_elements_text(i.channels::jsonb)) end,
          case when i.tags is null then null
               else array(select jsonb_array_elements_text(i.tags::jsonb)) end,
-         now() + i.retention_ms * interval '1 millisecond'
+         now() + i.retention_ms * interval '1 millisecond',
+         i.ordering_key
   from input i
   order by i.n
   on conflict (app_id, event_id) do nothing
@@ -110,15 +119,19 @@ msg as (
 -- The fan-out: one delivery per matching endpoint of each message written, disabled ones
 -- included. A disabled endpoint's row is pending (held: the claim passes it by until the
 -- endpoint is enabled) or, if it skips while disabled, canceled with the reason. (The
--- lateral is a plain expression the planner folds in: no function call per row.)
+-- lateral is a plain expression the planner folds in: no function call per row.) Each row
+-- gets its message's ordering key, or, for a FIFO endpoint, the empty string, which no
+-- message's key can be: the endpoint's one key (docs/delivery.md, "Ordering"). The rows
+-- are numbered in the batch's order, which is the order its messages were accepted in.
 fanout as (
   insert into ${t(schema)}deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at,
-                                      status, last_error_kind, last_error)
+                                      status, last_error_kind, last_error, ordering_key)
   select m.id, e.id, m.app_id, ${effectiveSql("e", "maxAttempts")},
          coalesce(i.deliver_at, now()),
          case when s.skip then 'canceled' else 'pending' end,
          case when s.skip then '${SKIPPED_KIND}' end,
-         case when s.skip then '${SKIPPED_TEXT}' end
+         case when s.skip then '${SKIPPED_TEXT}' end,
+         case when e.ordering = 'fifo' then '' else i.ordering_key end
   from msg m
   join input i on i.id = m.id
   join ${t(schema)}endpoints e on e.app_id = m.app_id
@@ -127,6 +140,8 @@ fanout as (
   ) s
   where (e.event_types is null or m.event_type = any (e.event_types))
     and (e.channels is null or e.channels && coalesce(m.channels, '{}'::text[]))
+  -- ids in acceptance order: an ordered key's order is its rows' id order
+  order by i.n
   returning message_id, next_attempt_at, status
 ),
 fanned as (
@@ -198,6 +213,7 @@ export async function writeMessages(
       tags: messages.map((m) => json(m.tags)),
       deliverAts: messages.map((m) => m.deliverAt ?? null),
       retentionsMs: messages.map((m) => m.retentionMs ?? null),
+      orderingKeys: messages.map((m) => m.orderingKey ?? null),
       defaultMaxAttempts,
       defaultWhileDisabled: whileDisabled,
     }),

@@ -30,6 +30,7 @@ interface MessageIn {
   deliverAt?: string | null;
   payloadRetentionPeriod?: number | null;
   payloadRetentionHours?: number | null;
+  orderingKey?: string | null;
 }
 
 const messageIn = {
@@ -43,6 +44,9 @@ const messageIn = {
     channels: { ...nameListSchema, maxItems: 10 },
     tags: { ...nameListSchema, maxItems: 10 },
     deliverAt: { type: ["string", "null"], format: "date-time" },
+    // hookrelay's: messages with the same key reach each endpoint one at a time, in the
+    // order they were accepted (docs/delivery.md, "Ordering")
+    orderingKey: { type: ["string", "null"], minLength: 1, maxLength: 128 },
     // Svix: keep the message (and its payload) this many days, or hours; one or the other.
     // The configured retention (HOOKRELAY_RETENTION_PAYLOAD_MS) stays the upper bound.
     payloadRetentionPeriod: { type: ["integer", "null"], minimum: 1, maximum: 3650 },
@@ -129,6 +133,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, batcher }: A
         tags: body.tags,
         deliverAt,
         retentionMs,
+        orderingKey: body.orderingKey,
       });
       const slots = rawSlots();
       // A new message is answered from what was just written; a repeated eventId with the

@@ -11,6 +11,10 @@ export function registerMessageCommands(program: Command): void {
     "send a message; the JSON payload comes from the file, or stdin with - or no file",
   )
     .option("--event-id <id>", "your idempotency id for it")
+    .option(
+      "--ordering-key <key>",
+      "deliver it after every earlier message with this key, per endpoint",
+    )
     .action(
       onServer(
         async (
@@ -18,13 +22,14 @@ export function registerMessageCommands(program: Command): void {
           appId: string,
           eventType: string,
           file: string | undefined,
-          o: OutputOptions & { eventId?: string },
+          o: OutputOptions & { eventId?: string; orderingKey?: string },
         ) => {
           const payload = await readJson(file);
           const m = await server.call<{ id: string }>("POST", `/api/v1/app/${enc(appId)}/msg`, {
             eventType,
             payload,
             ...(o.eventId && { eventId: o.eventId }),
+            ...(o.orderingKey && { orderingKey: o.orderingKey }),
           });
           print(o, m, () => `accepted ${m.id}`);
           return ExitCode.ok;
