@@ -4,7 +4,7 @@
  * order, across retries; a dead-lettered head blocks its key (orderedDeadLetter block, the
  * default) or lets the next go (skip); other keys and unordered messages are not held back;
  * a FIFO endpoint is one key, and switching to FIFO orders the rows already queued; bad
- * keys are refused. test/ordering-workers.test.ts runs the same rule under load with
+ * keys are refused; a resend's new row keeps its message's key. test/ordering-workers.test.ts runs the same rule under load with
  * worker processes, one of them killed.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -166,6 +166,30 @@ describe("a dead-lettered head", () => {
     expect((await deliveryRow(head!, endpointId))?.status).toBe("dead_letter");
     expect((await deliveryRow(k2!, endpointId))?.status).toBe("delivered");
     expect(arrivals(path)).toEqual([1, 2, 3]);
+  });
+});
+
+describe("a new row for an ordered message", () => {
+  test("a resend to an endpoint the message had no delivery for writes it with its key: it waits behind the key's dead head", async () => {
+    const appId = await newApp();
+    const first = await send(appId, { n: 1 }, { orderingKey: "k" });
+    // an endpoint created after the first message, whose key k is blocked by a dead head
+    const path = rx.route((req) => ({ status: JSON.parse(req.body).n === 2 ? 500 : 200 }));
+    const endpointId = await newEndpoint(appId, `${rx.url}${path}`, { maxAttempts: 1 });
+    const head = await send(appId, { n: 2 }, { orderingKey: "k" });
+    await waitForStatus(head, endpointId, "dead_letter");
+    const res = await h.call(
+      "POST",
+      `/api/v1/app/${appId}/msg/${first}/endpoint/${endpointId}/resend`,
+    );
+    expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
+    expect(await deliveryRow(first, endpointId)).toMatchObject({ status: "pending" });
+    expect(await claimableAt(h, endpointId)).toEqual([]);
+    const { rows } = await h.db.pool.query(
+      "select ordering_key from deliveries where message_id = $1 and endpoint_id = $2",
+      [first, endpointId],
+    );
+    expect(rows).toEqual([{ ordering_key: "k" }]);
   });
 });
 

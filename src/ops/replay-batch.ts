@@ -7,6 +7,7 @@
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { requeueSet } from "../db/sql/delivery-states.ts";
+import { orderingKeySql } from "../db/sql/ordering-key.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import type { TaskStatus } from "./background-tasks.ts";
@@ -114,7 +115,7 @@ picked as (
   select * from cand where rn <= $batch::integer
 ),
 em as (
-  select e.id, ${effectiveSql("e", "maxAttempts")} as max_attempts
+  select e.id, ${effectiveSql("e", "maxAttempts")} as max_attempts, e.ordering
   from endpoints e join t on e.id = t.endpoint_id
 ),
 requeued as (
@@ -130,9 +131,12 @@ requeued as (
   returning d.id
 ),
 inserted as (
-  insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at, trigger)
+  insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at, trigger,
+                          ordering_key)
   select p.message_id, t.endpoint_id, t.app_id, em.max_attempts,
-         now() + (p.rn - 1) / t.rate_per_second * interval '1 second', 'replay'
+         now() + (p.rn - 1) / t.rate_per_second * interval '1 second', 'replay',
+         -- a new row of an ordered message takes its key's place by when it is written
+         ${orderingKeySql("em", "(select m.ordering_key from messages m where m.id = p.message_id)")}
   from picked p, t, em
   where p.delivery_id is null
   on conflict (message_id, endpoint_id) do nothing

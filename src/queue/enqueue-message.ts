@@ -21,6 +21,7 @@ import type { WhileDisabled } from "../config.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { tablePrefix as t } from "../db/schema-name.ts";
+import { orderingKeySql } from "../db/sql/ordering-key.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import { ID_PREFIX, newId } from "../ids.ts";
@@ -131,7 +132,7 @@ fanout as (
          case when s.skip then 'canceled' else 'pending' end,
          case when s.skip then '${SKIPPED_KIND}' end,
          case when s.skip then '${SKIPPED_TEXT}' end,
-         case when e.ordering = 'fifo' then '' else i.ordering_key end
+         ${orderingKeySql("e", "i.ordering_key")}
   from msg m
   join input i on i.id = m.id
   join ${t(schema)}endpoints e on e.app_id = m.app_id

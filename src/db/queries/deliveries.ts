@@ -6,6 +6,7 @@
 import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
 import type { Queryable } from "../pool.ts";
 import { requeueSet } from "../sql/delivery-states.ts";
+import { orderingKeySql } from "../sql/ordering-key.ts";
 import { WORK_CHANNEL } from "../work-channel.ts";
 import type { MessageRow } from "./messages.ts";
 import type { PageWindow } from "./page-window.ts";
@@ -112,8 +113,9 @@ export async function resendDelivery(
 ): Promise<boolean> {
   const { rowCount } = await db.query(
     `with resent as (
-       insert into deliveries (message_id, endpoint_id, app_id, max_attempts, trigger)
-       select $1::text, e.id, e.app_id, ${effectiveSql("e", "maxAttempts", "$3")}, 'manual'
+       insert into deliveries (message_id, endpoint_id, app_id, max_attempts, trigger, ordering_key)
+       select $1::text, e.id, e.app_id, ${effectiveSql("e", "maxAttempts", "$3")}, 'manual',
+              ${orderingKeySql("e", "(select m.ordering_key from messages m where m.id = $1::text)")}
        from endpoints e where e.id = $2::text
        on conflict (message_id, endpoint_id) do update
          set ${requeueSet({ maxAttempts: "excluded.max_attempts", dueAt: "now()" })}
