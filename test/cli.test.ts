@@ -528,6 +528,18 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(JSON.parse(rows[0].payload)).toEqual({ from: "stdin", n: 1 });
   });
 
+  test("send --ordering-key: the message and its deliveries carry the key", async ({ expect }) => {
+    const r = await cli(["send", S.uid, "order.created", "--json", "--ordering-key", "order-7"], {
+      stdin: '{"n":2}',
+    });
+    expect(r.code, show(r)).toBe(0);
+    const { rows } = await h.db.pool.query(
+      "select m.ordering_key, array_agg(d.ordering_key) as keys from messages m join deliveries d on d.message_id = m.id where m.id = $1 group by m.id",
+      [JSON.parse(r.stdout).id],
+    );
+    expect(rows[0]).toEqual({ ordering_key: "order-7", keys: ["order-7"] });
+  });
+
   test("migrate: an empty database gets the schema", async ({ expect }) => {
     let empty: TestDb | null = null;
     try {
