@@ -19,6 +19,7 @@ import { makeRedactor } from "../src/security/redact.ts";
 import { makeSecretBox } from "../src/security/secret-box.ts";
 import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
 import { makeWorker, type Worker } from "../src/worker/worker.ts";
+import { dashboardClient } from "./helpers/dashboard-client.ts";
 import {
   deliveryCalls,
   type ScriptedReceiver,
@@ -171,6 +172,15 @@ test("429 + Retry-After: 3 pauses the endpoint, resumes it one row at a time, ke
   await claimRan();
   expect(await inFlight(endpointId)).toBe(2);
   expect((await health(endpointId)).resume_room).toBe(2);
+  // the health resource shows the room grown back so far
+  const shown = await h.call("GET", `/api/v1/app/${appId}/endpoint/${endpointId}/health`);
+  expect(shown.body.limits).toMatchObject({ maxInFlight: 10, resumeRoom: 2 });
+  // and so does the dashboard's endpoint page
+  const admin = dashboardClient(h.api);
+  await admin.signIn(h.adminKey);
+  expect((await admin.get(`/dashboard/endpoints/${endpointId}`)).body).toContain(
+    '<span data-testid="resuming">resuming: 2 of 10 in flight</span>',
+  );
   await release(LIMITED + 1);
   await release(LIMITED + 2);
 
@@ -188,6 +198,9 @@ test("429 + Retry-After: 3 pauses the endpoint, resumes it one row at a time, ke
     circuit_state: "closed",
     consecutive_failures: 0,
   });
+  // grown back past maxInFlight: no longer resuming
+  const after = await h.call("GET", `/api/v1/app/${appId}/endpoint/${endpointId}/health`);
+  expect(after.body.limits.resumeRoom).toBeNull();
   // each 429 was recorded and gave its attempt back: one attempt used per delivery
   const { rows } = await h.db.pool.query(
     `select attempt_count - attempts_given_back as used, count(*)::int as n

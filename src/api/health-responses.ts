@@ -257,11 +257,13 @@ export const endpointHealthResponse = {
       additionalProperties: true,
       properties: {
         maxInFlight: count,
+        /** resuming after a backpressure pause: the in-flight room grown back so far */
+        resumeRoom: nullableNumber,
         ratePerSecond: nullableNumber,
         ratePerMinute: nullableNumber,
         ratePerHour: nullableNumber,
       },
-      required: ["maxInFlight", "ratePerSecond", "ratePerMinute", "ratePerHour"],
+      required: ["maxInFlight", "resumeRoom", "ratePerSecond", "ratePerMinute", "ratePerHour"],
     },
   },
   required: [

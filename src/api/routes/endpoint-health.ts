@@ -40,6 +40,7 @@ function healthOut(
   const threshold = effective(policy, health, "failureThreshold");
   const { slow, verySlow } = slowness(latency, health);
   const oldest = r.oldest_pending_at;
+  const maxInFlight = effective(policy, defaults, "maxInFlight");
   return {
     endpointId: r.id,
     appId: r.app_id,
@@ -72,7 +73,10 @@ function healthOut(
     lastSuccessAt: iso(r.last_success_at),
     lastFailureAt: iso(r.last_failure_at),
     limits: {
-      maxInFlight: effective(policy, defaults, "maxInFlight"),
+      maxInFlight,
+      // resuming after a backpressure pause (docs/delivery.md, Backpressure): the room it has
+      // grown back to, while below maxInFlight
+      resumeRoom: r.resume_room !== null && r.resume_room < maxInFlight ? r.resume_room : null,
       ratePerSecond: r.rate_per_second,
       ratePerMinute: r.rate_per_minute,
       ratePerHour: r.rate_per_hour,

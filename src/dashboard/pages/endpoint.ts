@@ -153,6 +153,10 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
   <dt>State</dt><dd>${e.disabled ? badge("disabled", `disabled (${e.disabledReason ?? "operator"})`) : badge("ok", "enabled")}${
     hl.pausedUntil ? html` ${badge("warning", "paused")} until ${time(hl.pausedUntil)}` : ""
   }${
+    hl.limits.resumeRoom !== null
+      ? html` <span data-testid="resuming">resuming: ${count(hl.limits.resumeRoom)} of ${count(hl.limits.maxInFlight)} in flight</span>`
+      : ""
+  }${
     e.disabled
       ? html` <span data-testid="held">${count(hl.queue.pending)} held while disabled</span>`
       : ""
