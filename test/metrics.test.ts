@@ -183,6 +183,15 @@ describe("queue-wide gauges from a seeded database", () => {
       "update endpoint_health set circuit_state = 'half_open', opened_at = now() where endpoint_id = $1",
       [endpoints[2]],
     );
+    // paused by a Retry-After: one for an hour more, one whose pause is over
+    await h.db.pool.query(
+      "update endpoint_health set paused_until = now() + interval '1 hour' where endpoint_id = $1",
+      [endpoints[0]],
+    );
+    await h.db.pool.query(
+      "update endpoint_health set paused_until = now() - interval '1 second' where endpoint_id = $1",
+      [endpoints[1]],
+    );
   });
   afterAll(async () => {
     await h?.close();
@@ -218,6 +227,7 @@ describe("queue-wide gauges from a seeded database", () => {
     expect(sample(e, "hookrelay_circuits", { state: "closed" })).toBe(2);
     expect(sample(e, "hookrelay_circuits", { state: "open" })).toBe(1);
     expect(sample(e, "hookrelay_circuits", { state: "half_open" })).toBe(1);
+    expect(sample(e, "hookrelay_endpoints_paused")).toBe(1);
     expect(sample(e, "hookrelay_metrics_scrape_ok")).toBe(1);
     // an API-only process: no worker in flight, nothing delivered by this process
     expect(sample(e, "hookrelay_worker_in_flight")).toBe(0);
@@ -312,7 +322,7 @@ describe("queue-wide gauges from a seeded database", () => {
     m.recordResults([result("ep_b", "failed", 503, 700), result("ep_c", "dead_letter", 404, 12)]);
     m.recordResults([
       result("ep_d", "dead_letter", null, 15_000),
-      result("ep_a", "failed", 429, 3),
+      { ...result("ep_a", "failed", 429, 3), errorKind: "rate_limited", backpressure: true },
     ]);
     m.recordClaim(2);
     m.recordClaim(7);
@@ -325,6 +335,7 @@ describe("queue-wide gauges from a seeded database", () => {
     expect(sample(e, "hookrelay_attempts_total", { status_class: "4xx" })).toBe(2);
     expect(sample(e, "hookrelay_attempts_total", { status_class: "5xx" })).toBe(1);
     expect(sample(e, "hookrelay_attempts_total", { status_class: "error" })).toBe(1);
+    expect(sample(e, "hookrelay_backpressure_answers_total")).toBe(1);
 
     // the first two endpoints seen keep their label; the rest share "other"
     expect(labelValues(e, "hookrelay_attempt_duration_seconds_count", "endpoint")).toEqual([

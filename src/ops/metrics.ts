@@ -60,6 +60,11 @@ export function makeMetrics(options: {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [registry],
   });
+  const backpressure = new client.Counter({
+    name: "hookrelay_backpressure_answers_total",
+    help: "Backpressure answers (429, or 503 with Retry-After: error kind rate_limited), which pause their endpoint and are not failures (docs/delivery.md, Backpressure).",
+    registers: [registry],
+  });
   const claims = new client.Histogram({
     name: "hookrelay_claim_batch_size",
     help: "Rows taken by each claim that took any.",
@@ -115,6 +120,14 @@ export function makeMetrics(options: {
     },
   });
   new client.Gauge({
+    name: "hookrelay_endpoints_paused",
+    help: "Endpoints paused now by a backpressure answer's Retry-After (docs/delivery.md, Backpressure).",
+    registers: [registry],
+    async collect() {
+      this.set((await readQueue())?.paused ?? 0);
+    },
+  });
+  new client.Gauge({
     name: "hookrelay_dead_letters",
     help: "Deliveries in the dead-letter state.",
     registers: [registry],
@@ -153,7 +166,9 @@ export function makeMetrics(options: {
       // once per batch or endpoint, not per result.
       const byOutcome = new Map<string, number>();
       const byClass = new Map<string, number>();
+      let limited = 0;
       for (const r of results) {
+        if (r.backpressure) limited++;
         byOutcome.set(r.nextStatus, (byOutcome.get(r.nextStatus) ?? 0) + 1);
         const statusClass = r.statusCode === null ? "error" : `${Math.floor(r.statusCode / 100)}xx`;
         byClass.set(statusClass, (byClass.get(statusClass) ?? 0) + 1);
@@ -168,6 +183,7 @@ export function makeMetrics(options: {
       }
       for (const [outcome, n] of byOutcome) deliveries.inc({ outcome }, n);
       for (const [status_class, n] of byClass) attempts.inc({ status_class }, n);
+      if (limited > 0) backpressure.inc(limited);
     },
     recordClaim(size) {
       claims.observe(size);
@@ -188,6 +204,8 @@ interface QueueSnapshot {
   oldest: number | null;
   circuits: Record<string, number>;
   dead: number;
+  /** endpoints paused by a Retry-After now */
+  paused: number;
   /** open alerts by kind */
   alerts: Record<string, number>;
 }
@@ -203,6 +221,7 @@ async function queueSnapshot(pool: Pool): Promise<QueueSnapshot> {
       (select coalesce(json_object_agg(circuit_state, n), '{}') from (
          select circuit_state, count(*)::int as n from endpoint_health group by circuit_state) c) as circuits,
       (select count(*)::int from deliveries where dead_lettered) as dead,
+      (select count(*)::int from endpoint_health where paused_until > now()) as paused,
       (select coalesce(json_object_agg(kind, n), '{}') from (
          select kind, count(*)::int as n from alerts
          where resolved_at is null group by kind) a) as alerts`);
