@@ -4,7 +4,8 @@
  * request comes during a pause, the first claim after a pause takes one row and the room
  * grows back with the answers, the circuit stays closed (no failure counted, no circuit
  * event) and no attempt is used up: every delivery has maxAttempts 1, so one 429 counted
- * as an attempt would dead-letter it.
+ * as an attempt would dead-letter it. And a half-open probe answered 429 is no verdict on
+ * the circuit: it stays half-open until a probe after the pause closes it.
  *
  * End to end: the in-process API and one worker on a test database, a real receiver on
  * 127.0.0.1. The worker's statements read a test clock (helpers/test-clock.ts): the test
@@ -208,4 +209,60 @@ test("429 + Retry-After: 3 pauses the endpoint, resumes it one row at a time, ke
     [endpointId],
   );
   expect(rows).toEqual([{ used: 1, n: MESSAGES }]);
+});
+
+test("a half-open probe answered 429 leaves the circuit half-open, paused, and the next probe after the pause closes it", async () => {
+  const path = rx.route((_req, n) =>
+    n === 0
+      ? { status: 500 }
+      : n === 1
+        ? { status: 429, headers: { "retry-after": "3" } }
+        : { status: 200 },
+  );
+  const appId = await newApp();
+  const endpointId = await newEndpoint(appId, `${rx.url}${path}`, {
+    failureThreshold: 1,
+    maxAttempts: 5,
+    retryCapMs: 60_000,
+  });
+  const msgId = await send(appId);
+  await waitFor(
+    async () => (await health(endpointId)).circuit_state === "open",
+    15_000,
+    "the circuit to open on the 500",
+  );
+  const events = async () =>
+    (
+      await h.db.pool.query(
+        "select from_state || '>' || to_state as t from circuit_events where endpoint_id = $1 order by id",
+        [endpointId],
+      )
+    ).rows.map((r) => r.t);
+
+  // past the cooldown (and the 500's retry): the probe goes, and is answered 429
+  const { rows } = await h.db.pool.query(
+    "select extract(epoch from open_until)::float8 * 1000 as until from endpoint_health where endpoint_id = $1",
+    [endpointId],
+  );
+  clock.advance(Math.max(0, rows[0].until - clock.sql()!.getTime()) + 60_000);
+  await waitFor(
+    async () => (await rateLimitedAttempts(endpointId)) === 1,
+    15_000,
+    "the probe's 429 to be recorded",
+  );
+  const after = await health(endpointId);
+  expect(after).toMatchObject({ circuit_state: "half_open", consecutive_failures: 1 });
+  expect(after.paused_until!.getTime()).toBeGreaterThan(clock.sql()!.getTime());
+  expect(await events()).toEqual(["closed>open", "open>half_open"]);
+
+  // past the pause and the lost probe's lease: a new probe, answered 200, closes the circuit
+  clock.advance(120_000);
+  await waitForStatus(msgId, endpointId, "delivered");
+  await waitFor(
+    async () => (await health(endpointId)).circuit_state === "closed",
+    15_000,
+    "the circuit to close",
+  );
+  expect(await events()).toEqual(["closed>open", "open>half_open", "half_open>closed"]);
+  expect(rx.on(path)).toHaveLength(3);
 });
