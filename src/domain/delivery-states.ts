@@ -15,6 +15,8 @@
  *                              claim's lease ran out: the worker died) ─▶ pending, or
  *                              failed if it was tried before
  *   failed ──claim, once next_attempt_at has passed──▶ in_flight
+ *   (a backpressure answer, 429 or 503 + Retry-After, is a transient failure that gives its
+ *   attempt back up to BACKPRESSURE_GIVE_BACKS times: domain/backpressure.ts)
  *   pending | failed ──operator cancels──▶ canceled
  *   (new) ──message for a disabled endpoint──▶ pending (held), or canceled (whileDisabled skip)
  *   delivered | dead_letter | failed | canceled ──resend / requeue──▶ pending (fresh budget)

@@ -12,6 +12,8 @@
  *   half_open ──the probe succeeds──▶ closed, cooldown back to base, failures 0
  *   half_open ──the probe fails──────▶ open, cooldown doubled (capped at 1 h)
  *   half_open ──the probe is lost (its worker died, or released it unsent)──▶ a new probe
+ *   half_open ──the probe is answered with backpressure (429, 503 + Retry-After)──▶ stays
+ *               half_open; once the pause and the probe's lease are over, a new probe
  *   any ──operator reset──▶ closed, cooldown back to base, failures 0, no pause
  *
  *   transition                 performed by                       part
@@ -23,10 +25,13 @@
  *   half_open → closed | open                                      circuitSettings
  *   any → closed               the operator                       resetCircuit
  *
- * Only the probe's own result moves a half-open circuit; results of requests that were
- * already in flight when the circuit opened update the failure count but no state. Every
- * transition is written to circuit_events (time, from, to, reason), apart from a lost
- * probe's replacement (the circuit stays half_open).
+ * Backpressure answers (domain/backpressure.ts) are not failures: they neither count toward
+ * the threshold nor decide a probe; they only pause the endpoint (paused_until) and start
+ * its gradual resume (resume_room, read by the claim). Only the probe's own result moves a
+ * half-open circuit; results of requests that were already in flight when the circuit
+ * opened update the failure count but no state. Every transition is written to
+ * circuit_events (time, from, to, reason), apart from a lost probe's replacement (the
+ * circuit stays half_open).
  *
  * All of them run with the endpoint's health row locked, so workers never race on a
  * transition; every writer of endpoint_health locks its rows in endpoint id order, so none
