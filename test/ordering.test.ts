@@ -250,7 +250,17 @@ describe("bad input", () => {
         orderingKey,
       });
       expect(res.status, JSON.stringify(res.body)).toBe(202);
+      // the answer and the message's reads show the key
+      expect(res.body.orderingKey).toBe(orderingKey);
+      const read = await h.call("GET", `/api/v1/app/${appId}/msg/${res.body.id}`);
+      expect(read.body.orderingKey).toBe(orderingKey);
     }
+    const page = await h.call("GET", `/api/v1/app/${appId}/msg`);
+    expect(page.body.data.map((m: { orderingKey: string | null }) => m.orderingKey)).toEqual([
+      null,
+      "🔑".repeat(128),
+      "k".repeat(128),
+    ]);
   });
 
   test("the library's send() refuses the same keys and stores a good one", async () => {

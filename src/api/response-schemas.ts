@@ -189,6 +189,7 @@ export const messageResponse = {
     eventId: nullableText,
     channels: nameList,
     tags: nameList,
+    orderingKey: nullableText,
     timestamp: text,
     payload: anyJson,
   },

@@ -87,6 +87,8 @@ export function messageOut(r: MessageRow, slots: RawSlots, withContent: boolean)
     eventId: r.event_id,
     channels: r.channels,
     tags: r.tags,
+    // hookrelay's (docs/delivery.md, "Ordering"); Svix has no such field
+    orderingKey: r.ordering_key,
     timestamp: iso(r.created_at),
     // an expunged message (routes/message-content.ts) shows Svix's {"expired": true}
     payload: withContent
@@ -147,6 +149,7 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, batcher }: A
             channels: body.channels ?? null,
             tags: body.tags ?? null,
             created_at: result.createdAt,
+            ordering_key: body.orderingKey ?? null,
           }
         : await getMessageOr404(pool, result.messageId);
       const out = {

@@ -103,6 +103,7 @@ export function registerSendExampleRoute(app: FastifyInstance, { pool, config }:
           event_type: eventType,
           event_id: null,
           payload,
+          ordering_key: null,
           channels: null,
           tags: ["test"],
           created_at: createdAt,

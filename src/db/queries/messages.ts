@@ -11,9 +11,11 @@ export interface MessageRow {
   channels: string[] | null;
   tags: string[] | null;
   created_at: Date;
+  /** docs/delivery.md, "Ordering"; null: unordered */
+  ordering_key: string | null;
 }
 
-const COLUMNS = "id, event_type, event_id, payload, channels, tags, created_at";
+const COLUMNS = "id, event_type, event_id, payload, channels, tags, created_at, ordering_key";
 
 /** Narrows a listing of messages; null means "any". */
 export interface MessageFilter {
