@@ -151,6 +151,16 @@ test("every read route answers, through its schema, all that its handler returne
   });
   expect(health.circuit.history.length).toBeGreaterThan(0);
   await read("/api/v1/app/:appId/endpoint/:endpointId/health", { appId, endpointId: quiet.id });
+  // quiet's dead letters as one ordering key: the first is its blocked head
+  await h.db.pool.query(
+    "update deliveries set ordering_key = 'k' where endpoint_id = $1 and status = 'dead_letter'",
+    [quiet.id],
+  );
+  const blocked = await read("/api/v1/app/:appId/endpoint/:endpointId/ordering-keys/blocked", {
+    appId,
+    endpointId: quiet.id,
+  });
+  expect(blocked.data).toHaveLength(1);
   const attempts = await read("/api/v1/app/:appId/attempt/endpoint/:endpointId", {
     appId,
     endpointId: failing.id,

@@ -25,6 +25,7 @@ import { registerMaintenanceRoutes } from "./routes/maintenance.ts";
 import { registerMessageContentRoute } from "./routes/message-content.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
+import { registerOrderingKeyRoutes } from "./routes/ordering-keys.ts";
 import { registerPortalAccessRoutes, registerPortalLogout } from "./routes/portal-access.ts";
 import { registerSendExampleRoute } from "./routes/send-example.ts";
 import { registerStatsRoutes } from "./routes/stats.ts";
@@ -60,6 +61,7 @@ export async function registerApiRoutes(
       registerMessageRoutes(api, ctx);
       registerAttemptRoutes(api, ctx);
       registerEndpointHealthRoutes(api, ctx);
+      registerOrderingKeyRoutes(api, ctx);
       registerOperationRoutes(api, ctx);
       registerMaintenanceRoutes(api, ctx);
       registerApiKeyRoutes(api, ctx);

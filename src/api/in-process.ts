@@ -22,6 +22,7 @@ import {
   healthSummaryResponse,
   requeuePlanResponse,
 } from "./health-responses.ts";
+import { blockedKeyPageResponse } from "./ordering-key-responses.ts";
 import {
   attemptPageResponse,
   endpointHeadersResponse,
@@ -61,6 +62,7 @@ export const READ_ROUTES = {
   "/api/v1/app/:appId/endpoint": endpointPageResponse,
   "/api/v1/app/:appId/endpoint/:endpointId": endpointResponse,
   "/api/v1/app/:appId/endpoint/:endpointId/health": endpointHealthResponse,
+  "/api/v1/app/:appId/endpoint/:endpointId/ordering-keys/blocked": blockedKeyPageResponse,
   "/api/v1/app/:appId/endpoint/:endpointId/secret": endpointSecretResponse,
   "/api/v1/app/:appId/endpoint/:endpointId/headers": endpointHeadersResponse,
   "/api/v1/app/:appId/attempt/endpoint/:endpointId": attemptPageResponse,

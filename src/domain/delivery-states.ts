@@ -4,8 +4,8 @@
  * (`afterAttempt`), are here; every transition is written once, as the SQL that performs
  * it, in db/sql/delivery-states.ts (the part named in the table below), and the statements
  * that move rows (queue/claim-deliveries.ts, queue/record-results.ts,
- * queue/release-deliveries.ts, the requeue and cancel in ops/dead-letters.ts) compose those
- * parts and add only which rows they pick.
+ * queue/release-deliveries.ts, the requeue and cancel in ops/dead-letters.ts, the skip in
+ * ops/ordering-keys.ts) compose those parts and add only which rows they pick.
  *
  *   pending ──claim──▶ in_flight ──2xx──────────────────────────▶ delivered
  *      ▲                  │ │ └──permanent failure (4xx, 3xx, 410) ─▶ dead_letter
@@ -18,6 +18,7 @@
  *   (a backpressure answer, 429 or 503 + Retry-After, is a transient failure that gives its
  *   attempt back up to BACKPRESSURE_GIVE_BACKS times: domain/backpressure.ts)
  *   pending | failed ──operator cancels──▶ canceled
+ *   failed | dead_letter ──operator skips a blocked key's head (ordering)──▶ canceled
  *   (new) ──message for a disabled endpoint──▶ pending (held), or canceled (whileDisabled skip)
  *   delivered | dead_letter | failed | canceled ──resend / requeue──▶ pending (fresh budget)
  *
@@ -26,6 +27,7 @@
  *   attempt     in_flight, same claim token               delivered, failed, dead_letter attemptSet
  *   hand back   in_flight, same claim token               pending, or failed if tried    handBackSet
  *   cancel      pending, failed                           canceled                       cancelSet
+ *   skip        a blocked key's head: failed, dead_letter canceled                       skipSet
  *   requeue     delivered, dead_letter, failed, canceled  pending, fresh budget          requeueSet
  *
  * `next_attempt_at` is the time a row is next due: the scheduled attempt for pending and

@@ -132,6 +132,14 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/msg`, { kind: "app" }],
   ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/health`, { kind: "app" }],
   ["POST", `${V1}/app/:appId/endpoint/:endpointId/circuit/reset`, { kind: "app" }],
+  // blocked ordering keys (docs/delivery.md, Ordering): the tenants' deliveries are no
+  // blocked heads, so their own key's action is the stable 409 refusal
+  ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/ordering-keys/blocked`, { kind: "app" }],
+  ...(["retry", "skip"] as const).map((action): [string, string, Rule] => [
+    "POST",
+    `${V1}/app/:appId/endpoint/:endpointId/ordering-keys/blocked/:deliveryId/${action}`,
+    { kind: "app", ownStatus: 409 },
+  ]),
   // the svix client's endpoint headers, stats and (unsupported) transformation
   ["GET HEAD", `${V1}/app/:appId/endpoint/:endpointId/headers`, { kind: "app" }],
   [

@@ -78,6 +78,16 @@ export const CANCELABLE = `('pending', 'failed')`;
 /** cancel: pending | failed → canceled. */
 export const cancelSet = "status = 'canceled', updated_at = now()";
 
+/**
+ * The statuses a blocked key's head is skipped from (docs/delivery.md, Ordering): waiting
+ * for its retry, or dead-lettered. Only the ordering-keys skip action uses it, and only on
+ * a key's head (ops/ordering-keys.ts); the public cancel route keeps CANCELABLE.
+ */
+export const SKIPPABLE = `('failed', 'dead_letter')`;
+
+/** skip: a blocked key's head, failed | dead_letter → canceled (the same SET as cancel). */
+export const skipSet = cancelSet;
+
 /** What set a row going again: an operator's requeue or resend, or a replay task. */
 export type RequeueTrigger = "manual" | "replay";
 
