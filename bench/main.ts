@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: starts its own PostgreSQL and receiver, runs scenarios 1-12 of the
+ * `npm run bench`: starts its own PostgreSQL and receiver, runs scenarios 1-13 of the
  * performance issue `--runs` times (default 3), prints the medians as a table and writes
  * everything to bench/results/<timestamp>.json. See docs/performance.md.
  *
@@ -28,6 +28,7 @@ import { type DashboardData, measureDashboard, prepareDashboard } from "./scenar
 import { runDelivery } from "./scenarios/delivery.ts";
 import { runIngest } from "./scenarios/ingest.ts";
 import { runLatency } from "./scenarios/latency.ts";
+import { runOrdered } from "./scenarios/ordered.ts";
 import { runPgBoss } from "./scenarios/pgboss.ts";
 import { sweepPgBoss } from "./scenarios/pgboss-sweep.ts";
 import { dropReplay, measureReplay, prepareReplay, type ReplayData } from "./scenarios/replay.ts";
@@ -165,6 +166,7 @@ async function main(): Promise<void> {
         const d = replay;
         r.replay = await step("12 replay", () => measureReplay(ctx, d));
       }
+      if (only.has(13)) r.ordered = await step("13 ordered", () => runOrdered(ctx));
       runs.push(r);
     }
   } finally {

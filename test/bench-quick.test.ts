@@ -20,6 +20,7 @@ const SCENARIOS = [
   "10 compiled vs source",
   "11 dashboard",
   "12 replay",
+  "13 ordered",
 ];
 
 /** Through the CLI, as `npx hookrelay bench` runs it (it starts bin/bench.js). */

@@ -20,7 +20,7 @@ export interface BenchOptions {
   quick: boolean;
   runs: number;
   write: boolean;
-  /** scenario numbers to run (1-12); 9 needs 3, 7 compares with 3 */
+  /** scenario numbers to run (1-13); 9 needs 3, 7 compares with 3 */
   only: Set<number>;
   /** endpoints (and apps, one endpoint each); each has its own receiver port */
   endpoints: number;
@@ -55,6 +55,15 @@ export interface BenchOptions {
   replayRows: number;
   /** scenario 12: the replay's pace, rows per second */
   replayRate: number;
+  /** scenario 13: messages of its unordered and its 1,000-key run */
+  orderedMessages: number;
+  /** scenario 13: keys of the many-keys run (a multiple of endpoints: 10 per endpoint) */
+  orderedManyKeys: number;
+  /** scenario 13: keys of the few-keys run, one per endpoint */
+  orderedFewKeys: number;
+  /** scenario 13: messages of the few-keys run, and how long it may take at most */
+  orderedFewMessages: number;
+  orderedFewSeconds: number;
   /** give up on the whole bench after this long */
   watchdogMs: number;
 }
@@ -64,7 +73,7 @@ const HELP = `npm run bench -- [options]
   --quick              tiny sizes, 1 run: proves the harness works (no meaningful figures)
   --runs <n>           runs per figure; each figure is the median (default 3)
   --no-write           do not write bench/results/<timestamp>.json
-  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-12)
+  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-13)
   --messages <n>       scenario 3 messages (default 50000)
   --concurrency <n>    requests in flight per hookrelay worker and in the ceiling (default 1024)
   --clients <n>        scenario 5 concurrent clients (default 64)
@@ -73,6 +82,7 @@ const HELP = `npm run bench -- [options]
   --backlog-large <n>  scenario 8 large backlog rows (default 1000000)
   --replay-rows <n>    scenario 12 rows of the bulk replay (default 1000000)
   --replay-rate <n>    scenario 12 replay pace, rows/s (default 500)
+  --ordered-messages <n>  scenario 13 messages, unordered and under 1,000 keys (default 50000)
   --pgboss <w,b,p,n>   pg-boss tuning: work() loops, batchSize, polling s, notify (1/0)
   --tune-pgboss        sweep pg-boss settings (scenario 2 sizes) and print the results
   --pg <name=value>    extra PostgreSQL setting (repeatable)
@@ -95,6 +105,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       "backlog-large": { type: "string" },
       "replay-rows": { type: "string" },
       "replay-rate": { type: "string" },
+      "ordered-messages": { type: "string" },
       pgboss: { type: "string" },
       "tune-pgboss": { type: "boolean", default: false },
       pg: { type: "string", multiple: true },
@@ -115,10 +126,10 @@ export function parseOptions(argv: string[]): BenchOptions {
   };
   const quick = values.quick;
   const only = new Set(
-    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11,12")
+    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13")
       .split(",")
       .map((s) => Number(s.trim()))
-      .filter((n) => n >= 1 && n <= 12),
+      .filter((n) => n >= 1 && n <= 13),
   );
   // 9 (memory) is sampled during 3; 7 and 10 are ratios of 3.
   if (only.has(9) || only.has(7) || only.has(10)) only.add(3);
@@ -172,6 +183,13 @@ export function parseOptions(argv: string[]): BenchOptions {
     tunePgBoss: values["tune-pgboss"],
     pgSettings: values.pg ?? [],
     cpuProf: values["cpu-prof"],
+    orderedMessages: Math.round(
+      num(values["ordered-messages"], quick ? 400 : 50_000, "ordered-messages"),
+    ),
+    orderedManyKeys: 1_000,
+    orderedFewKeys: 10,
+    orderedFewMessages: quick ? 40 : 5_000,
+    orderedFewSeconds: quick ? 3 : 15,
     watchdogMs: quick ? 420_000 : 90 * 60_000,
   };
 }

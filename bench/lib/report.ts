@@ -9,6 +9,7 @@ import type { DashboardRun } from "../scenarios/dashboard.ts";
 import type { DeliveryRun } from "../scenarios/delivery.ts";
 import type { IngestRun } from "../scenarios/ingest.ts";
 import type { LatencyRun } from "../scenarios/latency.ts";
+import type { OrderedRun } from "../scenarios/ordered.ts";
 import type { PgBossRun } from "../scenarios/pgboss.ts";
 import type { ReplayRun } from "../scenarios/replay.ts";
 import { median, ratio } from "./stats.ts";
@@ -28,6 +29,7 @@ export interface RunResult {
   source1?: DeliveryRun;
   dashboard?: DashboardRun;
   replay?: ReplayRun;
+  ordered?: OrderedRun;
 }
 
 export interface Figure {
@@ -213,6 +215,22 @@ export function figures(runs: RunResult[]): Figure[] {
     "replay rows made due/s, no live traffic",
     "/s",
     (r) => r.replay?.replayAloneRate,
+  );
+  add("13 ordered", "unordered, 1 worker", "/s", (r) => r.ordered?.unordered.rate);
+  add("13 ordered", "1,000 keys over 100 endpoints", "/s", (r) => r.ordered?.manyKeys.rate);
+  add("13 ordered", "1,000 keys / unordered", "x", (r) => r.ordered?.ratio, atLeast(0.8));
+  add("13 ordered", "10 keys (round-trip bound)", "/s", (r) => r.ordered?.fewKeys.rate);
+  add("13 ordered", "10 keys: ms per message of a key", "ms", (r) => r.ordered?.fewKeysCycleMs);
+  add(
+    "13 ordered",
+    "10 keys: receiver latency p50 (attempts)",
+    "ms",
+    (r) => r.ordered?.fewKeys.attemptLatencyP50Ms,
+  );
+  add("13 ordered", "requests out of key order", "n", (r) =>
+    r.ordered
+      ? (r.ordered.manyKeys.orderViolations ?? 0) + (r.ordered.fewKeys.orderViolations ?? 0)
+      : undefined,
   );
   return out;
 }

@@ -15,11 +15,18 @@ export interface Tenant {
   url: string;
 }
 
-/** Messages of a scenario: message i goes to endpoint i % endpoints. */
+/**
+ * Messages of a scenario: message i goes to endpoint i % endpoints. Ordered (scenario 13):
+ * message i has key `k<i % keys>` and goes to endpoint (i % keys) % endpoints, so each key
+ * lives on one endpoint and, with keys a multiple of endpoints, every endpoint has
+ * keys / endpoints of them (fewer keys than endpoints: only the first `keys` endpoints).
+ */
 export interface Messages {
   ids: string[];
   endpoint: number[];
   payloads: string[];
+  /** ordering key per message; absent: unordered */
+  keys?: string[];
 }
 
 export const EVENT_TYPE = "order.paid";
@@ -35,12 +42,19 @@ export function payloadFor(i: number): string {
   });
 }
 
-export function makeMessages(count: number, endpoints: number, offset = 0): Messages {
+export function makeMessages(
+  count: number,
+  endpoints: number,
+  offset = 0,
+  keys: number | null = null,
+): Messages {
   const m: Messages = { ids: [], endpoint: [], payloads: [] };
+  if (keys !== null) m.keys = [];
   for (let i = 0; i < count; i++) {
     m.ids.push(newId(ID_PREFIX.message));
-    m.endpoint.push(i % endpoints);
+    m.endpoint.push(keys === null ? i % endpoints : (i % keys) % endpoints);
     m.payloads.push(payloadFor(offset + i));
+    m.keys?.push(`k${i % (keys ?? 1)}`);
   }
   return m;
 }
@@ -77,7 +91,9 @@ export async function createTenants(
 
 /**
  * Inserts the messages and their deliveries in one transaction and NOTIFYs the workers,
- * exactly as many `enqueueMessage` calls would leave the tables (next_attempt_at = now()).
+ * exactly as many `enqueueMessage` calls would leave the tables (next_attempt_at = now();
+ * an ordering key on the message and its delivery, as the fan-out copies it: migration
+ * 0020). Delivery ids follow the messages' order, which is then each key's order.
  */
 export async function seedMessages(
   pool: Pool,
@@ -90,15 +106,26 @@ export async function seedMessages(
     for (let start = 0; start < m.ids.length; start += chunk) {
       const ids = m.ids.slice(start, start + chunk);
       const targets = m.endpoint.slice(start, start + chunk).map((e) => tenants[e]!);
+      const keys = m.keys?.slice(start, start + chunk) ?? ids.map(() => null);
       await client.query(
-        `insert into messages (id, app_id, event_type, payload)
-         select id, app, $3::text, payload from unnest($1::text[], $2::text[], $4::text[]) as t(id, app, payload)`,
-        [ids, targets.map((t) => t.appId), EVENT_TYPE, m.payloads.slice(start, start + chunk)],
+        `insert into messages (id, app_id, event_type, payload, ordering_key)
+         select id, app, $3::text, payload, k
+         from unnest($1::text[], $2::text[], $4::text[], $5::text[]) as t(id, app, payload, k)`,
+        [
+          ids,
+          targets.map((t) => t.appId),
+          EVENT_TYPE,
+          m.payloads.slice(start, start + chunk),
+          keys,
+        ],
       );
+      // "with ordinality ... order by n": the rows' ids follow the messages' order
       await client.query(
-        `insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at)
-         select id, ep, app, $4::integer, now() from unnest($1::text[], $2::text[], $3::text[]) as t(id, ep, app)`,
-        [ids, targets.map((t) => t.endpointId), targets.map((t) => t.appId), maxAttempts],
+        `insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at, ordering_key)
+         select id, ep, app, $4::integer, now(), k
+         from unnest($1::text[], $2::text[], $3::text[], $5::text[]) with ordinality as t(id, ep, app, k, n)
+         order by n`,
+        [ids, targets.map((t) => t.endpointId), targets.map((t) => t.appId), maxAttempts, keys],
       );
     }
     await client.query(`select pg_notify('${WORK_CHANNEL}', '')`);

@@ -9,6 +9,8 @@
  * to its last healthy request. Afterwards the database must hold one `delivered` row and one
  * attempt row per delivery: the run was fully durable.
  */
+
+import type { Pool } from "../../src/db/pool.ts";
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
 import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import {
@@ -18,7 +20,13 @@ import {
   startHookrelay,
   stopChild,
 } from "../lib/procs.ts";
-import { createTenants, deliveryCounts, makeMessages, seedMessages } from "../lib/seed.ts";
+import {
+  createTenants,
+  deliveryCounts,
+  type Messages,
+  makeMessages,
+  seedMessages,
+} from "../lib/seed.ts";
 import { nowMs, ratePerSecond, waitUntil } from "../lib/stats.ts";
 
 export interface DeliveryParams {
@@ -32,6 +40,10 @@ export interface DeliveryParams {
   timeoutMs?: number | null;
   /** compiled (default) or TypeScript source */
   runtime?: HookrelayRuntime;
+  /** scenario 13: this many ordering keys (bench/lib/seed.ts makeMessages spreads them) */
+  orderingKeys?: number;
+  /** stop waiting after this long and take the rate of what arrived (default: deadlineFor) */
+  maxWaitMs?: number;
 }
 
 export interface DeliveryRun {
@@ -53,6 +65,10 @@ export interface DeliveryRun {
   /** database state after the run (fast-receiver runs only) */
   delivered: number | null;
   attempts: number | null;
+  /** ordered runs: requests that arrived before an earlier message of their key */
+  orderViolations?: number;
+  /** ordered runs: median attempt latency_ms the worker recorded (the receiver's answer time) */
+  attemptLatencyP50Ms?: number;
 }
 
 export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise<DeliveryRun> {
@@ -62,12 +78,13 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
   const workers: HookrelayProcess[] = [];
   try {
     const tenants = await createTenants(db.pool, receiver.urls, ctx.secret, p.timeoutMs ?? null);
-    const messages = makeMessages(p.messages, tenants.length);
+    const messages = makeMessages(p.messages, tenants.length, 0, p.orderingKeys ?? null);
     const expectedHealthy = messages.endpoint.filter((e) => !hanging.has(e)).length;
     await receiver.configure({
       delayMs: p.delayMs ?? 0,
       hanging: [...hanging],
       secret: ctx.secret,
+      record: messages.keys !== undefined,
     });
     workers.push(
       ...(await Promise.all(
@@ -96,10 +113,13 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
     );
 
     const minRate = p.delayMs ? 100 : 300;
-    const s = await receiver.waitForHealthy(expectedHealthy, deadlineFor(expectedHealthy, minRate));
+    const s = await receiver.waitForHealthy(
+      expectedHealthy,
+      Math.min(deadlineFor(expectedHealthy, minRate), p.maxWaitMs ?? Number.POSITIVE_INFINITY),
+    );
     const spent = cpu();
     const rss = workers.map((w) => peakRssMiB(w.pid));
-    if (s.healthy < expectedHealthy) {
+    if (s.healthy < expectedHealthy && p.maxWaitMs === undefined) {
       ctx.log(
         `  WARNING: only ${s.healthy}/${expectedHealthy} healthy deliveries before the deadline`,
       );
@@ -108,7 +128,8 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
 
     let delivered: number | null = null;
     let attempts: number | null = null;
-    if (hanging.size === 0 && !p.delayMs) {
+    const ordered = messages.keys ? await orderFigures(ctx, db.pool, messages) : {};
+    if (hanging.size === 0 && !p.delayMs && s.healthy >= expectedHealthy) {
       // Results are written back in batches shortly after the last request.
       await waitUntil(
         async () => (await deliveryCounts(db.pool)).delivered >= p.messages,
@@ -131,10 +152,36 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
       verified: s.verified,
       delivered,
       attempts,
+      ...ordered,
     };
   } finally {
     await Promise.all(workers.map((w) => stopChild(w, 6_000)));
     await receiver.reset();
     await db.drop();
   }
+}
+
+/**
+ * Checks each key's receipt order against its send order (a key's messages must arrive with
+ * increasing indexes: their delivery ids follow them) and reads the attempts' median latency.
+ */
+async function orderFigures(
+  ctx: BenchContext,
+  pool: Pool,
+  m: Messages,
+): Promise<{ orderViolations: number; attemptLatencyP50Ms: number }> {
+  const index = new Map(m.ids.map((id, i) => [id, i]));
+  const last = new Map<string, number>();
+  let orderViolations = 0;
+  for (const id of (await ctx.receiver.records()).ids) {
+    const i = index.get(id);
+    const key = i === undefined ? undefined : m.keys?.[i];
+    if (i === undefined || key === undefined) continue;
+    if ((last.get(key) ?? -1) > i) orderViolations++;
+    else last.set(key, i);
+  }
+  const { rows } = await pool.query(
+    "select percentile_disc(0.5) within group (order by latency_ms)::float8 as p50 from attempts",
+  );
+  return { orderViolations, attemptLatencyP50Ms: rows[0].p50 ?? Number.NaN };
 }
