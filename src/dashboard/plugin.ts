@@ -17,6 +17,7 @@ import { registerChartData } from "./pages/chart-data.ts";
 import { registerDeadLetterPages } from "./pages/dead-letters.ts";
 import { registerEndpointPages } from "./pages/endpoint.ts";
 import { registerEndpointEditPage } from "./pages/endpoint-edit.ts";
+import { registerEndpointOrderingActions } from "./pages/endpoint-ordering.ts";
 import { registerEndpointReplayPages } from "./pages/endpoint-replay.ts";
 import { registerEndpointListPage } from "./pages/endpoints.ts";
 import { registerMessagePages } from "./pages/messages.ts";
@@ -113,6 +114,7 @@ export async function registerDashboard(
       registerEndpointPages(dash, deps);
       registerEndpointEditPage(dash, deps);
       registerEndpointReplayPages(dash, deps);
+      registerEndpointOrderingActions(dash, deps);
       registerDeadLetterPages(dash, deps);
       registerMessagePages(dash, deps);
     },

@@ -16,6 +16,7 @@ import type { PortalDeps, PortalOptions } from "./context.ts";
 import { sendPortalPage } from "./layout.ts";
 import { registerAccessPages } from "./pages/access.ts";
 import { registerEndpointActions } from "./pages/endpoint-actions.ts";
+import { registerPortalOrderingActions } from "./pages/endpoint-ordering.ts";
 import { registerEndpointReplayPages } from "./pages/endpoint-replay.ts";
 import { registerEndpointPages } from "./pages/endpoints.ts";
 import { registerEventTypePage } from "./pages/event-types.ts";
@@ -86,6 +87,7 @@ export async function registerPortal(app: FastifyInstance, options: PortalOption
       registerEndpointPages(portal, deps);
       registerEndpointActions(portal, deps);
       registerEndpointReplayPages(portal, deps);
+      registerPortalOrderingActions(portal, deps);
       registerMessagePages(portal, deps);
       registerEventTypePage(portal, deps);
     },

@@ -31,7 +31,8 @@ export function discoveredRoutes(app: FastifyInstance): string[] {
  *           dashboard-pages.test.ts
  * portal    a tenant-portal page or action (docs/portal.md): a session opened with one
  *           app's link; another app's ids in the path → 404, lists show the app's own
- *           rows only (portal-isolation.test.ts); `body` is the form's fields
+ *           rows only (portal-isolation.test.ts); `body` is the form's fields, `ownStatus`
+ *           the stable refusal its own ids get (a blocked key's action on no blocked head)
  */
 export type Kind =
   | "app"
@@ -90,6 +91,16 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["POST", "/dashboard/endpoints/:endpointId/disable", { kind: "dashboard" }],
   ["POST", "/dashboard/endpoints/:endpointId/enable", { kind: "dashboard" }],
   ["POST", "/dashboard/endpoints/:endpointId/reset-circuit", { kind: "dashboard" }],
+  [
+    "POST",
+    "/dashboard/endpoints/:endpointId/ordering-keys/:deliveryId/retry",
+    { kind: "dashboard" },
+  ],
+  [
+    "POST",
+    "/dashboard/endpoints/:endpointId/ordering-keys/:deliveryId/skip",
+    { kind: "dashboard" },
+  ],
   ["POST", "/dashboard/endpoints/:endpointId/rotate-secret", { kind: "dashboard" }],
   ["GET HEAD POST", "/dashboard/endpoints/:endpointId/replay", { kind: "dashboard" }],
   ["GET HEAD", "/dashboard/endpoints/:endpointId/replay/:taskId", { kind: "dashboard" }],
@@ -295,6 +306,16 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["GET HEAD", "/portal/messages", { kind: "portal" }],
   ["GET HEAD", "/portal/messages/:msgId", { kind: "portal" }],
   ["GET HEAD", "/portal/messages/:msgId/payload", { kind: "portal" }],
+  [
+    "POST",
+    "/portal/endpoints/:endpointId/ordering-keys/:deliveryId/retry",
+    { kind: "portal", ownStatus: 409 },
+  ],
+  [
+    "POST",
+    "/portal/endpoints/:endpointId/ordering-keys/:deliveryId/skip",
+    { kind: "portal", ownStatus: 409 },
+  ],
   ["POST", "/portal/messages/:msgId/endpoints/:endpointId/resend", { kind: "portal" }],
   ["GET HEAD", "/portal/event-types", { kind: "portal" }],
 ];

@@ -24,6 +24,7 @@ import { sendPage } from "../layout.ts";
 import { clippedText } from "../payload-view.ts";
 import { ownKey, queryStrings } from "../query.ts";
 import { endpointAppId } from "../sql/message-lookup.ts";
+import { blockedKeysSection } from "./endpoint-ordering.ts";
 import { replaySection } from "./endpoint-replay.ts";
 import { chartHours, chartSrc, rangeLinks } from "./overview.ts";
 
@@ -39,6 +40,8 @@ const DONE: Record<string, (n: string | undefined, whileDisabled: WhileDisabled)
     "Signing secret rotated; the previous one keeps signing beside it for 24 hours.",
   requeued: (n) => `${Number(n) || 0} dead letters requeued.`,
   saved: () => "Changes saved.",
+  "key-retry": () => "The key's head is due again now; the rest of its key follow it in order.",
+  "key-skip": () => "The key's head was skipped (canceled); the next message of its key goes.",
 };
 
 /** The API's answer, or the ApiError it stands for (the error page shows it). */
@@ -136,6 +139,12 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
       const flash = doneKey ? DONE[doneKey]!(done.n, mode) : null;
       const dl = analysis.data[0];
       const circuit = hl.circuit;
+      const blocked = await blockedKeysSection(deps, {
+        principal,
+        csrfToken,
+        appId,
+        endpointId: id,
+      });
       const replay = await replaySection(deps, {
         principal,
         csrfToken,
@@ -197,6 +206,7 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
     danger: true,
   })}
 </div></section>
+${blocked}
 <section aria-labelledby="h-charts"><h2 id="h-charts">${hours === 1 ? "Last hour" : `Last ${hours} hours`}</h2>
 ${rangeLinks(["endpoints", id], hours, deps.config.health.windowMs)}
 <div class="charts">

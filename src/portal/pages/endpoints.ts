@@ -33,6 +33,7 @@ import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
 import type { PortalSession } from "../session.ts";
 import { badge, eventTypesText, ms, percent, when } from "../views.ts";
+import { portalBlockedKeysSection } from "./endpoint-ordering.ts";
 import { portalReplaySection } from "./endpoint-replay.ts";
 
 /** /api/v1/app/{the session's app}/... with each segment percent-encoded. */
@@ -51,6 +52,8 @@ export const NOTICES: Record<string, string> = {
   deleted: "Endpoint deleted.",
   rotated: "Signing secret rotated; the previous one keeps signing for 24 hours.",
   resent: "Message queued for delivery again.",
+  "key-retry": "The key's first message is due again now; the rest of its key follow it in order.",
+  "key-skip": "The key's first message was skipped (canceled); the next message of its key goes.",
 };
 export const notice = (done: unknown): Html | null => {
   const key = ownKey(NOTICES, done);
@@ -223,10 +226,11 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
         { limit: 20 },
       );
       const types = await catalog(deps, session);
-      const replay = await portalReplaySection(deps, session, {
+      const blocked = await portalBlockedKeysSection(deps, session, e.id);
+      const replay = html`${blocked}${await portalReplaySection(deps, session, {
         endpointId: e.id,
         limits: h.limits,
-      });
+      })}`;
       return deps.page(reply, {
         session,
         csrfToken: session.csrfToken,
