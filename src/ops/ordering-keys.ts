@@ -8,11 +8,11 @@
  * (failed) with later deliveries of its key waiting behind it. A FIFO endpoint's one key
  * is the empty string.
  *
- * The listing reads only the endpoint's problem rows: its keyed dead letters (when it
- * blocks) through the partial index deliveries_ordered_dead_idx and its keyed failed rows
- * through deliveries_ordered_queued_idx (migration 0020), each checked to be its key's head
- * with the claim's own probes of those indexes (queue/claim-deliveries.ts, ORDER_HEAD_SQL),
- * in delivery id order and a page at a time.
+ * The listing finds each key's head by a skip scan of migration 0020's two partial indexes
+ * (deliveries_ordered_queued_idx, and deliveries_ordered_dead_idx when the endpoint blocks):
+ * one probe per key that has rows still queued or dead, never a read of the rows behind a
+ * head, so its cost follows the endpoint's number of such keys, not its backlog. The heads
+ * are then sorted by delivery id and paged; `waiting` is counted for the page's rows only.
  */
 import type { Queryable } from "../db/pool.ts";
 import { SKIPPABLE, skipSet } from "../db/sql/delivery-states.ts";
@@ -36,44 +36,53 @@ export interface BlockedKeyRow {
   waiting: number;
 }
 
+/** The first entry after `q`'s key in one of migration 0020's partial indexes. */
+const nextKey = (pred: "queued" | "dead_lettered") => `
+  select n.ordering_key, n.id from ${pred}_heads q cross join lateral (
+    select d.ordering_key, d.id from deliveries d
+    where d.endpoint_id = $1::text and d.${pred} and d.ordering_key is not null
+      and d.ordering_key > q.ordering_key
+    order by d.ordering_key, d.id limit 1) n`;
+
 const BLOCKED_SQL = `
-with ep as (
-  select e.id, e.ordered_dead_letter is distinct from 'skip' as blocks
+with recursive ep as (
+  select e.ordered_dead_letter is distinct from 'skip' as blocks
   from endpoints e where e.id = $1::text
 ),
-candidates as (
-  select d.* from deliveries d
-  where d.endpoint_id = $1::text and d.dead_lettered and d.ordering_key is not null
-    and (select blocks from ep)
-    and ($2::bigint is null or d.id > $2::bigint)
-    and ($4::bigint is null or d.id = $4::bigint)
-  union all
-  select d.* from deliveries d
-  where d.endpoint_id = $1::text and d.queued and d.ordering_key is not null
-    and d.status = 'failed'
-    and ($2::bigint is null or d.id > $2::bigint)
-    and ($4::bigint is null or d.id = $4::bigint)
+-- each key's lowest queued row: a skip scan, one probe of the partial index per key
+queued_heads as (
+  (select d.ordering_key, d.id from deliveries d
+   where d.endpoint_id = $1::text and d.queued and d.ordering_key is not null
+   order by d.ordering_key, d.id limit 1)
+  union all ${nextKey("queued")}
+),
+-- each key's lowest dead row, when the endpoint blocks on a dead head
+dead_lettered_heads as (
+  (select d.ordering_key, d.id from deliveries d
+   where d.endpoint_id = $1::text and d.dead_lettered and d.ordering_key is not null
+     and (select blocks from ep)
+   order by d.ordering_key, d.id limit 1)
+  union all ${nextKey("dead_lettered")}
 ),
 heads as (
-  select c.*,
-         (select count(*)::int from deliveries w
-          where w.endpoint_id = c.endpoint_id and w.ordering_key = c.ordering_key
-            and w.id > c.id and w.queued and w.ordering_key is not null) as waiting
-  from candidates c
-  where not exists (
-          select 1 from deliveries o
-          where o.endpoint_id = c.endpoint_id and o.ordering_key = c.ordering_key
-            and o.id < c.id and o.queued and o.ordering_key is not null)
-    and not ((select blocks from ep) and exists (
-          select 1 from deliveries o
-          where o.endpoint_id = c.endpoint_id and o.ordering_key = c.ordering_key
-            and o.id < c.id and o.dead_lettered and o.ordering_key is not null))
+  select ordering_key, min(id) as id
+  from (select * from queued_heads union all select * from dead_lettered_heads) a
+  group by ordering_key
 )
-select h.id, h.message_id, h.ordering_key, h.status, h.updated_at, h.next_attempt_at,
-       h.attempt_count, h.last_error_kind, h.last_status_code, h.last_error, h.waiting
-from heads h
-where h.status = 'dead_letter' or h.waiting > 0
-order by h.id
+select d.id, d.message_id, d.ordering_key, d.status, d.updated_at, d.next_attempt_at,
+       d.attempt_count, d.last_error_kind, d.last_status_code, d.last_error,
+       (select count(*)::int from deliveries w
+        where w.endpoint_id = d.endpoint_id and w.ordering_key = d.ordering_key
+          and w.id > d.id and w.queued and w.ordering_key is not null) as waiting
+from heads h join deliveries d on d.id = h.id
+where (d.status = 'dead_letter'
+       or (d.status = 'failed' and exists (
+             select 1 from deliveries w
+             where w.endpoint_id = d.endpoint_id and w.ordering_key = d.ordering_key
+               and w.id > d.id and w.queued and w.ordering_key is not null)))
+  and ($2::bigint is null or d.id > $2::bigint)
+  and ($4::bigint is null or d.id = $4::bigint)
+order by d.id
 limit $3::int`;
 
 function rowOf(r: Record<string, unknown>): BlockedKeyRow {
