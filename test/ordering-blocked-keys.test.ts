@@ -205,4 +205,26 @@ describe("a head waiting for its retry", () => {
     expect((await deliveryRow(head!, ep.endpointId))?.status).toBe("delivered");
     expect(arrivals(ep.path)).toEqual([1, 1, 2]);
   });
+
+  test("skip cancels it before its retry and the next of its key goes; a failed head with nothing behind is not listed", async () => {
+    const ep = await endpointFailing(new Set([1, 3]), {
+      retryBaseMs: 600_000,
+      retryCapMs: 600_000,
+      maxAttempts: 10,
+    });
+    const [head, k2, alone] = await ep.sendAll([
+      { n: 1, key: "k" },
+      { n: 2, key: "k" },
+      { n: 3, key: "alone" },
+    ]);
+    await waitFor(async () => (await deliveryRow(head!, ep.endpointId))?.status === "failed");
+    await waitFor(async () => (await deliveryRow(alone!, ep.endpointId))?.status === "failed");
+    const listed = (await h.call("GET", ep.base)).body.data;
+    expect(listed.map((k: { key: string }) => k.key)).toEqual(["k"]);
+    const skip = await h.call("POST", `${ep.base}/${listed[0].deliveryId}/skip`);
+    expect(skip.body).toMatchObject({ key: "k", status: "canceled" });
+    await waitForStatus(k2!, ep.endpointId, "delivered");
+    expect((await deliveryRow(head!, ep.endpointId))?.status).toBe("canceled");
+    expect(arrivals(ep.path).filter((n) => n !== 3)).toEqual([1, 2]);
+  });
 });
