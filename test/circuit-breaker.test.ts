@@ -12,12 +12,10 @@
  * The processes run with the default HealthConfig (threshold 10, cooldown 300 s, cap 1 h);
  * the endpoints set their own threshold and short retry delays.
  */
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { withTransaction } from "../src/db/pool.ts";
 import { WORK_CHANNEL } from "../src/db/work-channel.ts";
 import { resetCircuit } from "../src/health/circuit-transitions.ts";
-import { claimDeliveries } from "../src/queue/claim-deliveries.ts";
+import { claimableAt } from "./helpers/claimable.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { expectNoInFlightCounters } from "./helpers/in-flight.ts";
 import { killAll, startWorkers } from "./helpers/processes.ts";
@@ -110,32 +108,9 @@ async function endCooldown(endpointId: string): Promise<void> {
   await h.db.pool.query(`select pg_notify('${WORK_CHANNEL}', '')`);
 }
 
-class RolledBack extends Error {}
-
-/**
- * How many rows of the endpoint a claim made at `now` would take, without taking them:
- * the worker processes' own claim statement, run in a transaction that is rolled back.
- */
-async function claimableAt(endpointId: string, now: Date): Promise<number> {
-  let n = -1;
-  await withTransaction(h.db.pool, async (client) => {
-    const rows = await claimDeliveries(client, {
-      workerId: "circuit-test",
-      workerLock: null,
-      claimToken: randomUUID(),
-      limit: 1_000,
-      defaultMaxInFlight: h.config.delivery.maxInFlight,
-      defaultTimeoutMs: h.config.delivery.timeoutMs,
-      leaseMarginMs: h.config.worker.leaseMarginMs,
-      now,
-    });
-    n = rows.filter((r) => r.endpointId === endpointId).length;
-    throw new RolledBack();
-  }).catch((err) => {
-    if (!(err instanceof RolledBack)) throw err;
-  });
-  return n;
-}
+/** How many rows of the endpoint a claim made at `now` would take, without taking them. */
+const claimableCount = async (endpointId: string, now: Date) =>
+  (await claimableAt(h, endpointId, now)).length;
 
 // ---------------------------------------------------------------- tests
 
@@ -184,9 +159,9 @@ describe("circuit breaker with 4 worker processes", () => {
     // No claim takes anything until the cooldown is over, then exactly one row: the probe.
     // (open_until in whole milliseconds, rounded down: the database keeps microseconds)
     const openUntil = (opened.open_until as Date).getTime();
-    expect(await claimableAt(ep.endpointId, new Date())).toBe(0);
-    expect(await claimableAt(ep.endpointId, new Date(openUntil - 1))).toBe(0);
-    expect(await claimableAt(ep.endpointId, new Date(openUntil + 1))).toBe(1);
+    expect(await claimableCount(ep.endpointId, new Date())).toBe(0);
+    expect(await claimableCount(ep.endpointId, new Date(openUntil - 1))).toBe(0);
+    expect(await claimableCount(ep.endpointId, new Date(openUntil + 1))).toBe(1);
     expect(rx.on(ep.path).length).toBe(sentBefore);
     expect(await deliveries(ep.endpointId)).toEqual(before);
     expect((await healthRow(ep.endpointId)).circuit_state).toBe("open");
