@@ -14,12 +14,6 @@
  * chosen requests until the test has read how many rows the claim put in flight.
  */
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { makeHttpSender } from "../src/delivery/http-sender.ts";
-import { silentLogger } from "../src/logger.ts";
-import { makeRedactor } from "../src/security/redact.ts";
-import { makeSecretBox } from "../src/security/secret-box.ts";
-import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
-import { makeWorker, type Worker } from "../src/worker/worker.ts";
 import { dashboardClient } from "./helpers/dashboard-client.ts";
 import {
   deliveryCalls,
@@ -33,28 +27,15 @@ import { makeTestClock } from "./helpers/test-clock.ts";
 let h: Harness;
 let rx: ScriptedReceiver;
 const clock = makeTestClock();
-let sender: ReturnType<typeof makeHttpSender>;
-let worker: Worker;
 
 beforeAll(async () => {
   h = await startHarness();
   rx = await startScriptedReceiver();
-  sender = makeHttpSender({ ssrfGuard: makeSsrfGuard({ allowlist: h.config.ssrfAllowlist }) });
-  worker = makeWorker({
-    pool: h.db.pool,
-    sender,
-    config: h.config,
-    logger: silentLogger,
-    secretBox: makeSecretBox(h.config.encryptionKey, h.config.encryptionKeyPrevious),
-    redactor: makeRedactor(h.config.sensitiveFields),
-    clock: clock.sql,
-  });
-  worker.start();
+  // the harness's worker, on the test clock
+  h.startWorker({}, { clock: clock.sql });
 });
 
 afterAll(async () => {
-  await worker?.stop();
-  await sender?.close();
   await h?.close();
   await rx?.close();
 });

@@ -5,6 +5,7 @@
 import type { FastifyInstance } from "fastify";
 import { createApiKey, makeAuthenticator, makeKeyChecker } from "../../src/api/auth.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
+import type { SqlClock } from "../../src/db/sql/clock.ts";
 import { makeHttpSender } from "../../src/delivery/http-sender.ts";
 import { buildHttpApp, type HttpAppOptions } from "../../src/http-app.ts";
 import { silentLogger } from "../../src/logger.ts";
@@ -35,7 +36,8 @@ export interface Harness {
     body?: unknown,
     headers?: Record<string, string>,
   ): Promise<CallResult>;
-  startWorker(overrides?: Partial<Config["worker"]>): Worker;
+  /** A worker on the harness's database; `clock`: its SQL clock (helpers/test-clock.ts). */
+  startWorker(overrides?: Partial<Config["worker"]>, options?: { clock?: SqlClock }): Worker;
   close(): Promise<void>;
 }
 
@@ -126,7 +128,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
       } catch {}
       return { status: res.statusCode, body: parsed, headers: res.headers };
     },
-    startWorker(workerOverrides = {}) {
+    startWorker(workerOverrides = {}, options = {}) {
       const sender = makeHttpSender({
         ssrfGuard: makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
       });
@@ -143,6 +145,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
         // what the API builds from the same configuration
         secretBox: makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
         redactor: makeRedactor(config.sensitiveFields),
+        ...(options.clock && { clock: options.clock }),
       });
       worker.start();
       workers.push(worker);
