@@ -416,7 +416,6 @@ CREATE UNIQUE INDEX deliveries_message_id_endpoint_id_key ON public.deliveries U
 CREATE INDEX deliveries_ordered_dead_idx ON public.deliveries USING btree (endpoint_id, ordering_key, id) WHERE (dead_lettered AND (ordering_key IS NOT NULL));
 CREATE INDEX deliveries_ordered_queued_idx ON public.deliveries USING btree (endpoint_id, ordering_key, id) WHERE (queued AND (ordering_key IS NOT NULL));
 CREATE UNIQUE INDEX deliveries_pkey ON public.deliveries USING btree (id);
-CREATE INDEX deliveries_unordered_due_idx ON public.deliveries USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE (queued AND (ordering_key IS NULL));
 CREATE UNIQUE INDEX endpoint_health_pkey ON public.endpoint_health USING btree (endpoint_id);
 CREATE INDEX endpoint_secrets_endpoint_idx ON public.endpoint_secrets USING btree (endpoint_id);
 CREATE UNIQUE INDEX endpoint_secrets_pkey ON public.endpoint_secrets USING btree (id);
