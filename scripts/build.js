@@ -28,7 +28,11 @@ if (compiled.status !== 0) {
   process.exit(compiled.status ?? 1);
 }
 copyAll(path.join(root, "src/db/migrations"), path.join(fresh, "db/migrations"), /\.sql$/);
-copyAll(path.join(root, "src/dashboard/static"), path.join(fresh, "dashboard/static"), /\.(css|js)$/);
+copyAll(
+  path.join(root, "src/dashboard/static"),
+  path.join(fresh, "dashboard/static"),
+  /\.(css|js)$/,
+);
 chmodSync(path.join(fresh, "cli/main.js"), 0o755);
 
 try {
