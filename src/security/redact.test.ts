@@ -47,3 +47,17 @@ test("valuesIn: values of sensitive fields at any depth; none without a sensitiv
   expect(r.valuesIn('{"pass\\u0077ord":"hunter22"}')).toEqual(["hunter22"]);
   expect(r.valuesIn("not json")).toEqual([]);
 });
+
+test("a URL template is shown as written: placeholders kept, literal sensitive values masked, nothing percent-encoded", () => {
+  expect(r.url("https://t.example/pb/{$token}?payout={payout}&cid={click_id}&sub={a}{b}")).toBe(
+    "https://t.example/pb/{$token}?payout={payout}&cid={click_id}&sub={a}{b}",
+  );
+  expect(r.url("https://t.example/pb?cid=abc{click_id}&api_key=k3y&to=a.b@example.com&n={n}")).toBe(
+    `https://t.example/pb?cid=${MASK}&api_key=${MASK}&to=${MASK}&n={n}`,
+  );
+  expect(r.url("https://u:pw@t.example/{x}")).toBe(`https://u:${MASK}@t.example/{x}`);
+  // a rendered URL (no braces) is still a URL: masked as before
+  expect(r.url("https://t.example/pb?payout=12&cid=abc")).toBe(
+    `https://t.example/pb?payout=12&cid=${MASK}`,
+  );
+});

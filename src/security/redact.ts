@@ -55,7 +55,11 @@ export const MASK = "***";
 export interface Redactor {
   /** masks sensitive values inside free text (JSON, query strings, form bodies, messages) */
   text(value: string): string;
-  /** a URL with the values of sensitive query parameters masked */
+  /**
+   * a URL with the values of sensitive query parameters masked; a URL template (it holds
+   * `{`: README.md, Postbacks) as written, its placeholders kept and its literal sensitive
+   * values masked, never percent-encoded
+   */
   url(value: string): string;
   /** deep copy of a log object with every string passed through text() */
   object<T>(value: T): T;
@@ -71,6 +75,10 @@ const normalize = (name: string) => name.toLowerCase().replace(/[-_]/g, "");
 // bounded repetitions: linear time on long hostile texts
 // ("%40" too: an address inside a URL's query string)
 const EMAIL = /[A-Za-z0-9._%+-]{1,64}(?:@|%40)[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,24}/gi;
+/** a value that is one or more placeholders of a URL template and nothing else */
+const PLACEHOLDERS_ONLY = /^(?:\{[^{}]{1,200}\})+$/;
+/** scheme://user:password@ (templates refuse credentials; a stored one is masked all the same) */
+const USERINFO_PASSWORD = /^([A-Za-z][A-Za-z0-9+.-]{0,30}:\/\/[^/?#@:]{0,200}:)[^/?#@]{0,500}@/;
 
 export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELDS): Redactor {
   const names = new Set(fields.map(normalize));
@@ -146,9 +154,21 @@ export function makeRedactor(fields: readonly string[] = DEFAULT_SENSITIVE_FIELD
     return value;
   };
 
+  // A template is never parsed as a URL (a parser would percent-encode `{click_id}`): the
+  // value of a sensitive name is masked unless it is placeholders only ({click_id}, {$token}:
+  // names, not values), and so are a password and email addresses.
+  const templateUrl = (value: string): string =>
+    value
+      .replace(queryPair, (m, name: string, v: string) =>
+        sensitive(name) && !PLACEHOLDERS_ONLY.test(v) ? `${name}=${MASK}` : m,
+      )
+      .replace(USERINFO_PASSWORD, `$1${MASK}@`)
+      .replace(EMAIL, MASK);
+
   return {
     text,
     url(value) {
+      if (value.includes("{") || value.includes("}")) return templateUrl(value);
       try {
         const u = new URL(value);
         let changed = false;
