@@ -35,6 +35,11 @@ export const ERROR_CODES = {
   unknown_event_type: "an event type filter naming a type hookrelay has never seen",
   unknown_status: "a delivery status filter naming no status a replay can select",
   replay_in_progress: "a replay of the endpoint over an overlapping window is running",
+  invalid_proxy_url: "a proxy URL with a bad scheme, no host, or a path",
+  unknown_egress_pool: "an egress pool this server does not configure",
+  invalid_certificate: "a client certificate, key or CA bundle that does not parse",
+  certificate_key_mismatch: "a client certificate whose key is not the key given",
+  certificate_expired: "a client certificate past its end date, or not valid yet",
   // ------------------------------------------------------------ thrown in-process
   invalid_config: "a setting, option or flag is missing or malformed",
   database_error: "the database refused or failed an operation hookrelay needs",
@@ -50,6 +55,9 @@ export const ERROR_CODES = {
   raw_body_consumed: "a body parser ran before the receiver kit and left no raw bytes",
   body_aborted: "the request broke off before its body was complete",
   dedup_failed: "the receiver kit's dedup store failed to say whether a message was seen",
+  proxy_failed: "an egress proxy could not be reached, or refused the tunnel",
+  server_unreachable: "the CLI or the MCP server got no answer from the hookrelay API",
+  dry_run_required: "an MCP action confirmed without the plan token of its own dry run",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

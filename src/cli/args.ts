@@ -27,6 +27,33 @@ export const durationArg = (v: string): number => {
   return Math.round(ms);
 };
 
+/** Milliseconds in the largest unit that writes them exactly: 100ms, 15s, 5m, 1d. */
+export function durationText(ms: number): string {
+  for (const [unit, size] of [
+    ["d", UNIT_MS.d],
+    ["h", UNIT_MS.h],
+    ["m", UNIT_MS.m],
+    ["s", UNIT_MS.s],
+  ] as const)
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
+
+/**
+ * `parse`, then the bounds the server takes (inclusive; for the endpoint policy they are
+ * domain/endpoint-policy.ts's, the API's schema): a value the server would refuse fails here.
+ */
+export const boundedArg =
+  (parse: (v: string) => number, min: number, max: number, show: (n: number) => string) =>
+  (v: string): number => {
+    const n = parse(v);
+    if (n < min || n > max)
+      throw new InvalidArgumentError(
+        `expected ${show(min)} to ${show(max)} (the server's bounds), got ${show(n)}`,
+      );
+    return n;
+  };
+
 /**
  * For `endpoint update`: `default` clears the setting (back to the server's default). The
  * word itself is kept (commander turns a null into ""); the caller sends null for it.

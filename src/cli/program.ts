@@ -21,7 +21,11 @@ const { version } = JSON.parse(
   readFileSync(new URL("../../package.json", import.meta.url), "utf8"),
 ) as { version: string };
 
-export function buildProgram(): Command {
+/**
+ * `json`: the command was given `--json`, so its failures are written as JSON by run.ts and
+ * commander writes nothing on stderr (no usage text, no help after an error).
+ */
+export function buildProgram(options: { json?: boolean } = {}): Command {
   const program = new Command()
     .name("hookrelay")
     .description("Webhook and postback delivery on PostgreSQL")
@@ -31,7 +35,7 @@ export function buildProgram(): Command {
     // own usage errors exit 2, like ours (both inherited by every command below)
     .configureOutput({
       writeOut: (text) => cliIo().stdout.write(text),
-      writeErr: (text) => cliIo().stderr.write(text),
+      writeErr: (text) => (options.json ? undefined : cliIo().stderr.write(text)),
     })
     .exitOverride((err) => {
       throw new CommanderError(err.exitCode === 1 ? 2 : err.exitCode, err.code, err.message);

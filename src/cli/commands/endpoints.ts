@@ -6,46 +6,14 @@
  * postback settings (method, body format, URL token, missing fields, success rule).
  */
 import { type Command, InvalidArgumentError } from "commander";
-import { ENDPOINT_POLICY, type PolicyField } from "../../domain/endpoint-policy.ts";
 import { DISABLE_HELP, ENABLE_HELP } from "../../domain/while-disabled.ts";
-import { durationArg, enc, headerArg, intArg, list, orDefault, RESET } from "../args.ts";
+import { enc, headerArg, intArg, list, orDefault, RESET } from "../args.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
+import { checkAtLeast, optionKey, POLICY } from "../policy-flags.ts";
 import { onServer, serverCommand } from "../server-command.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: API responses are rendered field by field
 type Json = any;
-
-/** A choice flag's argument: one of the field's words. */
-const wordOf = (values: readonly string[]) => (v: string) => {
-  if (!values.includes(v)) throw new InvalidArgumentError(`expected one of ${values.join(", ")}`);
-  return v;
-};
-
-/** flag, API field, parser, help: the delivery policy's flags (domain/endpoint-policy.ts) */
-const POLICY: ReadonlyArray<readonly [string, string, (v: string) => number | string, string]> =
-  ENDPOINT_POLICY.flatMap((f: PolicyField) =>
-    f.cli
-      ? [
-          [
-            f.cli.flag,
-            f.api,
-            f.sqlType === "text"
-              ? wordOf(f.values)
-              : f.cli.value === "duration"
-                ? durationArg
-                : intArg,
-            f.cli.help,
-          ] as const,
-        ]
-      : [],
-  );
-
-/** camelCase of a flag: --max-in-flight -> maxInFlight (commander's option key) */
-const optionKey = (flag: string) =>
-  flag
-    .split(" ")[0]!
-    .slice(2)
-    .replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
 
 function withEndpointFields(c: Command, update: boolean): Command {
   c.option("--event-types <types>", "comma-separated event types (default: all)", list)
@@ -179,6 +147,7 @@ function endpointBody(o: Record<string, unknown>): Record<string, unknown> {
     const v = o[optionKey(flag)];
     if (v !== undefined) body[field] = v === RESET ? null : v;
   }
+  checkAtLeast(body);
   // postback endpoints
   Object.assign(body, postbackBody(o));
   return body;
