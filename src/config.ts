@@ -3,6 +3,7 @@
  * everything else receives a `Config` (or a slice of it). Every field says its unit and
  * default; README.md carries the same table.
  */
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { schemaNameOf } from "./db/schema-name.ts";
 import { type DbTlsSettings, withTlsParams } from "./db/tls-params.ts";
@@ -118,6 +119,26 @@ export interface WorkerConfig {
   replayRatePerSecond: number;
 }
 
+/** One named egress pool (docs/egress.md): how its traffic leaves, and from which IPs. */
+export interface EgressPool {
+  /** proxy: an http://, https:// or socks5:// proxy URL every request of the pool goes through, or null */
+  proxy: string | null;
+  /** localAddress: the local source address its connections bind to, or null */
+  localAddress: string | null;
+  /** publicIps: the addresses receivers see, as the operator declares them (GET /api/v1/egress) */
+  publicIps: string[];
+  /** description: shown beside the pool's IPs. Default "". */
+  description: string;
+}
+
+/** Egress (docs/egress.md): the process-wide proxy and the named pools. */
+export interface EgressConfig {
+  /** proxy: every request without a pool or proxy of its own goes through it; null = direct. Default null. */
+  proxy: string | null;
+  /** pools: by name; endpoints and applications select one. Default none. */
+  pools: Record<string, EgressPool>;
+}
+
 export interface Config {
   /** databaseUrl: external PostgreSQL; undefined = embedded PostgreSQL in dataDir. */
   databaseUrl: string | undefined;
@@ -177,6 +198,8 @@ export interface Config {
   metricsPort: number;
   /** metricsMaxEndpoints: endpoints with their own latency-histogram label. Default 100. */
   metricsMaxEndpoints: number;
+  /** metricsMaxApps: applications with their own `app` label on the delivery counters. Default 20. */
+  metricsMaxApps: number;
   /** dashboardSessionTtlMs: how long a dashboard sign-in lasts. Default 8 h. */
   dashboardSessionTtlMs: number;
   /**
@@ -196,6 +219,8 @@ export interface Config {
    */
   portalFrameAncestors: string[];
   delivery: DeliveryDefaults;
+  /** egress: HOOKRELAY_EGRESS_PROXY and HOOKRELAY_EGRESS_POOLS (docs/egress.md) */
+  egress: EgressConfig;
   health: HealthConfig;
   alerts: AlertConfig;
   retention: RetentionConfig;
@@ -296,6 +321,66 @@ function frameAncestorsOf(raw: string | undefined): string[] {
   return sources;
 }
 
+const PROXY_SCHEMES = new Set(["http:", "https:", "socks5:"]);
+
+/** A proxy URL of the operator's, checked for its scheme and host; `name` is the setting. */
+function proxyUrlOf(raw: string, name: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {}
+  if (url === null || !PROXY_SCHEMES.has(url.protocol) || url.hostname === "")
+    throw new ConfigError(`${name} must be an http://, https:// or socks5:// URL with a host`);
+  return raw;
+}
+
+export const EGRESS_POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/**
+ * HOOKRELAY_EGRESS_POOLS: a JSON object (or the path of a file holding one) of pool name ->
+ * { proxy?, localAddress?, publicIps?, description? } (docs/egress.md).
+ */
+function egressPoolsOf(raw: string | undefined): Record<string, EgressPool> {
+  if (raw === undefined) return {};
+  const name = "HOOKRELAY_EGRESS_POOLS";
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.startsWith("{") ? raw : readFileSync(raw, "utf8"));
+  } catch (cause) {
+    throw new ConfigError(`${name} is neither a JSON object nor a readable JSON file`, { cause });
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw new ConfigError(`${name} must be a JSON object of pool name -> pool`);
+  const pools: Record<string, EgressPool> = {};
+  for (const [pool, value] of Object.entries(parsed)) {
+    const where = `${name}: pool ${JSON.stringify(pool)}`;
+    if (!EGRESS_POOL_NAME.test(pool))
+      throw new ConfigError(`${where}: a name is 1-64 letters, digits, '.', '_' or '-'`);
+    const v = value as Record<string, unknown>;
+    if (typeof v !== "object" || v === null) throw new ConfigError(`${where} must be an object`);
+    const unknown = Object.keys(v).find(
+      (k) => !["proxy", "localAddress", "publicIps", "description"].includes(k),
+    );
+    if (unknown) throw new ConfigError(`${where} has an unknown field ${JSON.stringify(unknown)}`);
+    const text = (k: string) => {
+      if (v[k] === undefined || v[k] === null) return null;
+      if (typeof v[k] !== "string") throw new ConfigError(`${where}: ${k} must be a string`);
+      return v[k] as string;
+    };
+    const ips = v.publicIps ?? [];
+    if (!Array.isArray(ips) || ips.some((ip) => typeof ip !== "string"))
+      throw new ConfigError(`${where}: publicIps must be an array of strings`);
+    const proxy = text("proxy");
+    pools[pool] = {
+      proxy: proxy === null ? null : proxyUrlOf(proxy, `${where}: proxy`),
+      localAddress: text("localAddress"),
+      publicIps: ips as string[],
+      description: text("description") ?? "",
+    };
+  }
+  return pools;
+}
+
 /** HOOKRELAY_DB_POOLER: auto, none or transaction (docs/database.md). */
 function poolerOf(raw: string | undefined): Config["dbPooler"] {
   if (raw === undefined) return "auto";
@@ -362,6 +447,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     metricsToken: str("HOOKRELAY_METRICS_TOKEN"),
     metricsPort: int("HOOKRELAY_METRICS_PORT", 0),
     metricsMaxEndpoints: int("HOOKRELAY_METRICS_MAX_ENDPOINTS", 100, 0),
+    metricsMaxApps: int("HOOKRELAY_METRICS_MAX_APPS", 20, 0),
     dashboardSessionTtlMs: int("HOOKRELAY_DASHBOARD_SESSION_TTL_MS", 8 * 3_600_000, 60_000),
     operationalWebhookUrl: str("HOOKRELAY_OPERATIONAL_WEBHOOK_URL"),
     publicUrl: publicUrlOf(str("HOOKRELAY_PUBLIC_URL")),
@@ -373,6 +459,12 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       retryCapMs: int("HOOKRELAY_RETRY_CAP_MS", 3_600_000, 0),
       maxInFlight: int("HOOKRELAY_ENDPOINT_MAX_IN_FLIGHT", 20, 1),
       whileDisabled: whileDisabledOf(str("HOOKRELAY_WHILE_DISABLED")),
+    },
+    egress: {
+      proxy: ((raw) => (raw === undefined ? null : proxyUrlOf(raw, "HOOKRELAY_EGRESS_PROXY")))(
+        str("HOOKRELAY_EGRESS_PROXY"),
+      ),
+      pools: egressPoolsOf(str("HOOKRELAY_EGRESS_POOLS")),
     },
     health: {
       failureThreshold: int("HOOKRELAY_FAILURE_THRESHOLD", 10, 1),

@@ -293,6 +293,7 @@ export async function startRuntime(
     const metrics = makeMetrics({
       pool,
       maxEndpointLabels: config.metricsMaxEndpoints,
+      maxAppLabels: config.metricsMaxApps,
       inFlight: () => worker?.inFlight ?? 0,
     });
     if (roles.api) {

@@ -40,7 +40,8 @@ interface Exposition {
 function parseValue(raw: string): number {
   if (raw === "+Inf") return Number.POSITIVE_INFINITY;
   if (raw === "-Inf") return Number.NEGATIVE_INFINITY;
-  if (raw === "NaN") return Number.NaN;
+  // (prom-client writes "Nan"; Prometheus reads NaN in any case)
+  if (raw.toLowerCase() === "nan") return Number.NaN;
   const n = Number(raw);
   if (Number.isNaN(n)) throw new Error(`not a sample value: ${raw}`);
   return n;

@@ -4,7 +4,11 @@
  * /metrics shows the whole queue.
  *
  * Label cardinality is bounded: the per-endpoint latency histogram labels at most
- * `maxEndpointLabels` endpoints (the first seen); the rest share endpoint="other".
+ * `maxEndpointLabels` endpoints (the first seen); the rest share endpoint="other". The
+ * deliveries and attempts counters carry an `app` label for at most `maxAppLabels`
+ * applications (the first seen), the rest app="other". Node's process metrics (prom-client's
+ * default collectors) are prefixed `hookrelay_`. Every name and label is listed in
+ * docs/telemetry.md (test/metrics-list.test.ts keeps the list equal to a scrape).
  */
 import client from "prom-client";
 import type { Pool } from "../db/pool.ts";
@@ -32,27 +36,71 @@ export interface Metrics {
   recordClaim(size: number): void;
   /** this process's worker's telemetry: claims and written results feed the series above */
   readonly worker: WorkerTelemetry;
+  /** what tracing counts (ops/tracing.ts, the API's traceparent header) */
+  readonly tracing: TracingCounters;
 }
+
+/** The counters tracing feeds (docs/telemetry.md). */
+export interface TracingCounters {
+  /** spans the OTLP endpoint accepted */
+  exported(n: number): void;
+  /** spans lost: the export queue was full, or the export failed or timed out */
+  dropped(reason: "queue_full" | "export_failed", n: number): void;
+  /** a producer's traceparent that was not a valid W3C traceparent (ignored) */
+  malformedTraceparent(): void;
+}
+
+/** Default applications with their own `app` label (HOOKRELAY_METRICS_MAX_APPS). */
+export const DEFAULT_MAX_APP_LABELS = 20;
 
 export function makeMetrics(options: {
   pool: Pool;
   maxEndpointLabels: number;
+  /** applications with their own `app` label; the rest share app="other". Default 20. */
+  maxAppLabels?: number;
   /** requests in flight in this process's worker, read at scrape time */
   inFlight?: () => number;
 }): Metrics {
   const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry, prefix: "hookrelay_" });
+  const maxAppLabels = options.maxAppLabels ?? DEFAULT_MAX_APP_LABELS;
   const deliveries = new client.Counter({
     name: "hookrelay_deliveries_total",
-    help: "Deliveries that reached an outcome after an attempt, by outcome (delivered, failed = will retry, dead_letter).",
-    labelNames: ["outcome"],
+    help: 'Deliveries that reached an outcome after an attempt, by outcome (delivered, failed = will retry, dead_letter) and application (apps past the label limit share app="other").',
+    labelNames: ["outcome", "app"],
     registers: [registry],
   });
   const attempts = new client.Counter({
     name: "hookrelay_attempts_total",
-    help: "HTTP attempts by status class (2xx..5xx, or error when no response came).",
-    labelNames: ["status_class"],
+    help: 'HTTP attempts by status class (2xx..5xx, or error when no response came) and application (apps past the label limit share app="other").',
+    labelNames: ["status_class", "app"],
     registers: [registry],
   });
+  const spansExported = new client.Counter({
+    name: "hookrelay_trace_spans_exported_total",
+    help: "Trace spans the OTLP endpoint accepted (docs/telemetry.md).",
+    registers: [registry],
+  });
+  const spansDropped = new client.Counter({
+    name: "hookrelay_trace_spans_dropped_total",
+    help: "Trace spans dropped, by reason: queue_full (the export queue was full) or export_failed (the OTLP endpoint failed, refused or timed out).",
+    labelNames: ["reason"],
+    registers: [registry],
+  });
+  const malformedTraceparent = new client.Counter({
+    name: "hookrelay_traceparent_malformed_total",
+    help: "Producers' traceparent headers that were not valid W3C traceparents (ignored; the message was accepted).",
+    registers: [registry],
+  });
+  /** the app label of each application seen (at most maxAppLabels) */
+  const appLabels = new Map<string, string>();
+  const appLabel = (appId: string): string => {
+    const known = appLabels.get(appId);
+    if (known !== undefined) return known;
+    if (appLabels.size >= maxAppLabels) return "other";
+    appLabels.set(appId, appId);
+    return appId;
+  };
   const latency = new client.Histogram({
     name: "hookrelay_attempt_duration_seconds",
     help: 'Attempt latency (monotonic clock) per endpoint; endpoints past the label limit share endpoint="other".',
@@ -164,14 +212,18 @@ export function makeMetrics(options: {
     recordResults(results) {
       // Counted per batch and observed through each endpoint's bound child: label lookups
       // once per batch or endpoint, not per result.
+      // (keys are "label value\0app label")
       const byOutcome = new Map<string, number>();
       const byClass = new Map<string, number>();
       let limited = 0;
       for (const r of results) {
         if (r.backpressure) limited++;
-        byOutcome.set(r.nextStatus, (byOutcome.get(r.nextStatus) ?? 0) + 1);
+        const app = appLabel(r.appId);
+        const outcomeKey = `${r.nextStatus}\0${app}`;
+        byOutcome.set(outcomeKey, (byOutcome.get(outcomeKey) ?? 0) + 1);
         const statusClass = r.statusCode === null ? "error" : `${Math.floor(r.statusCode / 100)}xx`;
-        byClass.set(statusClass, (byClass.get(statusClass) ?? 0) + 1);
+        const classKey = `${statusClass}\0${app}`;
+        byClass.set(classKey, (byClass.get(classKey) ?? 0) + 1);
         let series = latencyByEndpoint.get(r.endpointId);
         if (series === undefined) {
           const label = latencyByEndpoint.size < options.maxEndpointLabels ? r.endpointId : "other";
@@ -181,8 +233,14 @@ export function makeMetrics(options: {
         }
         series.observe(r.latencyMs / 1000);
       }
-      for (const [outcome, n] of byOutcome) deliveries.inc({ outcome }, n);
-      for (const [status_class, n] of byClass) attempts.inc({ status_class }, n);
+      for (const [key, n] of byOutcome) {
+        const [outcome, app] = key.split("\0");
+        deliveries.inc({ outcome, app }, n);
+      }
+      for (const [key, n] of byClass) {
+        const [status_class, app] = key.split("\0");
+        attempts.inc({ status_class, app }, n);
+      }
       if (limited > 0) backpressure.inc(limited);
     },
     recordClaim(size) {
@@ -191,7 +249,14 @@ export function makeMetrics(options: {
     get worker() {
       return telemetry;
     },
+    tracing: {
+      exported: (n) => spansExported.inc(n),
+      dropped: (reason, n) => spansDropped.inc({ reason }, n),
+      malformedTraceparent: () => malformedTraceparent.inc(),
+    },
   };
+  // every reason shows 0 from the first scrape (not a gap)
+  for (const reason of ["queue_full", "export_failed"]) spansDropped.inc({ reason }, 0);
   const telemetry: WorkerTelemetry = {
     claimed: (size) => metrics.recordClaim(size),
     written: (results) => metrics.recordResults(results),
