@@ -30,6 +30,7 @@ import { makeBackoff } from "./lib/backoff.ts";
 import { type Logger, makeLogger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
+import { ensureAttemptPartitions, partitionNotes } from "./ops/attempt-partitions.ts";
 import { rollUpCharts } from "./ops/chart-rollup.ts";
 import {
   type Maintenance,
@@ -40,7 +41,8 @@ import {
 import { makeMetrics } from "./ops/metrics.ts";
 import { ensureOperationalEndpoint } from "./ops/operational-webhook.ts";
 import { makeReplayRunner, type ReplayRunner } from "./ops/replay-runner.ts";
-import { purgeExpired } from "./ops/retention.ts";
+import { purgeExpiredUntil } from "./ops/retention.ts";
+import { makeTracing, type Tracing } from "./ops/tracing.ts";
 import { type EnqueueBatcher, makeEnqueueBatcher } from "./queue/enqueue-batcher.ts";
 import { purgeOldHeartbeats } from "./queue/worker-heartbeat.ts";
 import { makeRedactor, type Redactor } from "./security/redact.ts";
@@ -168,9 +170,30 @@ export function maintenanceTasks(
       run: (pool) => purgeOldHeartbeats(pool).then(() => undefined),
     },
     {
+      // before retention: a period is created before rows that need it are purged
+      name: "attempt-partitions",
+      everyMs: every,
+      async run(pool) {
+        const created = await ensureAttemptPartitions(
+          pool,
+          config.partitions,
+          config.retention.attemptsMs,
+        );
+        if (created.length > 0) logger.info({ created }, "attempt partitions created");
+      },
+    },
+    {
       name: "retention",
       everyMs: every,
-      run: (pool) => purgeExpired(pool, config.retention).then(() => undefined),
+      async run(pool) {
+        const { droppedPartitions } = await purgeExpiredUntil(
+          pool,
+          config.retention,
+          Number.POSITIVE_INFINITY,
+        );
+        if (droppedPartitions.length > 0)
+          logger.info({ dropped: droppedPartitions }, "attempt partitions dropped by retention");
+      },
     },
     {
       name: "alerts",
@@ -229,6 +252,7 @@ export async function startRuntime(
   let sessionBound: SessionBound | null = null;
   let sender: ReturnType<typeof makeHttpSender> | null = null;
   let metricsServer: FastifyInstance | null = null;
+  let tracing: Tracing | null = null;
   let stopping: Promise<void> | null = null;
 
   async function stopAll(): Promise<void> {
@@ -244,6 +268,8 @@ export async function startRuntime(
     await maintenance?.stop();
     await sessionBound?.end();
     await sender?.close();
+    // after the worker: its last spans are exported (each export bounded by its timeout)
+    await tracing?.shutdown();
     await pool.end();
     await embedded?.stop();
   }
@@ -277,6 +303,17 @@ export async function startRuntime(
       });
     });
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
+    // the attempts table's partitions, now and ahead (docs/history.md); the maintenance task
+    // keeps them coming, and a missing one never fails an insert
+    await ensureAttemptPartitions(pool, config.partitions, config.retention.attemptsMs).then(
+      (created) => created.length > 0 && logger.info({ created }, "attempt partitions created"),
+      (err) =>
+        logger.warn(
+          { err },
+          "attempt partitions could not be created now; rows wait in attempts_default",
+        ),
+    );
+    for (const note of partitionNotes(config)) logger.warn(note);
     // Operational webhooks: the operator app's endpoint, pointed at the configured URL.
     let operational: OperationalTarget | null = null;
     if (config.operationalWebhookUrl) {
@@ -296,6 +333,8 @@ export async function startRuntime(
       maxAppLabels: config.metricsMaxApps,
       inFlight: () => worker?.inFlight ?? 0,
     });
+    // OpenTelemetry traces: off (and the SDK not loaded) unless configured (docs/telemetry.md)
+    tracing = await makeTracing(config.tracing, metrics.tracing, logger);
     if (roles.api) {
       if (!config.adminKey) generatedAdminKey = await starting(() => ensureFirstAdminKey(pool));
       batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts, {
@@ -312,6 +351,7 @@ export async function startRuntime(
         redactor,
         batcher,
         metrics,
+        tracing,
         operational,
         authenticate: makeAuthenticator(checkKey),
         checkKey,
@@ -350,10 +390,13 @@ export async function startRuntime(
         config: { ...config, worker: { ...config.worker, pollIntervalMs: mode.pollIntervalMs } },
         logger: logger.child({ component: "worker" }),
         telemetry: metrics.worker,
+        tracer: tracing.attempts,
         secretBox,
         redactor,
         operational,
         liveness,
+        // broker destinations' hosts are vetted as HTTP receivers' are
+        ssrfGuard,
       });
       worker = w;
       listener = sessionBound.listener;

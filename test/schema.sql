@@ -58,6 +58,7 @@ table attempts (
   error text,
   response_body text,
   created_at timestamp with time zone not null default now(),
+  detail jsonb,
   constraint attempts_outcome_check CHECK ((outcome = ANY (ARRAY['success'::text, 'failure'::text]))),
   constraint attempts_pkey PRIMARY KEY (id)
 );
@@ -273,9 +274,12 @@ table endpoints (
   while_disabled text,
   ordering text,
   ordered_dead_letter text,
+  destination_kind text not null default 'http'::text,
+  destination_secret text,
   constraint endpoints_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
   constraint endpoints_app_id_uid_key UNIQUE (app_id, uid),
   constraint endpoints_body_format_check CHECK ((body_format = ANY (ARRAY['json'::text, 'form'::text]))),
+  constraint endpoints_destination_kind_check CHECK ((destination_kind = ANY (ARRAY['http'::text, 'amqp'::text, 'nats'::text]))),
   constraint endpoints_method_check CHECK ((method = ANY (ARRAY['POST'::text, 'GET'::text, 'PUT'::text]))),
   constraint endpoints_missing_fields_check CHECK ((missing_fields = ANY (ARRAY['fail'::text, 'empty'::text]))),
   constraint endpoints_ordered_dead_letter_check CHECK ((ordered_dead_letter = ANY (ARRAY['block'::text, 'skip'::text]))),

@@ -13,6 +13,7 @@ import {
   policyPutDefaults,
   policySchemaProperties,
 } from "../domain/endpoint-policy-derived.ts";
+import { checkBrokerUrl, isBrokerUrl } from "./destination-input.ts";
 import { badRequest, validationError } from "./errors.ts";
 import {
   type PostbackIn,
@@ -39,7 +40,13 @@ export type EndpointIn = PostbackIn &
   }>;
 
 const endpointProperties = {
-  url: { type: "string", minLength: 1, maxLength: 2048 },
+  url: {
+    type: "string",
+    minLength: 1,
+    maxLength: 2048,
+    description:
+      "Where deliveries go: an http(s) URL (or a postback URL template), or a broker: amqp://user:pass@host:5672/vhost?exchange=X&routingKey=Y (RabbitMQ, publisher confirms) or nats://user:pass@host:4222?subject=X&stream=Y (NATS JetStream). A broker URL's password is sealed at rest and answered as ***; sending *** back keeps it (docs/destinations.md).",
+  },
   description: { type: "string", maxLength: 2048 },
   eventTypes: nameListSchema,
   filterTypes: nameListSchema,
@@ -116,6 +123,8 @@ export const REPLACE_DEFAULTS: Partial<EndpointFields> = {
 };
 
 export function checkUrl(raw: string): string {
+  // a broker destination (docs/destinations.md): its credentials are allowed, and sealed
+  if (isBrokerUrl(raw)) return checkBrokerUrl(raw);
   let url: URL;
   // (a URL template: checked with its placeholders filled; its host is literal)
   const checked = urlToCheck(raw);
@@ -125,7 +134,9 @@ export function checkUrl(raw: string): string {
     throw validationError(`url is not a valid absolute URL`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw validationError(`url must use http or https, not ${url.protocol.replace(":", "")}`);
+    throw validationError(
+      `url must use http or https (or a broker's amqp, amqps or nats), not ${url.protocol.replace(":", "")}`,
+    );
   }
   if (url.username || url.password) {
     throw validationError("url must not contain credentials; send them in custom headers instead");

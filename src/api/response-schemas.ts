@@ -38,6 +38,7 @@ const attempt = {
     attemptNumber: count,
     errorKind: nullableText,
     error: nullableText,
+    detail: { type: ["object", "null"], additionalProperties: true },
   },
   required: [
     "id",
@@ -119,6 +120,7 @@ export const endpointResponse = {
     id: text,
     uid: nullableText,
     url: text,
+    destinationKind: { type: "string", enum: ["http", "amqp", "nats"] },
     description: text,
     version: count,
     eventTypes: { type: ["array", "null"], items: text },

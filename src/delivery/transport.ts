@@ -13,14 +13,18 @@
  * Handling the outcome (next state, retries, masking, the result write) is the worker's,
  * the same for every transport (worker/record-attempt.ts). A transport never touches the
  * database. The worker picks one per delivery by the endpoint's destination kind
- * (`transportFor`); today every endpoint is "http" (delivery/http/http-transport.ts).
+ * (`transportFor`): "http" (delivery/http/http-transport.ts), "amqp"
+ * (delivery/amqp/amqp-transport.ts) or "nats" (delivery/nats/nats-transport.ts).
  */
 import type { SuccessRuleRow } from "../db/queries/endpoints.ts";
 import type { AttemptOutcome, TransportDetail } from "../domain/attempt-outcome.ts";
 import type { ErrorKind, Verdict } from "../domain/retry-policy.ts";
 
-/** The kinds of destination an endpoint may have; the next ones add a module each. */
-export const DestinationKind = { http: "http" } as const;
+/**
+ * The kinds of destination an endpoint may have (endpoints.destination_kind, from its URL's
+ * scheme: docs/destinations.md); each is a module behind `Transport`.
+ */
+export const DestinationKind = { http: "http", amqp: "amqp", nats: "nats" } as const;
 export type DestinationKind = (typeof DestinationKind)[keyof typeof DestinationKind];
 
 /**
@@ -49,11 +53,19 @@ export interface OutboundDelivery {
   urlToken: string | null;
   missingFields: "fail" | "empty";
   successRule: SuccessRuleRow | null;
+  /** the message's W3C traceparent (docs/telemetry.md, "Traces"); absent or null: none */
+  traceparent?: string | null;
+  /** the endpoint sends its receiver a traceparent header (policy propagateTrace on) */
+  propagateTrace?: boolean;
   /**
-   * The endpoint's destination kind. Absent: "http" (no endpoint has another kind yet, so
-   * the claim returns none; the first other transport adds the column).
+   * The traceparent header this attempt sends, set by the worker just before prepare (the
+   * attempt span's context) when the endpoint propagates the trace; absent: none.
    */
+  sendTraceparent?: string | null;
+  /** The endpoint's destination kind. Absent: "http". */
   destinationKind?: DestinationKind;
+  /** a broker destination's password, sealed (null: none; HTTP endpoints have none) */
+  destinationSecret?: string | null;
 }
 
 /**
@@ -101,7 +113,7 @@ export type TransportRegistry = { readonly http: Transport } & Readonly<
   Partial<Record<DestinationKind, Transport>>
 >;
 
-/** The transport of a claimed delivery's endpoint (every endpoint is "http" today). */
+/** The transport of a claimed delivery's endpoint. */
 export function transportFor(registry: TransportRegistry, delivery: OutboundDelivery): Transport {
   const kind = delivery.destinationKind ?? DestinationKind.http;
   const transport = registry[kind];

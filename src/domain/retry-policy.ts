@@ -41,6 +41,20 @@ export const ErrorKind = {
    * Backpressure); the endpoint pauses, the circuit does not count it
    */
   rateLimited: "rate_limited",
+  // egress (docs/egress.md)
+  /**
+   * the egress proxy could not be reached or refused the tunnel: retried, and the circuit
+   * does not count it (the endpoint was never reached)
+   */
+  proxy: "proxy",
+  /** the TLS handshake with the receiver failed (its certificate, or ours for mTLS) */
+  tls: "tls",
+  // broker destinations (docs/destinations.md)
+  /**
+   * the broker did not take the message: a nack, an unroutable publish (no queue bound), an
+   * exchange that does not exist, no stream for the subject
+   */
+  brokerRefused: "broker_refused",
 } as const;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 

@@ -1,8 +1,9 @@
 /**
- * Claims due deliveries for one worker: a single short statement (its own transaction)
- * that marks the rows in_flight under a lease and returns everything needed to send them.
+ * Claims due deliveries for one worker: a single short statement (in a transaction of its
+ * own, with JIT off) that marks the rows in_flight under a lease and returns everything needed to send them.
  * No transaction stays open while requests run.
  */
+import pg from "pg";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NOW_SQL, type NowParam } from "../db/sql/clock.ts";
@@ -15,6 +16,8 @@ import {
   probeStartedEventsSql,
   probeStartSet,
 } from "../health/circuit-transitions.ts";
+import { claimLimitSql } from "../health/concurrency-limit.ts";
+import { PICK_SQL } from "./claim-pick.ts";
 
 export interface ClaimOptions {
   workerId: string;
@@ -28,6 +31,11 @@ export interface ClaimOptions {
   limit: number;
   /** Per-endpoint in-flight limit for endpoints without their own. */
   defaultMaxInFlight: number;
+  /**
+   * Whether endpoints without their own adaptiveConcurrency adapt their in-flight limit
+   * (HOOKRELAY_ADAPTIVE_CONCURRENCY; health/concurrency-limit.ts). Default "on".
+   */
+  defaultAdaptiveConcurrency?: "on" | "off";
   defaultTimeoutMs: number;
   /** lease = endpoint timeout + leaseMarginMs */
   leaseMarginMs: number;
@@ -56,8 +64,8 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // One statement, in four steps:
 //
 // ready    Endpoints that may send now: enabled, not paused by a Retry-After, below their
-//          in-flight limit (and, resuming after a pause, below their resume room:
-//          docs/delivery.md, Backpressure), circuit closed (or open with its cooldown
+//          in-flight limit (their adaptive limit within maxInFlight, which also resumes
+//          them gradually after a pause: docs/adaptive-concurrency.md), circuit closed (or open with its cooldown
 //          over, or half-open with its probe lost), and with at least one due row. Their endpoint_health rows
 //          are locked in id order (as every writer of them locks), so the in-flight count
 //          and token buckets read here are exact across all workers. A row another worker
@@ -69,9 +77,8 @@ export interface ClaimedDelivery extends OutboundDelivery {
 //          endpoint whose cooldown is over gets room for exactly one probe.
 // picked   Endpoints in random order (under a backlog every endpoint gets its share of a
 //          batch: a partner with 100k queued rows cannot push the others back), and per
-//          endpoint its oldest due rows up to its budget, through deliveries_due_idx,
-//          stepping over its rows in flight (they keep their place in that index) and
-//          over ordered rows that are not their key's head (ORDER_HEAD_SQL).
+//          endpoint its oldest due rows up to its budget that are unordered or their key's
+//          head (PICK_SQL), skipping rows another transaction holds.
 // claimed  The rows become in_flight with this claim's token, rewritten in place: no value
 //          an index reads changes (migration 0007), so no index gets an entry. The lease
 //          is one claims row for the whole claim, naming the worker's liveness lock; if
@@ -89,32 +96,19 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // they were, due, to be sent again: at least once holds, as when a worker dies. Any later
 // durable commit (the claim's result write, say) flushes it anyway. Not waiting shortens
 // every claim by one flush, and with it the time the claim holds its health rows. So the
-// claim must run as its own transaction (the worker sends it on the pool): inside a
-// caller's transaction the setting would cover that transaction's commit too.
+// claim must run as its own transaction (the worker sends it on the pool, and
+// claimDeliveries then opens one, with JIT off: BEGIN_WITHOUT_JIT): inside a caller's
+// transaction the setting would cover that transaction's commit too.
 /** A lease runs for the endpoint's timeout plus the margin. */
 const leaseFor = (timeoutMs: string) =>
   `${NOW_SQL} + (${timeoutMs} + $leaseMarginMs::int) * interval '1 millisecond'`;
 
-/**
- * An ordered row (docs/delivery.md, "Ordering") is its key's head: no earlier row of the
- * same (endpoint, key), by id (the acceptance order), is still queued (pending, failed
- * waiting for its retry, or in flight), nor dead-lettered unless the endpoint's
- * orderedDeadLetter is "skip". Each probe is a backward range scan of a partial index
- * (migration 0020) that stops at its first entry; a row without a key never gets here, so
- * unordered traffic pays nothing. A row another claim is taking is still queued in this
- * statement's snapshot, so two claims never take two rows of one key.
- */
-const ORDER_HEAD_SQL = `
-        not exists (
-          select 1 from deliveries o
-          where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
-            and o.id < d.id and o.queued)
-        and not exists (
-          select 1 from deliveries o
-          where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
-            and o.id < d.id and o.dead_lettered
-            and exists (select 1 from endpoints e
-                        where e.id = d.endpoint_id and e.ordered_dead_letter is distinct from 'skip'))`;
+/** The endpoint's in-flight limit: its adaptive limit within maxInFlight (concurrency-limit.ts). */
+const CLAIM_LIMIT_SQL = claimLimitSql(
+  "h",
+  effectiveSql("e", "maxInFlight"),
+  `${effectiveSql("e", "adaptiveConcurrency")} = 'on'`,
+);
 
 const CLAIM_SQL = namedSql<Omit<ClaimOptions, "now"> & NowParam>(
   `
@@ -123,7 +117,8 @@ with no_flush_wait as (
 ),
 ready as (
   select h.endpoint_id, h.circuit_state, h.in_flight, h.tokens_second, h.tokens_minute,
-         h.tokens_hour, h.tokens_at, h.resume_room, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
+         h.tokens_hour, h.tokens_at, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
+         ${CLAIM_LIMIT_SQL} as conc_limit,
          -- Svix's throttleRate is a per-second limit
          ${effectiveSql("e", "ratePerSecond")} as rate_per_second,
          e.rate_per_minute, e.rate_per_hour
@@ -131,8 +126,7 @@ ready as (
   join endpoints e on e.id = h.endpoint_id
   where not e.disabled
     and (h.paused_until is null or h.paused_until <= ${NOW_SQL})
-    and h.in_flight < ${effectiveSql("e", "maxInFlight")}
-    and (h.resume_room is null or h.in_flight < h.resume_room)
+    and h.in_flight < ${CLAIM_LIMIT_SQL}
     and ${admitsClaimSql("h")}
     and exists (
       select 1 from deliveries d
@@ -159,7 +153,7 @@ budget as (
 ),
 room as (
   select b.*,
-         least(${claimRoomSql("b", "least(b.max_in_flight, coalesce(b.resume_room, b.max_in_flight)) - b.in_flight")},
+         least(${claimRoomSql("b", "b.conc_limit - b.in_flight")},
                floor(least(coalesce(b.ts, 1e9), coalesce(b.tm, 1e9), coalesce(b.th, 1e9))))::int as room
   from budget b
   order by random()
@@ -167,18 +161,7 @@ room as (
 picked as (
   select d.id, d.endpoint_id, ${effectiveSql("r", "timeoutMs")} as timeout_ms
   from room r
-  cross join lateral (
-    select d.id, d.endpoint_id
-    from deliveries d
-    where d.endpoint_id = r.endpoint_id
-      and d.queued
-      and d.next_attempt_at <= ${NOW_SQL}
-      and d.status <> 'in_flight'
-      and (d.ordering_key is null or (${ORDER_HEAD_SQL}))
-    order by d.next_attempt_at
-    limit greatest(r.room, 0)
-    for update skip locked
-  ) d
+  cross join lateral (${PICK_SQL}) d
   where r.room > 0
   limit $limit::int
 ),
@@ -241,19 +224,22 @@ signing as (
 -- may hash-join the whole messages table to find a few hundred rows.
 select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
        c.failure_notified, c.attempts_given_back, m.event_type, m.payload, m.event_id,
+       m.traceparent,
        e.url, e.headers, ${effectiveSql("e", "timeoutMs")} as timeout_ms,
-       e.retry_base_ms, e.retry_cap_ms,
+       e.retry_base_ms, e.retry_cap_ms, e.propagate_trace,
        e.method, e.body_format, e.url_token, e.missing_fields, e.success_rule,
+       e.destination_kind, e.destination_secret,
        -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
        to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
        (h.before is not null and h.before <> 'closed') as is_probe
 from claimed c
 cross join lateral (
-  select event_type, payload, event_id from messages where id = c.message_id offset 0
+  select event_type, payload, event_id, traceparent from messages where id = c.message_id offset 0
 ) m
 cross join lateral (
-  select url, headers, timeout_ms, retry_base_ms, retry_cap_ms,
-         method, body_format, url_token, missing_fields, success_rule
+  select url, headers, timeout_ms, retry_base_ms, retry_cap_ms, propagate_trace,
+         method, body_format, url_token, missing_fields, success_rule,
+         destination_kind, destination_secret
   from endpoints where id = c.endpoint_id offset 0
 ) e
 left join signing s on s.endpoint_id = c.endpoint_id
@@ -262,19 +248,24 @@ left join health h on h.endpoint_id = c.endpoint_id
   "hookrelay_claim_deliveries",
 );
 
+/**
+ * Claims due deliveries. On a pool (the worker's way): in a transaction of its own on one
+ * of its connections, with JIT off for that transaction (BEGIN_WITHOUT_JIT). On a client:
+ * the statement alone, in whatever transaction the client has (a test's, rolled back).
+ */
 export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<ClaimedDelivery[]> {
-  const { rows } = await db.query(
-    CLAIM_SQL.query({
-      workerId: o.workerId,
-      workerLock: o.workerLock,
-      claimToken: o.claimToken,
-      limit: o.limit,
-      defaultMaxInFlight: o.defaultMaxInFlight,
-      defaultTimeoutMs: o.defaultTimeoutMs,
-      leaseMarginMs: o.leaseMarginMs,
-      now: o.now ?? null,
-    }),
-  );
+  const query = CLAIM_SQL.query({
+    workerId: o.workerId,
+    workerLock: o.workerLock,
+    claimToken: o.claimToken,
+    limit: o.limit,
+    defaultMaxInFlight: o.defaultMaxInFlight,
+    defaultAdaptiveConcurrency: o.defaultAdaptiveConcurrency ?? "on",
+    defaultTimeoutMs: o.defaultTimeoutMs,
+    leaseMarginMs: o.leaseMarginMs,
+    now: o.now ?? null,
+  });
+  const { rows } = db instanceof pg.Pool ? await withoutJit(db, query) : await db.query(query);
   return rows.map((r) => ({
     id: r.id,
     messageId: r.message_id,
@@ -300,5 +291,39 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     successRule: r.success_rule,
     failureNotified: r.failure_notified,
     attemptsGivenBack: r.attempts_given_back,
+    traceparent: r.traceparent,
+    propagateTrace: r.propagate_trace === "on",
+    destinationKind: r.destination_kind,
+    destinationSecret: r.destination_secret,
   }));
+}
+
+/**
+ * JIT off for the claim's transaction only (SET LOCAL ends with it, so nothing is left on
+ * the session: safe behind a transaction pooler, docs/database.md). The claim's estimated
+ * cost grows with the endpoints that have due rows; past jit_above_cost a PostgreSQL with
+ * JIT on compiles it on every run, for tens of ms more than the claim itself takes
+ * (docs/delivery.md, "The claim and JIT").
+ */
+const BEGIN_WITHOUT_JIT = "begin; set local jit = off";
+
+/**
+ * `query` in a transaction of its own without JIT. The three statements are queued at once:
+ * pg sends each as soon as the one before is answered, so the commit leaves the moment the
+ * claim's rows have arrived, not a turn of the event loop later (the claim holds its
+ * endpoints' health rows until then). A failed claim makes the commit a rollback; a failed
+ * begin or commit leaves the connection in doubt, so it is dropped, not pooled.
+ */
+async function withoutJit(pool: pg.Pool, query: pg.QueryConfig) {
+  const client = await pool.connect();
+  const [begin, claim, commit] = await Promise.allSettled([
+    client.query(BEGIN_WITHOUT_JIT),
+    client.query(query),
+    client.query("commit"),
+  ]);
+  const inDoubt = begin.status === "rejected" || commit.status === "rejected";
+  client.release(inDoubt || undefined);
+  if (claim.status === "rejected") throw claim.reason;
+  if (commit.status === "rejected") throw commit.reason;
+  return claim.value;
 }

@@ -32,6 +32,7 @@ import { storableText } from "../db/storable-text.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { summarizeOutcomes } from "../domain/circuit-summary.ts";
 import type { DeliveryStatus } from "../domain/delivery-states.ts";
+import { fieldOf, type IntegerField } from "../domain/endpoint-policy.ts";
 import type { OperationalEvent, OperationalTarget } from "../domain/operational-events.ts";
 import { ErrorKind } from "../domain/retry-policy.ts";
 import {
@@ -63,6 +64,11 @@ export interface DeliveryResult {
   errorKind: string | null;
   error: string | null;
   responseBody: string | null;
+  /**
+   * the transport's own detail as JSON text, for transports whose detail is not an HTTP
+   * status (attempts.detail; docs/destinations.md); null or absent for HTTP
+   */
+  detail?: string | null;
   /** this attempt was its endpoint's half-open probe */
   isProbe: boolean;
   /** pause the whole endpoint this long (429/503 Retry-After, clamped to the cap) */
@@ -101,6 +107,7 @@ interface RecordParams extends CircuitSettings, NowParam {
   urls: string;
   isProbes: string;
   givenBacks: string;
+  details: string;
   /** the claims whose last result is in this batch */
   finishedClaims: string;
   // one element per endpoint (summarizeOutcomes, in endpoint id order)
@@ -121,6 +128,9 @@ interface RecordParams extends CircuitSettings, NowParam {
   /** the operator application; null: operational webhooks are off */
   opAppId: string | null;
   opMaxAttempts: number;
+  // the adaptive in-flight limit's process defaults (health/concurrency-limit.ts)
+  defaultMaxInFlight: number;
+  defaultAdaptiveConcurrency: string;
 }
 
 const RECORD_SQL = namedSql<RecordParams>(
@@ -133,11 +143,11 @@ with r as (
     $statusCodes::integer[], $errorKinds::text[], $errors::text[], $responseBodies::text[],
     $outcomes::text[], $messageIds::text[], $endpointIds::text[], $appIds::text[],
     $triggers::text[], $urls::text[], $isProbes::boolean[], $opEvents::text[], $opMsgIds::text[],
-    $givenBacks::smallint[]
+    $givenBacks::smallint[], $details::text[]
   ) with ordinality as r(id, token, status, delay_ms, attempt_number, started_at,
          latency_ms, status_code, error_kind, error, response_body, outcome,
          message_id, endpoint_id, app_id, trigger, url, is_probe, op_event, op_msg_id,
-         given_back, n)
+         given_back, detail, n)
 ),
 updated as (
   update deliveries d
@@ -158,10 +168,10 @@ samples as (
 inserted as (
   insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,
                         url, started_at, latency_ms, outcome, status_code, error_kind, error,
-                        response_body)
+                        response_body, detail)
   select r.id, r.message_id, r.endpoint_id, r.app_id, r.attempt_number, r.trigger,
          r.url, r.started_at, r.latency_ms, r.outcome, r.status_code, r.error_kind, r.error,
-         r.response_body
+         r.response_body, r.detail::jsonb
   from r
   returning id, delivery_id, attempt_number
 ),
@@ -222,6 +232,12 @@ export async function recordResults(
   operational: OperationalTarget | null = null,
   /** the write's "now" (db/sql/clock.ts): retry due times, circuit cooldowns, pauses */
   now: Date | null = null,
+  /**
+   * maxInFlight of endpoints without their own (HOOKRELAY_ENDPOINT_MAX_IN_FLIGHT): the
+   * adaptive limit grows up to it. Left out: the field's upper bound (the claim still
+   * applies the endpoint's maxInFlight).
+   */
+  defaultMaxInFlight: number = (fieldOf("maxInFlight") as IntegerField).max,
 ): Promise<number> {
   if (results.length === 0) return 0;
   const gone = new Map<string, Date>();
@@ -255,6 +271,7 @@ export async function recordResults(
       urls: textArray(col((r) => storableText(r.url))),
       isProbes: plainArray(col((r) => r.isProbe)),
       givenBacks: plainArray(col((r) => r.givenBack ?? 0)),
+      details: textArray(col((r) => r.detail ?? null)),
       finishedClaims: textArray(results.filter((r) => r.finishesClaim).map((r) => r.claimToken)),
       outcomeEndpointIds: textArray(per((o) => o.endpointId)),
       anyOks: plainArray(per((o) => o.anyOk)),
@@ -264,6 +281,8 @@ export async function recordResults(
       pausesMs: plainArray(per((o) => (o.pauseMs === null ? null : Math.round(o.pauseMs)))),
       okCounts: plainArray(per((o) => o.okCount)),
       ...circuitSettings(health),
+      defaultMaxInFlight,
+      defaultAdaptiveConcurrency: health.adaptiveConcurrency,
       goneEndpointIds: textArray([...gone.keys()]),
       goneMsgIds: textArray([...gone.keys()].map(() => eventId(true))),
       goneAts: timestampArray([...gone.values()]),

@@ -139,8 +139,10 @@ export function makeAttemptRecorder(deps: {
         startedAt: result.startedAt,
         latencyMs: result.latencyMs,
         success,
-        // the transport's own detail, in the attempts table's columns
+        // the transport's own detail: HTTP's status in attempts.status_code, the others'
+        // whole in attempts.detail
         statusCode: result.detail.transport === "http" ? result.detail.statusCode : null,
+        ...(result.detail.transport !== "http" && { detail: JSON.stringify(result.detail) }),
         errorKind: result.errorKind,
         ...maskedTexts(claim.payload, result, sent?.secrets ?? []),
         isProbe: claim.isProbe,

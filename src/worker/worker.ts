@@ -6,7 +6,7 @@
  *   `concurrency` in flight; the claim respects each endpoint's in-flight limit), sleeps
  *   until NOTIFY, a result or its poll interval, and hands back lost claims;
  * - the delivery pipeline (delivery-pipeline.ts): per claimed row, its transport
- *   (delivery/transport.ts; HTTP today) prepares and sends it, the attempt recorder
+ *   (delivery/transport.ts: HTTP, RabbitMQ or NATS JetStream) prepares and sends it, the attempt recorder
  *   (record-attempt.ts) turns the outcome into a result, the result writer
  *   (result-writer.ts) writes results in batches. Each claim's lease row is deleted with
  *   the write of its last result;
@@ -27,8 +27,10 @@ import { hostname } from "node:os";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { DATABASE_CLOCK, type SqlClock } from "../db/sql/clock.ts";
+import { makeAmqpTransport } from "../delivery/amqp/amqp-transport.ts";
 import { makeHttpTransport } from "../delivery/http/http-transport.ts";
 import type { HttpSender } from "../delivery/http-sender.ts";
+import { makeNatsTransport } from "../delivery/nats/nats-transport.ts";
 import type { TransportRegistry } from "../delivery/transport.ts";
 import type { OperationalTarget } from "../domain/operational-events.ts";
 import type { Logger } from "../logger.ts";
@@ -36,6 +38,8 @@ import { claimDeliveries } from "../queue/claim-deliveries.ts";
 import { releaseDeliveries, releaseLostClaims } from "../queue/release-deliveries.ts";
 import type { Redactor } from "../security/redact.ts";
 import type { SecretBox } from "../security/secret-box.ts";
+import { makeSsrfGuard, type SsrfGuard } from "../security/ssrf-guard.ts";
+import type { AttemptTracer } from "./attempt-tracer.ts";
 import { makeClaimLoop } from "./claim-loop.ts";
 import { makeDeliveryPipeline } from "./delivery-pipeline.ts";
 import { drain } from "./drain.ts";
@@ -59,14 +63,22 @@ export interface WorkerOptions {
   /** the HTTP sender the "http" transport sends through; closed by its maker */
   sender: HttpSender;
   /**
-   * Transports of other destination kinds, or a replacement "http" one (tests); the
-   * default registry has the HTTP transport over `sender`.
+   * Transports of other destination kinds, or replacements (tests); the default registry
+   * has the HTTP transport over `sender` and the RabbitMQ and NATS ones
+   * (docs/destinations.md). The worker's stop() closes them all, after the drain.
    */
   transports?: Partial<TransportRegistry>;
+  /**
+   * Vets broker hosts (the HTTP sender has its own); absent: a guard without an
+   * allow-list, which refuses every private address.
+   */
+  ssrfGuard?: SsrfGuard;
   config: Pick<Config, "delivery" | "health" | "worker">;
   logger: Logger;
   /** what the worker reports (metrics: ops/metrics.ts's `worker`); default nothing */
   telemetry?: WorkerTelemetry;
+  /** each attempt's trace span (ops/tracing.ts's `attempts`); default NO_TRACING */
+  tracer?: AttemptTracer;
   /** opens signing secrets sealed at rest (makeSecretBox(undefined): stored plain) */
   secretBox: SecretBox;
   /** masks sensitive values in stored error texts, response bodies and URLs */
@@ -100,6 +112,7 @@ export function makeWorker(options: WorkerOptions): Worker {
       isSensitive: options.redactor.isSensitive,
       logger,
     }),
+    ...brokerTransports(options),
     ...options.transports,
   };
   const writer = makeResultWriter({
@@ -108,6 +121,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     flushBatch: cfg.flushBatch,
     flushIntervalMs: cfg.flushIntervalMs,
     health: options.config.health,
+    defaultMaxInFlight: defaults.maxInFlight,
     operational,
     sqlClock: clock,
     onWritten: (batch) => {
@@ -128,6 +142,7 @@ export function makeWorker(options: WorkerOptions): Worker {
     recorder,
     logger,
     leaseMarginMs: cfg.leaseMarginMs,
+    tracer: options.tracer,
     onSettled: () => loop.slotFreed(),
   });
   const loop = makeClaimLoop({
@@ -145,6 +160,7 @@ export function makeWorker(options: WorkerOptions): Worker {
         claimToken: token,
         limit,
         defaultMaxInFlight: defaults.maxInFlight,
+        defaultAdaptiveConcurrency: options.config.health.adaptiveConcurrency,
         defaultTimeoutMs: defaults.timeoutMs,
         leaseMarginMs: cfg.leaseMarginMs,
         now: clock(),
@@ -184,6 +200,9 @@ export function makeWorker(options: WorkerOptions): Worker {
         release: (rows) => releaseDeliveries(pool, rows, clock()),
         shutdownTimeoutMs: cfg.shutdownTimeoutMs,
         logger,
+      }).then(async () => {
+        // the broker connections go with the worker (every result is written by now)
+        await Promise.all(Object.values(transports).map((t) => t?.close()));
       });
       return stopped;
     },
@@ -194,4 +213,13 @@ export function makeWorker(options: WorkerOptions): Worker {
       return pipeline.inFlight;
     },
   };
+}
+
+/** The RabbitMQ and NATS JetStream transports, over the worker's secret box and SSRF guard. */
+function brokerTransports(options: WorkerOptions): Partial<TransportRegistry> {
+  const deps = {
+    secretBox: options.secretBox,
+    ssrfGuard: options.ssrfGuard ?? makeSsrfGuard({ allowlist: [] }),
+  };
+  return { amqp: makeAmqpTransport(deps), nats: makeNatsTransport(deps) };
 }

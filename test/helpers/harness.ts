@@ -145,6 +145,8 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
         // what the API builds from the same configuration
         secretBox: makeSecretBox(config.encryptionKey, config.encryptionKeyPrevious),
         redactor: makeRedactor(config.sensitiveFields),
+        // broker destinations' hosts, vetted under the same allow-list
+        ssrfGuard: makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
         ...(options.clock && { clock: options.clock }),
       });
       worker.start();

@@ -65,6 +65,11 @@ const attemptOut = (redactor: Redactor, ids: PublicIds) => (r: AttemptRow) => ({
   error: r.error === null ? null : redactor.text(r.error),
   /** hookrelay's own: 'scheduled', 'manual' (resend, requeue) or 'replay' (a background task) */
   trigger: r.trigger,
+  /**
+   * hookrelay's own: what a broker destination said (docs/destinations.md: exchange and
+   * confirm, or subject, stream and sequence); null for HTTP, whose status is above
+   */
+  detail: r.detail,
 });
 
 const str = { type: "string", minLength: 1, maxLength: 256 } as const;
@@ -79,10 +84,18 @@ const attemptQuery = {
     ...pageQuerySchema,
     status: { type: "integer", enum: [0, 1, 2, 3, 4] },
     endpoint_id: str,
+    // Svix's: attempts started before / after this time
+    before: { type: "string", format: "date-time" },
+    after: { type: "string", format: "date-time" },
   },
 } as const;
 
-type AttemptQuery = PageQuery & { status?: number; endpoint_id?: string };
+type AttemptQuery = PageQuery & {
+  status?: number;
+  endpoint_id?: string;
+  before?: string;
+  after?: string;
+};
 
 export function registerAttemptRoutes(
   app: FastifyInstance,
@@ -106,7 +119,13 @@ export function registerAttemptRoutes(
             : "none";
     const rows = await listAttempts(
       pool,
-      { messageId: filter.messageId ?? null, endpointId: filter.endpointId ?? null, outcome },
+      {
+        messageId: filter.messageId ?? null,
+        endpointId: filter.endpointId ?? null,
+        outcome,
+        before: timeInput(q.before, "before"),
+        after: timeInput(q.after, "after"),
+      },
       { ...plan.window, cursor },
     );
     const ids = await publicIdsOf(pool);

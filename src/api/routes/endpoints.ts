@@ -19,6 +19,12 @@ import { emitEndpointEvent } from "../../ops/operational-webhook.ts";
 import { SsrfBlockedError } from "../../security/ssrf-guard.ts";
 import type { ApiContext } from "../context.ts";
 import {
+  checkBrokerState,
+  destinationColumns,
+  destinationOut,
+  isBrokerUrl,
+} from "../destination-input.ts";
+import {
   checkUrl,
   type EndpointIn as EndpointFieldsIn,
   endpointIn,
@@ -64,7 +70,8 @@ const endpointParams = {
 export const endpointOut = (r: EndpointRow) => ({
   id: r.id,
   uid: r.uid,
-  url: r.url,
+  // the url (a broker's with its password masked: docs/destinations.md), destinationKind
+  ...destinationOut(r),
   description: r.description,
   version: 1,
   eventTypes: r.event_types,
@@ -95,8 +102,16 @@ export function registerEndpointRoutes(
    */
   const columnsOf = (body: EndpointIn, current: EndpointRow | null, replace: boolean) => {
     const fields = { ...(replace ? REPLACE_DEFAULTS : {}), ...toColumns(body) };
+    // the destination's kind, and a broker url's password taken out and sealed
+    if (fields.url !== undefined)
+      Object.assign(fields, destinationColumns(fields.url, current, secretBox));
     // postback endpoints
-    checkPostbackState(stateAfter(current, fields));
+    const state = stateAfter(current, fields);
+    checkPostbackState(state);
+    checkBrokerState({
+      ...state,
+      kind: fields.destination_kind ?? current?.destination_kind ?? "http",
+    });
     if (typeof fields.url_token === "string") fields.url_token = secretBox.seal(fields.url_token);
     return fields;
   };
@@ -153,6 +168,14 @@ export function registerEndpointRoutes(
     if (body.url === undefined) return;
     checkUrl(body.url);
     try {
+      if (isBrokerUrl(body.url)) {
+        // a broker's host, vetted as a receiver's (again when the worker connects)
+        await ssrfGuard.vetHost(new URL(body.url).hostname).catch((err: unknown) => {
+          // a name that does not resolve yet is accepted, as for HTTP: the connect decides
+          if (err instanceof SsrfBlockedError) throw err;
+        });
+        return;
+      }
       // a URL template's host is literal: the guard checks it with the placeholders filled
       await ssrfGuard.checkUrl(urlToCheck(body.url));
     } catch (err) {

@@ -18,10 +18,12 @@ export interface AttemptRow {
   error: string | null;
   /** the first 1 KiB of the response body */
   response_body: string | null;
+  /** the transport's own detail (attempts.detail: broker destinations); null for HTTP */
+  detail: Record<string, unknown> | null;
 }
 
 const COLUMNS = `id, message_id, endpoint_id, url, attempt_number, trigger, started_at,
-  latency_ms, outcome, status_code, error_kind, error, response_body`;
+  latency_ms, outcome, status_code, error_kind, error, response_body, detail`;
 
 /** Narrows a listing of attempts; null means "any". */
 export interface AttemptFilter {
@@ -29,6 +31,9 @@ export interface AttemptFilter {
   endpointId: string | null;
   /** 'success' or 'failure'; any other value matches nothing */
   outcome: string | null;
+  /** started before / after (Svix's `before`, `after`) */
+  before?: Date | null;
+  after?: Date | null;
 }
 
 /** A page of attempts in id order (newest first by default). */
@@ -43,8 +48,18 @@ export async function listAttempts(
        and ($2::text is null or endpoint_id = $2::text)
        and ($3::bigint is null or id ${page.op} $3::bigint)
        and ($5::text is null or outcome = $5::text)
+       and ($6::timestamptz is null or started_at < $6::timestamptz)
+       and ($7::timestamptz is null or started_at > $7::timestamptz)
      order by id ${page.direction} limit $4::integer`,
-    [filter.messageId, filter.endpointId, page.cursor, page.limit, filter.outcome],
+    [
+      filter.messageId,
+      filter.endpointId,
+      page.cursor,
+      page.limit,
+      filter.outcome,
+      filter.before ?? null,
+      filter.after ?? null,
+    ],
   );
   return rows;
 }

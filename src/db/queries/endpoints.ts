@@ -25,6 +25,11 @@ export interface EndpointFields extends PolicyColumns {
   url_token: string | null;
   missing_fields: "fail" | "empty";
   success_rule: SuccessRuleRow | null;
+  // broker destinations (migration 0029; docs/destinations.md)
+  /** from the url's scheme */
+  destination_kind: "http" | "amqp" | "nats";
+  /** a broker url's password, sealed; never read back by the API */
+  destination_secret: string | null;
 }
 
 /** endpoints.success_rule as stored; what it means is delivery/success-rule.ts. */
@@ -53,6 +58,9 @@ const FIELD_TYPES: ColumnMap<EndpointFields> = {
   url_token: "text",
   missing_fields: "text",
   success_rule: "jsonb",
+  // broker destinations
+  destination_kind: "text",
+  destination_secret: "text",
 };
 
 const INSERT_TYPES: ColumnMap<EndpointFields & { id: string; app_id: string }> = {
@@ -65,8 +73,11 @@ const INSERT_TYPES: ColumnMap<EndpointFields & { id: string; app_id: string }> =
  * An endpoint as the API shows it (headers stay inside: they may carry credentials; of the
  * URL token only whether there is one).
  */
-export interface EndpointRow extends Omit<EndpointFields, "headers" | "url_token"> {
+export interface EndpointRow
+  extends Omit<EndpointFields, "headers" | "url_token" | "destination_secret"> {
   has_url_token: boolean;
+  /** a broker url's password is kept (answers show it as ***) */
+  has_destination_secret: boolean;
   id: string;
   app_id: string;
   /** the schemes of its current signing keys: "v1", "v1a" or "v1+v1a" (endpoint-secrets.ts) */
@@ -78,6 +89,7 @@ export interface EndpointRow extends Omit<EndpointFields, "headers" | "url_token
 const COLUMNS = `id, app_id, uid, url, description, event_types, channels, disabled, disabled_reason,
   metadata, ${POLICY_SELECT_LIST},
   method, body_format, url_token is not null as has_url_token, missing_fields, success_rule,
+  destination_kind, destination_secret is not null as has_destination_secret,
   created_at, updated_at,
   (select string_agg(distinct s.scheme, '+' order by s.scheme) from endpoint_secrets s
    where s.endpoint_id = endpoints.id and s.expires_at is null) as signature_scheme`;

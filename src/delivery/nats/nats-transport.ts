@@ -1,0 +1,205 @@
+/**
+ * NATS JetStream as a transport (delivery/transport.ts; docs/destinations.md). prepare: the
+ * signed message (delivery/broker-message.ts). send: a JetStream publish on the endpoint's
+ * connection, the message id as `Nats-Msg-Id` (the stream drops a repeat within its
+ * duplicate window and acks it as a duplicate) and the Standard Webhooks headers as message
+ * headers; it counts as delivered only when the stream acks it (a PubAck with its stream
+ * and sequence), within the endpoint's timeout.
+ *
+ * One connection per endpoint, to a vetted address of its host (delivery/broker-outcome.ts),
+ * without the client's own reconnects or cluster discovery (both would dial addresses the
+ * SSRF guard never saw): when it closes, the next publish opens a new one.
+ *
+ * What a failure is (retried unless said): the SSRF guard's refusal (dead letter), network
+ * trouble (`connection`, `dns`, `timeout`), refused credentials or a subject the user may
+ * not publish to (`credentials`, dead letter), no stream for the subject or another stream
+ * than the endpoint expects (`broker_refused`).
+ */
+
+import { performance } from "node:perf_hooks";
+import { connect, type JetStreamClient, type NatsConnection, headers as natsHeaders } from "nats";
+import type { NatsDetail } from "../../domain/attempt-outcome.ts";
+import { ErrorKind, Verdict } from "../../domain/retry-policy.ts";
+import type { SecretBox } from "../../security/secret-box.ts";
+import type { SsrfGuard } from "../../security/ssrf-guard.ts";
+import { type BrokerMessage, makeBrokerMessagePreparer } from "../broker-message.ts";
+import {
+  BrokerAttemptError,
+  type BrokerFailure,
+  brokerAddresses,
+  brokerOutcome,
+  commonFailure,
+  underDeadline,
+} from "../broker-outcome.ts";
+import type { NatsTarget } from "../broker-target.ts";
+import { AttemptAbort } from "../http-sender.ts";
+import { DestinationKind, type Transport } from "../transport.ts";
+
+export interface NatsTransportOptions {
+  /** opens signing secrets and broker passwords sealed at rest */
+  secretBox: SecretBox;
+  /** vets the server's host as HTTP receivers' are */
+  ssrfGuard: SsrfGuard;
+  /** connectTimeoutMs: how long connecting to the server may take, default 5_000 */
+  connectTimeoutMs?: number;
+}
+
+export type NatsMessage = BrokerMessage<NatsTarget>;
+
+interface Link {
+  connection: NatsConnection;
+  jetstream: JetStreamClient;
+  alive: boolean;
+}
+
+type Held = { key: string; link: Promise<Link> };
+
+const detailOf = (target: NatsTarget | null, eventType: string): NatsDetail => ({
+  transport: "nats",
+  subject: target?.subject ?? eventType,
+  stream: target?.stream ?? null,
+  seq: null,
+  duplicate: false,
+});
+
+/** What a NATS error says, as an attempt failure (after commonFailure). */
+export function natsFailure(err: unknown, subject: string): BrokerFailure {
+  const common = commonFailure(err);
+  if (common) return common;
+  const text = err instanceof Error ? err.message : String(err);
+  const code = String((err as { code?: unknown })?.code ?? "");
+  if (/AUTHORIZATION_VIOLATION|AUTHENTICATION|PERMISSIONS_VIOLATION|BAD_CREDS/i.test(code + text)) {
+    return {
+      verdict: Verdict.permanent,
+      kind: ErrorKind.credentials,
+      message: `the server refused the credentials or the subject: ${text}`,
+    };
+  }
+  if (code === "503") {
+    return {
+      verdict: Verdict.transient,
+      kind: ErrorKind.brokerRefused,
+      message: `no JetStream stream stores subject "${subject}" (no responders)`,
+    };
+  }
+  if (code === "TIMEOUT") {
+    return {
+      verdict: Verdict.transient,
+      kind: ErrorKind.timeout,
+      message: `the stream did not ack in time: ${text}`,
+    };
+  }
+  if ((err as { api_error?: unknown })?.api_error !== undefined || /^\d{3}$/.test(code)) {
+    return {
+      verdict: Verdict.transient,
+      kind: ErrorKind.brokerRefused,
+      message: `the stream refused the message: ${text}`,
+    };
+  }
+  return { verdict: Verdict.transient, kind: ErrorKind.connection, message: text };
+}
+
+/** host:port as the client reads a server, brackets around an IPv6 address. */
+const serverOf = (address: string, port: number) =>
+  `${address.includes(":") ? `[${address}]` : address}:${port}`;
+
+export function makeNatsTransport(options: NatsTransportOptions): Transport<NatsMessage> {
+  const connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
+  const preparer = makeBrokerMessagePreparer<NatsTarget>({
+    kind: DestinationKind.nats,
+    secretBox: options.secretBox,
+    emptyDetail: detailOf,
+  });
+  const links = new Map<string, Held>();
+  let closed = false;
+
+  async function openLink(target: NatsTarget): Promise<Link> {
+    const addresses = await brokerAddresses(options.ssrfGuard, target.hostname);
+    const connection = await connect({
+      servers: addresses.map((a) => serverOf(a, target.port)),
+      name: "hookrelay",
+      timeout: connectTimeoutMs,
+      reconnect: false,
+      ignoreClusterUpdates: true,
+      noRandomize: true,
+      ...(target.username !== null && { user: target.username }),
+      ...(target.password !== null && { pass: target.password }),
+    });
+    const link: Link = { connection, jetstream: connection.jetstream(), alive: true };
+    void connection.closed().then(() => {
+      link.alive = false;
+    });
+    return link;
+  }
+
+  function linkFor(message: NatsMessage): Promise<Link> {
+    const key = `${message.url}\n${message.target.password ?? ""}`;
+    const held = links.get(message.endpointId);
+    if (held !== undefined && held.key === key) {
+      return held.link.then((link) => (link.alive ? link : reopen(message, key, held)));
+    }
+    if (held !== undefined) void held.link.then((l) => l.connection.close()).catch(() => {});
+    return reopen(message, key, held);
+  }
+
+  function reopen(message: NatsMessage, key: string, before: Held | undefined): Promise<Link> {
+    const current = links.get(message.endpointId);
+    if (current !== undefined && current !== before && current.key === key) return current.link;
+    const entry: Held = { key, link: openLink(message.target) };
+    links.set(message.endpointId, entry);
+    entry.link.catch(() => {
+      if (links.get(message.endpointId) === entry) links.delete(message.endpointId);
+    });
+    return entry.link;
+  }
+
+  async function publish(message: NatsMessage, detail: NatsDetail, deadline: number) {
+    const link = await linkFor(message);
+    if (closed) {
+      await link.connection.close().catch(() => {});
+      throw new BrokerAttemptError({
+        verdict: Verdict.transient,
+        kind: ErrorKind.connection,
+        message: "the transport is closed",
+      });
+    }
+    const h = natsHeaders();
+    for (const [name, value] of Object.entries(message.headers)) h.set(name, value);
+    const ack = await link.jetstream.publish(detail.subject, message.body, {
+      msgID: message.messageId,
+      headers: h,
+      timeout: Math.max(1, Math.round(deadline - performance.now())),
+      ...(detail.stream !== null && { expect: { streamName: detail.stream } }),
+    });
+    detail.stream = ack.stream;
+    detail.seq = ack.seq;
+    detail.duplicate = ack.duplicate;
+  }
+
+  return {
+    kind: DestinationKind.nats,
+    prepare: (delivery, nowMs) => preparer.prepare(delivery, nowMs),
+    async send(message, abort) {
+      const startedAt = new Date();
+      const t0 = performance.now();
+      const detail = detailOf(message.target, message.eventType);
+      try {
+        await underDeadline(
+          publish(message, detail, t0 + message.timeoutMs),
+          message.timeoutMs,
+          abort as AttemptAbort,
+        );
+        return brokerOutcome(startedAt, t0, null, null, detail);
+      } catch (err) {
+        return brokerOutcome(startedAt, t0, natsFailure(err, detail.subject), null, detail);
+      }
+    },
+    newAbort: () => new AttemptAbort(),
+    async close() {
+      closed = true;
+      const held = [...links.values()];
+      links.clear();
+      await Promise.all(held.map((h) => h.link.then((l) => l.connection.close()).catch(() => {})));
+    },
+  };
+}
