@@ -9,6 +9,7 @@ import { schemaNameOf } from "./db/schema-name.ts";
 import { type DbTlsSettings, withTlsParams } from "./db/tls-params.ts";
 import { ConfigError } from "./errors.ts";
 import { DEFAULT_SENSITIVE_FIELDS } from "./security/redact.ts";
+import { type TracingConfig, tracingConfigOf } from "./tracing-config.ts";
 
 export interface DeliveryDefaults {
   /** timeoutMs: absolute deadline of one attempt (connect, headers, body). Default 15_000. */
@@ -29,6 +30,9 @@ export interface DeliveryDefaults {
    */
   whileDisabled: WhileDisabled;
 }
+
+/** A switch: "on" or "off". */
+export type OnOff = "on" | "off";
 
 /** What a disabled endpoint does with a message that arrives (see `whileDisabled`). */
 export type WhileDisabled = "hold" | "skip";
@@ -52,6 +56,12 @@ export interface HealthConfig {
   windowMs: number;
   /** statsIntervalMs: how often maintenance refreshes the percentiles. Default 60_000. */
   statsIntervalMs: number;
+  /**
+   * adaptiveConcurrency: "on": each endpoint's in-flight limit follows its answers within
+   * its maxInFlight (docs/adaptive-concurrency.md); "off": maxInFlight alone (and the
+   * gradual resume after a pause). Endpoints may say otherwise. Default "on".
+   */
+  adaptiveConcurrency: OnOff;
 }
 
 export interface RetentionConfig {
@@ -63,6 +73,14 @@ export interface RetentionConfig {
   deadLetterMs: number;
   /** batch: rows per delete statement, so no purge holds locks for long. Default 2_000. */
   batch: number;
+}
+
+/** The attempts table's time partitions (docs/history.md). */
+export interface PartitionConfig {
+  /** interval: one partition per "day" (UTC) or per "hour". HOOKRELAY_PARTITION_INTERVAL, default day. */
+  interval: "day" | "hour";
+  /** aheadMs: partitions exist this far past now. HOOKRELAY_PARTITIONS_AHEAD_MS, default 2 days. */
+  aheadMs: number;
 }
 
 export interface AlertConfig {
@@ -198,6 +216,11 @@ export interface Config {
   metricsPort: number;
   /** metricsMaxEndpoints: endpoints with their own latency-histogram label. Default 100. */
   metricsMaxEndpoints: number;
+  /**
+   * tracing: OpenTelemetry traces over OTLP/HTTP, from the standard OTEL_* variables
+   * (tracing-config.ts, docs/telemetry.md); null (the default): off, and the SDK is not loaded.
+   */
+  tracing: TracingConfig | null;
   /** metricsMaxApps: applications with their own `app` label on the delivery counters. Default 20. */
   metricsMaxApps: number;
   /** dashboardSessionTtlMs: how long a dashboard sign-in lasts. Default 8 h. */
@@ -224,6 +247,7 @@ export interface Config {
   health: HealthConfig;
   alerts: AlertConfig;
   retention: RetentionConfig;
+  partitions: PartitionConfig;
   worker: WorkerConfig;
 }
 
@@ -262,6 +286,8 @@ export interface ClientConfig {
   apiKey: string | undefined;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** metricsToken: HOOKRELAY_METRICS_TOKEN, what `hookrelay metrics` sends to /metrics */
+  metricsToken: string | undefined;
 }
 
 export function loadClientConfig(env: Env = process.env): ClientConfig {
@@ -270,6 +296,7 @@ export function loadClientConfig(env: Env = process.env): ClientConfig {
     apiKey: envString(env, "HOOKRELAY_KEY"),
     dataDir: dataDirOf(env),
     databaseUrl: withDbTls(env, envString(env, "DATABASE_URL")),
+    metricsToken: envString(env, "HOOKRELAY_METRICS_TOKEN"),
   };
 }
 
@@ -394,7 +421,19 @@ function migrateModeOf(raw: string | undefined): Config["migrateOnStart"] {
   throw new ConfigError(`HOOKRELAY_MIGRATE must be auto or skip, got "${raw}"`);
 }
 
+/** HOOKRELAY_ADAPTIVE_CONCURRENCY: on or off (docs/adaptive-concurrency.md). */
+function adaptiveConcurrencyOf(raw: string | undefined): OnOff {
+  if (raw === undefined || raw === "on" || raw === "off") return raw ?? "on";
+  throw new ConfigError(`HOOKRELAY_ADAPTIVE_CONCURRENCY must be on or off, got "${raw}"`);
+}
+
 /** HOOKRELAY_WHILE_DISABLED: hold or skip (docs/delivery.md, "While an endpoint is disabled"). */
+function partitionIntervalOf(raw: string | undefined): PartitionConfig["interval"] {
+  const value = raw?.trim() || "day";
+  if (value === "day" || value === "hour") return value;
+  throw new ConfigError(`HOOKRELAY_PARTITION_INTERVAL must be day or hour, got "${raw}"`);
+}
+
 function whileDisabledOf(raw: string | undefined): WhileDisabled {
   if (raw === undefined || raw === "hold" || raw === "skip") return raw ?? "hold";
   throw new ConfigError(`HOOKRELAY_WHILE_DISABLED must be hold or skip, got "${raw}"`);
@@ -448,6 +487,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     metricsPort: int("HOOKRELAY_METRICS_PORT", 0),
     metricsMaxEndpoints: int("HOOKRELAY_METRICS_MAX_ENDPOINTS", 100, 0),
     metricsMaxApps: int("HOOKRELAY_METRICS_MAX_APPS", 20, 0),
+    tracing: tracingConfigOf(str),
     dashboardSessionTtlMs: int("HOOKRELAY_DASHBOARD_SESSION_TTL_MS", 8 * 3_600_000, 60_000),
     operationalWebhookUrl: str("HOOKRELAY_OPERATIONAL_WEBHOOK_URL"),
     publicUrl: publicUrlOf(str("HOOKRELAY_PUBLIC_URL")),
@@ -476,6 +516,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       minSamples: int("HOOKRELAY_SLOW_MIN_SAMPLES", 20, 1),
       windowMs: int("HOOKRELAY_LATENCY_WINDOW_MS", 24 * 3_600_000, 60_000),
       statsIntervalMs: int("HOOKRELAY_STATS_INTERVAL_MS", 60_000, 100),
+      adaptiveConcurrency: adaptiveConcurrencyOf(str("HOOKRELAY_ADAPTIVE_CONCURRENCY")),
     },
     alerts: {
       deadLetterWindowMs: int("HOOKRELAY_ALERT_DEAD_LETTER_WINDOW_MS", 15 * 60_000, 1_000),
@@ -488,6 +529,10 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       attemptsMs: int("HOOKRELAY_RETENTION_ATTEMPTS_MS", 30 * 86_400_000, 60_000),
       deadLetterMs: int("HOOKRELAY_RETENTION_DEAD_LETTER_MS", 30 * 86_400_000, 60_000),
       batch: int("HOOKRELAY_RETENTION_BATCH", 2_000, 1),
+    },
+    partitions: {
+      interval: partitionIntervalOf(str("HOOKRELAY_PARTITION_INTERVAL")),
+      aheadMs: int("HOOKRELAY_PARTITIONS_AHEAD_MS", 2 * 86_400_000, 0),
     },
     worker: {
       concurrency: int("HOOKRELAY_WORKER_CONCURRENCY", 1024, 1),

@@ -40,6 +40,12 @@ export const API_ERRORS = {
   unknown_status: 422,
   /** a running replay of the same endpoint overlaps the window */
   replay_in_progress: 409,
+  /** egress (docs/egress.md) */
+  invalid_proxy_url: 422,
+  unknown_egress_pool: 422,
+  invalid_certificate: 422,
+  certificate_key_mismatch: 422,
+  certificate_expired: 422,
 } as const satisfies { [code in ErrorCode]?: number };
 
 export type ApiErrorCode = keyof typeof API_ERRORS;

@@ -9,9 +9,13 @@ import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
+import type { EgressConfig } from "../config.ts";
 import { isBackpressure } from "../domain/backpressure.ts";
 import { ErrorKind, type Verdict } from "../domain/retry-policy.ts";
-import { isSsrfBlockedError, makeGuardedAgent, type SsrfGuard } from "../security/ssrf-guard.ts";
+import { isSsrfBlockedError, type SsrfGuard } from "../security/ssrf-guard.ts";
+import { type EgressRoute, makeEgressDispatchers } from "./egress/egress-dispatchers.ts";
+import { isProxyError } from "./egress/proxy-tunnel.ts";
+import { tlsFailureCode, tlsFailureMessage } from "./egress/tls-failure.ts";
 import { classifyStatus, RETRY_AFTER_STATUSES } from "./http-status.ts";
 import { readableBody } from "./response-body.ts";
 import { parseRetryAfter } from "./retry-after.ts";
@@ -38,6 +42,11 @@ export interface OutboundRequest {
    * too when the deadline passes: one per attempt, no derived signals.
    */
   abort?: AttemptAbort;
+  /**
+   * The endpoint's egress settings (a proxy, a pool, TLS options: docs/egress.md); absent:
+   * the sender's shared Agent (through HOOKRELAY_EGRESS_PROXY when set).
+   */
+  egress?: EgressRoute;
 }
 
 /**
@@ -87,18 +96,24 @@ export interface HttpSenderOptions {
   ssrfGuard: SsrfGuard;
   /** connectionsPerOrigin: most sockets per origin. Default: no limit of its own. */
   connectionsPerOrigin?: number;
+  /** egress: the process-wide proxy and the named pools (docs/egress.md). Default: none. */
+  egress?: EgressConfig;
 }
 
 export function makeHttpSender(options: HttpSenderOptions): HttpSender {
-  const agent = makeGuardedAgent(options.ssrfGuard, {
-    // Unlimited per origin: endpoints on one host must not queue behind each other's hanging
-    // requests. The claim bounds each endpoint (maxInFlight) and the worker bounds the total.
-    connections: options.connectionsPerOrigin ?? null,
-    keepAliveTimeout: 10_000,
-    // The absolute deadline below is what limits an attempt; these only stop undici's own
-    // 300 s defaults from mattering.
-    headersTimeout: 0,
-    bodyTimeout: 0,
+  const dispatchers = makeEgressDispatchers({
+    guard: options.ssrfGuard,
+    egress: options.egress ?? { proxy: null, pools: {} },
+    agentOptions: {
+      // Unlimited per origin: endpoints on one host must not queue behind each other's hanging
+      // requests. The claim bounds each endpoint (maxInFlight) and the worker bounds the total.
+      connections: options.connectionsPerOrigin ?? null,
+      keepAliveTimeout: 10_000,
+      // The absolute deadline below is what limits an attempt; these only stop undici's own
+      // 300 s defaults from mattering.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    },
   });
 
   // The origin and path of each endpoint URL, parsed once (a URL object per attempt was a
@@ -125,6 +140,9 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
     const target = request.target ?? targetOf(request.url);
     if (target === null)
       return failure(startedAt, t0, "permanent", ErrorKind.invalidRequest, "invalid endpoint URL");
+    const agent = dispatchers.dispatcherFor(request.egress);
+    if ("refused" in agent)
+      return failure(startedAt, t0, "transient", ErrorKind.proxy, agent.refused.message);
     const controller = request.abort ?? new AttemptAbort();
     const deadline = new AttemptDeadline(controller, request.timeoutMs);
     try {
@@ -194,7 +212,7 @@ export function makeHttpSender(options: HttpSenderOptions): HttpSender {
   return {
     send,
     async close() {
-      await agent.close();
+      await dispatchers.close();
     },
   };
 }
@@ -334,7 +352,14 @@ function describeError(err: unknown, deadlinePassed: boolean, timeoutMs: number)
   if (deadlinePassed) {
     return { kind: ErrorKind.timeout, message: `no complete response within ${timeoutMs} ms` };
   }
+  // the proxy failed us: not the endpoint's fault (docs/egress.md)
+  if (isProxyError(err)) return { kind: ErrorKind.proxy, message: (err as Error).message };
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
+  const tls = tlsFailureCode(err);
+  if (tls !== null) {
+    const message = (e.cause as { message?: string } | undefined)?.message ?? e.message ?? "";
+    return { kind: ErrorKind.tls, message: tlsFailureMessage(tls, message) };
+  }
   const code = e.code ?? e.cause?.code ?? "";
   if (DNS_CODES.has(code)) return { kind: ErrorKind.dns, message: `DNS lookup failed (${code})` };
   if (TIMEOUT_CODES.has(code)) return { kind: ErrorKind.timeout, message: `timed out (${code})` };

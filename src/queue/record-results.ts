@@ -79,7 +79,7 @@ export interface DeliveryResult {
   givenBack?: number;
   /** the last result of its claim: the claim's lease row goes with this write */
   finishesClaim?: boolean;
-  /** nothing was sent (a missing template field, an expunged payload): no latency sample, no circuit count */
+  /** nothing reached the endpoint (a missing template field, an expunged payload, a failed egress proxy): no latency sample, no circuit count */
   notSent?: boolean;
   /** the operational event this result raises (operational-events.ts attemptEvent) */
   operationalEvent?: OperationalEvent | null;
@@ -161,9 +161,10 @@ samples as (
   insert into latency_samples (endpoint_id, at, latency_ms, ok)
   select r.endpoint_id, r.started_at, r.latency_ms, r.outcome = 'success' from r
   -- no request, no latency (a payload without a field the endpoint's URL template needs,
-  -- or an expunged message's)
+  -- an expunged message's, or an egress proxy that failed: docs/egress.md)
   where r.error_kind is null
-     or r.error_kind not in ('${ErrorKind.missingField}', '${ErrorKind.expunged}')
+     or r.error_kind not in ('${ErrorKind.missingField}', '${ErrorKind.expunged}',
+                             '${ErrorKind.proxy}')
 ),
 inserted as (
   insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,
@@ -190,6 +191,8 @@ probe as (
   from r
   where r.is_probe and r.id in (select id from updated)
     and r.error_kind is distinct from '${ErrorKind.rateLimited}'
+    -- nor is one the egress proxy failed: the endpoint was never reached (docs/egress.md)
+    and r.error_kind is distinct from '${ErrorKind.proxy}'
   order by r.endpoint_id, r.started_at desc, r.n desc
 ),
 i as (

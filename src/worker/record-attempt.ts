@@ -150,9 +150,11 @@ export function makeAttemptRecorder(deps: {
         ...(backpressure && { backpressure: true }),
         ...(givenBack > 0 && { givenBack }),
         finishesClaim,
-        // nothing was sent: a missing template field, or an expunged message's payload
+        // nothing reached the endpoint: a missing template field, an expunged message's
+        // payload, or an egress proxy that failed (docs/egress.md)
         ...((result.errorKind === ErrorKind.missingField ||
-          result.errorKind === ErrorKind.expunged) && { notSent: true }),
+          result.errorKind === ErrorKind.expunged ||
+          result.errorKind === ErrorKind.proxy) && { notSent: true }),
         operationalEvent,
       };
       deps.writer.add(recorded);
