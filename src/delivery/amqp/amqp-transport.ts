@@ -55,7 +55,12 @@ export function amqpFailure(err: unknown): BrokerFailure {
   if (common) return common;
   const text = err instanceof Error ? err.message : String(err);
   const code = (err as { code?: unknown })?.code;
-  if (/ACCESS.REFUSED|NOT_ALLOWED|\b403\b|\b530\b/.test(text) || code === 403 || code === 530) {
+  // (a virtual host the user may not open, or that does not exist, closes the handshake)
+  if (
+    /ACCESS.REFUSED|NOT_ALLOWED|\b403\b|\b530\b|ConnectionOpenOk; got <ConnectionClose/.test(text) ||
+    code === 403 ||
+    code === 530
+  ) {
     return {
       verdict: Verdict.permanent,
       kind: ErrorKind.credentials,

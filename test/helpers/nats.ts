@@ -1,0 +1,102 @@
+/**
+ * Debian's nats-server with JetStream for the broker destination tests
+ * (docs/destinations.md): one per test file, on a free 127.0.0.1 port, its store in a temp
+ * directory, one user (`user`/`password`), stopped by its PID. It starts in well under a
+ * second; `restart()` stops it and starts it again on the same port and store (the
+ * streams survive).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { connect, type NatsConnection } from "nats";
+import { freePort, portOpen, waitUntil } from "./broker-ports.ts";
+
+export const NATS_SERVER = "/usr/sbin/nats-server";
+export const natsInstalled = existsSync(NATS_SERVER);
+
+export interface NatsServer {
+  port: number;
+  user: string;
+  password: string;
+  /** nats://user:password@127.0.0.1:port (another password, or a query, if given) */
+  url(options?: { password?: string; rest?: string }): string;
+  /** a client connection of the test's own (closed by stop()) */
+  client(): Promise<NatsConnection>;
+  /** stops the server (its clients see it go) */
+  down(): Promise<void>;
+  /** starts it again on the same port and store */
+  up(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startNats(): Promise<NatsServer> {
+  const dir = await mkdtemp(path.join(tmpdir(), "hookrelay-nats-"));
+  const port = await freePort();
+  const user = "hookrelay";
+  const password = "nats-secret-1";
+  const config = path.join(dir, "nats.conf");
+  await writeFile(
+    config,
+    [
+      `listen: 127.0.0.1:${port}`,
+      `jetstream { store_dir: "${path.join(dir, "store")}" }`,
+      `authorization { user: "${user}", password: "${password}" }`,
+      "",
+    ].join("\n"),
+  );
+  let child: ChildProcess | null = null;
+  let output = "";
+  const clients: NatsConnection[] = [];
+
+  async function up(): Promise<void> {
+    const c = spawn(NATS_SERVER, ["-c", config], { stdio: ["ignore", "pipe", "pipe"] });
+    c.stdout?.on("data", (b: Buffer) => {
+      output = (output + b.toString()).slice(-4000);
+    });
+    c.stderr?.on("data", (b: Buffer) => {
+      output = (output + b.toString()).slice(-4000);
+    });
+    child = c;
+    await waitUntil(
+      "nats-server",
+      () => portOpen(port),
+      c,
+      20_000,
+      () => output,
+    );
+  }
+
+  async function down(): Promise<void> {
+    const c = child;
+    child = null;
+    if (c === null || c.exitCode !== null || c.signalCode !== null) return;
+    const gone = new Promise((resolve) => c.once("exit", resolve));
+    c.kill("SIGTERM");
+    const timer = setTimeout(() => c.kill("SIGKILL"), 10_000);
+    await gone;
+    clearTimeout(timer);
+  }
+
+  await up();
+  return {
+    port,
+    user,
+    password,
+    url: (o = {}) =>
+      `nats://${user}:${encodeURIComponent(o.password ?? password)}@127.0.0.1:${port}${o.rest ?? ""}`,
+    async client() {
+      const c = await connect({ servers: `127.0.0.1:${port}`, user, pass: password });
+      clients.push(c);
+      return c;
+    },
+    down,
+    up,
+    async stop() {
+      for (const c of clients) await c.close().catch(() => {});
+      await down();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
