@@ -4,6 +4,14 @@
  * advisory lock, then inserts the migration's id before running it, so a migration is
  * applied exactly once and a second process waits, sees it applied and skips it.
  *
+ * A file whose first line is `-- hookrelay:no-transaction` runs outside a transaction
+ * instead, statement by statement (for `create index concurrently`, `validate constraint`
+ * on a big table, and the like: work that must not hold locks while it scans), under the
+ * same lock taken for the session; its id is recorded after its last statement succeeded.
+ * Such a file must be safe to run again from its start (a process that dies halfway runs
+ * it again): `if not exists`, guarded DO blocks. Its statements end with `;` at the end of
+ * a line; a `$$`-quoted body may span lines (docs/history.md, "Migrating").
+ *
  * Forward only, and never backwards: a database that has migrations applied which this
  * code does not know (a newer hookrelay migrated it) is refused before anything changes,
  * since this code's queries were not written for that schema.
@@ -24,16 +32,48 @@ export interface Migration {
   id: number;
   name: string;
   sql: string;
+  /** false: the file starts with NO_TRANSACTION_HEADER */
+  transactional: boolean;
+}
+
+/** The first line of a migration that runs outside a transaction (see the module comment). */
+export const NO_TRANSACTION_HEADER = "-- hookrelay:no-transaction";
+
+/**
+ * The statements of a no-transaction migration: split after each line that ends with `;`
+ * outside a `$$`-quoted body; comment-only and blank pieces are left out.
+ */
+export function splitStatements(sql: string): string[] {
+  const statements: string[] = [];
+  let current: string[] = [];
+  let inBody = false;
+  for (const line of sql.split("\n")) {
+    current.push(line);
+    if ((line.match(/\$\$/g)?.length ?? 0) % 2 === 1) inBody = !inBody;
+    if (!inBody && /;\s*$/.test(line)) {
+      statements.push(current.join("\n"));
+      current = [];
+    }
+  }
+  statements.push(current.join("\n"));
+  const code = (s: string) =>
+    s
+      .split("\n")
+      .filter((l) => !/^\s*(--.*)?$/.test(l))
+      .join("\n");
+  return statements.filter((s) => code(s).trim() !== "");
 }
 
 export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
   const files = (await readdir(dir)).filter((f) => /^\d+_[\w-]+\.sql$/.test(f)).sort();
   const migrations: Migration[] = [];
   for (const file of files) {
+    const sql = await readFile(path.join(dir, file), "utf8");
     migrations.push({
       id: Number.parseInt(file, 10),
       name: file,
-      sql: await readFile(path.join(dir, file), "utf8"),
+      sql,
+      transactional: sql.split("\n", 1)[0]?.trim() !== NO_TRANSACTION_HEADER,
     });
   }
   // Numbers rise strictly; a gap is allowed: numbers are handed out to branches in
@@ -87,6 +127,8 @@ export interface MigrateOptions {
    * connection's current schema, as before HOOKRELAY_DB_SCHEMA existed (usually public).
    */
   schema?: string;
+  /** where the migration files are; default this module's ./migrations (tests set it) */
+  migrationsDir?: string;
 }
 
 async function appliedIn(client: PoolClient, schema: string) {
@@ -101,7 +143,7 @@ async function appliedIn(client: PoolClient, schema: string) {
  * current one. Every transaction of the run then resolves names in it alone (a local
  * setting: it ends with the transaction, so it holds behind a transaction pooler too).
  */
-async function enterSchema(client: PoolClient, configured: string | undefined) {
+async function enterSchema(client: PoolClient, configured: string | undefined, local = true) {
   const { rows } = await client.query(
     `select current_user as role, current_schema() as current,
             exists (select from pg_namespace where nspname = $1::text) as exists`,
@@ -124,8 +166,61 @@ async function enterSchema(client: PoolClient, configured: string | undefined) {
       );
     }
   }
-  await client.query("select set_config('search_path', $1::text, true)", [`"${schema}"`]);
+  await client.query("select set_config('search_path', $1::text, $2::boolean)", [
+    `"${schema}"`,
+    local,
+  ]);
   return { role, schema };
+}
+
+/**
+ * Runs a no-transaction migration statement by statement on one session that holds the
+ * migration lock (a session lock: no transaction stays open), then records it. False when
+ * another process applied it meanwhile.
+ */
+async function applyOutsideTransaction(
+  pool: Pool,
+  migration: Migration,
+  schema: string,
+  known: readonly Migration[],
+): Promise<boolean> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query("select pg_advisory_lock($1::bigint)", [MIGRATION_LOCK]);
+    try {
+      await enterSchema(client, schema, false);
+      const applied = await appliedIn(client, schema);
+      refuseNewerSchema(applied, known);
+      if (applied.some((a) => a.id === migration.id)) return false;
+      for (const statement of splitStatements(migration.sql)) {
+        try {
+          await client.query(statement);
+        } catch (err) {
+          if (isPrivilegeError(err)) throw err;
+          throw new DatabaseError(`migration ${migration.name} failed`, { cause: err });
+        }
+      }
+      await client.query(
+        "insert into hookrelay_migrations (id, name) values ($1::integer, $2::text)",
+        [migration.id, migration.name],
+      );
+      return true;
+    } finally {
+      // (a connection lost here releases the lock with the session: it is not reused)
+      await client
+        .query("select pg_advisory_unlock($1::bigint); reset search_path")
+        .catch((err: Error) => {
+          broken ??= err;
+        });
+    }
+  } catch (err) {
+    broken = err as Error;
+    throw err;
+  } finally {
+    // a session whose statement failed may be left in any state: not back into the pool
+    client.release(broken);
+  }
 }
 
 /**
@@ -135,7 +230,7 @@ async function enterSchema(client: PoolClient, configured: string | undefined) {
  * already current is only read: a role with no right to change it may call this.
  */
 export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise<string[]> {
-  const migrations = await loadMigrations();
+  const migrations = await loadMigrations(options.migrationsDir);
   let where = { role: "?", schema: options.schema ?? "?" };
   try {
     const pending = await withTransaction(pool, async (client) => {
@@ -159,6 +254,11 @@ export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise
     });
     const applied: string[] = [];
     for (const migration of pending) {
+      if (!migration.transactional) {
+        if (await applyOutsideTransaction(pool, migration, where.schema, migrations))
+          applied.push(migration.name);
+        continue;
+      }
       const done = await withTransaction(pool, async (client) => {
         await client.query("select pg_advisory_xact_lock($1::bigint)", [MIGRATION_LOCK]);
         await enterSchema(client, where.schema);

@@ -1,5 +1,12 @@
 /**
- * Retention: old history is deleted in small batches (each its own short statement, found
+ * Retention: attempts go a whole partition at a time (src/ops/attempt-partitions.ts,
+ * docs/history.md): a period is dropped once every id it can hold is older than the age,
+ * so an attempt is kept between attemptsMs and attemptsMs + one partition interval, and
+ * dropping a day costs the same whatever it holds. What no period drop can take is
+ * deleted in small batches: rows of the legacy partition (written before the layout),
+ * rows of the default partition, and rows written with a created_at older than their id.
+ *
+ * The rest of the history is deleted in small batches (each its own short statement, found
  * through BRIN or partial indexes), so a purge of millions of rows never holds locks that
  * stall the queue. Only finished work is touched: a message goes only when none of its
  * deliveries is still pending, retrying, in flight or dead-lettered.
@@ -17,6 +24,8 @@
  */
 import type { RetentionConfig } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
+import { LEGACY_ATTEMPT_ID_END } from "../db/sql/attempt-ids.ts";
+import { type DroppedPartition, dropAttemptPartitionsBefore } from "./attempt-partitions.ts";
 
 export interface PurgeProgress {
   what: "attempts" | "dead_letters" | "messages";
@@ -31,8 +40,20 @@ const PURGES: ReadonlyArray<{
   {
     what: "attempts",
     age: (r) => r.attemptsMs,
-    sql: `delete from attempts where ctid = any (array(
-            select ctid from attempts
+    // The rows no partition drop takes (the module comment): the legacy partition's by
+    // its BRIN index on created_at; rows whose created_at is older than their id, through
+    // each period's partial index (migration 0026); the default partition's. Never the
+    // rows of a period partition whose id says they are older than the age: those wait for
+    // their partition's drop. By id: ctid is not unique across partitions.
+    sql: `delete from attempts where id = any (array(
+            select id from attempts
+            where id < ${LEGACY_ATTEMPT_ID_END} and created_at < now() - $1::bigint * interval '1 millisecond'
+            union
+            select id from attempts
+            where id >= ${LEGACY_ATTEMPT_ID_END} and created_at < now() - $1::bigint * interval '1 millisecond'
+              and created_at < hookrelay_attempt_time(id - 7549747200)
+            union
+            select id from attempts_default
             where created_at < now() - $1::bigint * interval '1 millisecond'
             limit $2::integer))`,
   },
@@ -82,8 +103,14 @@ export async function purgeExpiredUntil(
   retention: RetentionConfig,
   until: number,
   onProgress?: (p: PurgeProgress) => void,
-): Promise<{ deleted: PurgeTotals; done: boolean }> {
+): Promise<{ deleted: PurgeTotals; done: boolean; droppedPartitions: DroppedPartition[] }> {
   const deleted = { attempts: 0, dead_letters: 0, messages: 0 };
+  // the database's clock, as the deletes below use
+  const { rows } = await pool.query<{ cutoff: Date }>(
+    "select now() - $1::bigint * interval '1 millisecond' as cutoff",
+    [retention.attemptsMs],
+  );
+  const droppedPartitions = await dropAttemptPartitionsBefore(pool, rows[0]!.cutoff.getTime());
   for (const purge of PURGES) {
     for (;;) {
       const { rowCount } = await pool.query(purge.sql, [purge.age(retention), retention.batch]);
@@ -91,8 +118,8 @@ export async function purgeExpiredUntil(
       deleted[purge.what] += n;
       if (n > 0) onProgress?.({ what: purge.what, deleted: deleted[purge.what] });
       if (n < retention.batch) break;
-      if (Date.now() >= until) return { deleted, done: false };
+      if (Date.now() >= until) return { deleted, done: false, droppedPartitions };
     }
   }
-  return { deleted, done: true };
+  return { deleted, done: true, droppedPartitions };
 }
