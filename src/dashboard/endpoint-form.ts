@@ -185,7 +185,7 @@ function select(name: string, label: string, options: [string, string][], curren
 
 const METHODS: [string, string][] = [
   ["POST", "POST (the payload in the body)"],
-  ["GET", "GET (no body: the URL carries the values)"],
+  ["GET", "GET (no body: values in the URL)"],
   ["PUT", "PUT"],
 ];
 const BODY_FORMATS: [string, string][] = [
@@ -193,7 +193,7 @@ const BODY_FORMATS: [string, string][] = [
   ["form", "Form-encoded top-level fields"],
 ];
 const MISSING_FIELDS: [string, string][] = [
-  ["fail", "Fail the delivery (dead letter: missing_field)"],
+  ["fail", "Fail it (dead letter: missing_field)"],
   ["empty", "Send the placeholder empty"],
 ];
 const ON_FAILURE: [string, string][] = [

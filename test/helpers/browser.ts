@@ -58,12 +58,57 @@ declare const document: {
   documentElement: { scrollWidth: number; clientWidth: number };
 };
 
-/** Resolves when every chart on the page is drawn (or failed). */
+/** Resolves when every chart on the page is drawn, empty (said in words) or failed. */
 export async function chartsDrawn(page: Page): Promise<void> {
   await page.waitForFunction(() =>
     Array.from(document.querySelectorAll("[data-chart]")).every((el) =>
-      ["drawn", "error"].includes(el.getAttribute("data-state") ?? ""),
+      ["drawn", "empty", "error"].includes(el.getAttribute("data-state") ?? ""),
     ),
+  );
+}
+
+/** What chartMarks reads of a chart: its canvas and uPlot's plot area over it. */
+interface ChartElement {
+  querySelector(selector: string): BoxElement | null;
+}
+interface BoxElement {
+  getBoundingClientRect(): { left: number; top: number; width: number; height: number };
+}
+interface CanvasElement extends BoxElement {
+  width: number;
+  getContext(kind: "2d"): {
+    getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> };
+  };
+}
+
+/**
+ * Waits until every chart on the page is drawn; returns, per chart, how many pixels of its
+ * plot area are drawn in colour: a series' line or point marker (the grid, the axes and the
+ * background are grey, white or black). 0 for a chart without a canvas.
+ */
+export async function chartMarks(page: Page): Promise<number[]> {
+  await chartsDrawn(page);
+  return page.evaluate(() =>
+    Array.from(document.querySelectorAll("[data-chart]")).map((chart) => {
+      const el = chart as unknown as ChartElement;
+      const canvas = el.querySelector("canvas") as CanvasElement | null;
+      const over = el.querySelector(".u-over");
+      if (!canvas || !over) return 0;
+      const c = canvas.getBoundingClientRect();
+      const o = over.getBoundingClientRect();
+      const scale = canvas.width / c.width;
+      const x = Math.round((o.left - c.left) * scale);
+      const y = Math.round((o.top - c.top) * scale);
+      const w = Math.max(1, Math.round(o.width * scale));
+      const h = Math.max(1, Math.round(o.height * scale));
+      const px = canvas.getContext("2d").getImageData(x, y, w, h).data;
+      let coloured = 0;
+      for (let i = 0; i < px.length; i += 4) {
+        const [r, g, b, a] = [px[i]!, px[i + 1]!, px[i + 2]!, px[i + 3]!];
+        if (a > 100 && Math.max(r, g, b) - Math.min(r, g, b) > 60) coloured++;
+      }
+      return coloured;
+    }),
   );
 }
 

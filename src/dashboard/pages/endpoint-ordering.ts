@@ -60,7 +60,7 @@ export function blockedKeysTable(
 <thead><tr><th>Key</th><th>Head message</th><th>Why</th><th>Since</th><th class="num">Waiting</th>${actions ? html`<th>Actions</th>` : ""}</tr></thead>
 <tbody>${keys.map(
     (k) => html`<tr data-delivery="${k.deliveryId}">
-  <td>${k.wholeEndpoint ? html`<span class="muted">(whole endpoint)</span>` : html`<code>${k.key}</code>`}</td>
+  <td class="key${!k.wholeEndpoint && k.key.length > 32 ? " long" : ""}">${k.wholeEndpoint ? html`<span class="muted">(whole endpoint)</span>` : html`<code>${k.key}</code>`}</td>
   <td><a href="${messageHref(k.msgId)}"><code>${k.msgId}</code></a> <span class="muted">${k.deliveryId}</span></td>
   <td class="text">${blockedWhy(k)}</td>
   <td>${time(k.since)} <span class="muted">(${since(k.since)} ago)</span></td>

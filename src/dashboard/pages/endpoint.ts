@@ -14,6 +14,7 @@ import { notFound } from "../../api/errors.ts";
 import { answerError, type InProcessResult } from "../../api/in-process.ts";
 import type { WhileDisabled } from "../../config.ts";
 import { whileDisabledOf, whileDisabledText } from "../../domain/while-disabled.ts";
+import { chartHours } from "../chart-ranges.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import { deliveryFacts } from "../endpoint-form.ts";
@@ -24,9 +25,9 @@ import { sendPage } from "../layout.ts";
 import { clippedText } from "../payload-view.ts";
 import { ownKey, queryStrings } from "../query.ts";
 import { endpointAppId } from "../sql/message-lookup.ts";
+import { endpointChartsSection } from "./endpoint-charts.ts";
 import { blockedKeysSection } from "./endpoint-ordering.ts";
 import { replaySection } from "./endpoint-replay.ts";
-import { chartHours, chartSrc, rangeLinks } from "./overview.ts";
 
 /**
  * What an action did, by the code in ?done= (never free text from the URL); `whileDisabled`
@@ -207,14 +208,7 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
   })}
 </div></section>
 ${blocked}
-<section aria-labelledby="h-charts"><h2 id="h-charts">${hours === 1 ? "Last hour" : `Last ${hours} hours`}</h2>
-${rangeLinks(["endpoints", id], hours, deps.config.health.windowMs)}
-<div class="charts">
-  <figure class="chart"><h3>Latency p50 / p95 / p99 per bucket</h3>
-    <div data-chart="latency" data-src="${chartSrc(hours, { endpoint_id: id })}" role="img" aria-label="Latency percentiles of this endpoint over ${hours} hours"></div></figure>
-  <figure class="chart"><h3>Attempts per bucket by status class</h3>
-    <div data-chart="status" data-src="${chartSrc(hours, { endpoint_id: id })}" role="img" aria-label="Attempts of this endpoint by status class over ${hours} hours"></div></figure>
-</div></section>
+${endpointChartsSection(id, hours, deps.config.health.windowMs)}
 ${
   dl &&
   html`<section aria-labelledby="h-dead"><h2 id="h-dead">Dead letters</h2>

@@ -5,53 +5,31 @@
  */
 import type { FastifyInstance } from "fastify";
 import type { AlertsResponse, HealthSummaryResponse } from "../../api/health-responses.ts";
+import { bucketText, chartHours, chartQuery, rangeLinksTo, rangeText } from "../chart-ranges.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { age, badge, count, ms, ownApp, percent } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
-import { queryStrings } from "../query.ts";
 import { type EndpointTableRow, endpointTable } from "../sql/endpoint-table.ts";
-
-/** The chart ranges a page offers (?hours=), with the bucket each uses. */
-const RANGES: Record<number, number> = { 1: 1, 6: 5, 24: 5 };
-
-/** The ranges the latency window holds (HOOKRELAY_LATENCY_WINDOW_MS; the API's limit). */
-const rangesWithin = (windowMs: number): number[] => {
-  const within = Object.keys(RANGES)
-    .map(Number)
-    .filter((h) => h * 3_600_000 <= windowMs);
-  return within.length > 0 ? within : [1];
-};
-
-/** The range a page's ?hours= asks for: 1, 6 or 24, else the longest the window holds. */
-export const chartHours = (query: unknown, windowMs: number): number => {
-  const hours = Number(queryStrings(query).hours);
-  const offered = rangesWithin(windowMs);
-  return offered.includes(hours) ? hours : offered[offered.length - 1]!;
-};
 
 /** Links to the other ranges of the same page. */
 export function rangeLinks(path: readonly string[], hours: number, windowMs: number): Html {
-  return html`<p class="ranges">Range: ${rangesWithin(windowMs).map((h) =>
-    Number(h) === hours
-      ? html`<strong aria-current="true">${h} h</strong> `
-      : html`<a href="${dashboardPath(path, { hours: h })}">${h} h</a> `,
-  )}</p>`;
+  return rangeLinksTo((h) => dashboardPath(path, { hours: h }), hours, windowMs);
 }
 
 /** The chart source URL of a scope and range. */
 export const chartSrc = (hours: number, query: Record<string, string> = {}) =>
-  dashboardPath(["chart-data"], { hours, bucket_minutes: RANGES[hours] ?? 5, ...query });
+  dashboardPath(["chart-data"], { ...chartQuery(hours), ...query });
 
 /** The chart panels of one scope (the overview's: everything the principal sees). */
 export function chartPanels(hours: number): Html {
   const src = chartSrc(hours);
-  const per = RANGES[hours] === 1 ? "minute" : `${RANGES[hours]} minutes`;
+  const per = bucketText(hours);
   return html`<div class="charts">
-  <figure class="chart"><h3>Attempts per minute by outcome (${hours} h)</h3>
-    <div data-chart="outcomes" data-src="${src}" role="img" aria-label="Attempts per minute by outcome over ${hours} hours"></div></figure>
-  <figure class="chart"><h3>Attempt latency p50 / p95 / p99 per ${per} (${hours} h)</h3>
-    <div data-chart="latency" data-src="${src}" role="img" aria-label="Attempt latency percentiles over ${hours} hours"></div></figure>
+  <figure class="chart"><h3>Attempts per minute by outcome (${rangeText(hours)})</h3>
+    <div data-chart="outcomes" data-src="${src}" role="img" aria-label="Attempts per minute by outcome, ${rangeText(hours)}"></div></figure>
+  <figure class="chart"><h3>Attempt latency p50 / p95 / p99 in ms, per ${per} (${rangeText(hours)})</h3>
+    <div data-chart="latency" data-src="${src}" role="img" aria-label="Attempt latency percentiles in milliseconds, ${rangeText(hours)}"></div></figure>
 </div>`;
 }
 
@@ -127,7 +105,7 @@ export function registerOverviewPage(
       body: html`<h1>Overview</h1>
 <section aria-labelledby="h-summary"><h2 id="h-summary">Health</h2>${summaryCards(summary, dashboardPath([], { hours }))}</section>
 <section aria-labelledby="h-alerts"><h2 id="h-alerts">Open alerts</h2>${alertList(alerts.data)}</section>
-<section aria-labelledby="h-charts"><h2 id="h-charts">${hours === 1 ? "Last hour" : `Last ${hours} hours`}</h2>${rangeLinks([], hours, windowMs)}${chartPanels(hours)}</section>
+<section aria-labelledby="h-charts"><h2 id="h-charts">${rangeText(hours).replace("l", "L")}</h2>${rangeLinks([], hours, windowMs)}${chartPanels(hours)}</section>
 <section aria-labelledby="h-slow"><h2 id="h-slow">Slowest endpoints (p95)</h2>${shortEndpointTable(
         slow.rows.filter((r) => r.p95_ms !== null),
         maskUrl,

@@ -8,10 +8,11 @@
  *   POST /portal/endpoints/{ep}/secret          reveal the signing secret (a page, never cached)
  *   POST /portal/endpoints/{ep}/secret/rotate
  *   POST /portal/endpoints/{ep}/test            send a test event (send-example) to it only
- *   GET  /portal/endpoints/{ep}/chart-data      the latency chart's buckets
+ *   GET  /portal/endpoints/{ep}/chart-data      the latency chart's buckets (?hours=1, 6 or 24)
  */
 import type { FastifyInstance } from "fastify";
 import { answerId } from "../../api/in-process.ts";
+import { chartHours, chartQuery } from "../../dashboard/chart-ranges.ts";
 import { endpointBodyOfForm } from "../../dashboard/endpoint-form.ts";
 import { field } from "../../dashboard/form-body.ts";
 import { html } from "../../dashboard/html.ts";
@@ -153,12 +154,14 @@ ${
         appId: session.appId,
         endpointId: request.params.endpointId,
       });
-      // passed on as it is (the chart reads it)
-      const buckets = await deps.api(
-        session,
-        "GET",
-        `/api/v1/stats/buckets?endpoint_id=${encodeURIComponent(e.id)}`,
-      );
+      // the page's range (?hours=1, 6 or 24) in its bucket; passed on as it is (the chart reads it)
+      const range = chartQuery(chartHours(request.query, deps.config.health.windowMs));
+      const query = new URLSearchParams({
+        endpoint_id: e.id,
+        hours: String(range.hours),
+        bucket_minutes: String(range.bucket_minutes),
+      });
+      const buckets = await deps.api(session, "GET", `/api/v1/stats/buckets?${query}`);
       return reply.header("cache-control", "no-store").send(buckets);
     },
   );

@@ -10,9 +10,9 @@
  *   GET  /portal/endpoints/{ep}/edit     the edit form (src/dashboard/endpoint-form.ts)
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
-import type { EndpointHealthResponse } from "../../api/health-responses.ts";
 import { answerId } from "../../api/in-process.ts";
 import type { AttemptPageResponse, EndpointResponse } from "../../api/response-schemas.ts";
+import { chartHours } from "../../dashboard/chart-ranges.ts";
 import {
   CATALOG_QUERY,
   type CatalogEntry,
@@ -33,6 +33,7 @@ import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
 import type { PortalSession } from "../session.ts";
 import { badge, eventTypesText, ms, percent, when } from "../views.ts";
+import { endpointHealthSection } from "./endpoint-health-view.ts";
 import { portalBlockedKeysSection } from "./endpoint-ordering.ts";
 import { portalReplaySection } from "./endpoint-replay.ts";
 
@@ -213,6 +214,7 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
     async (request, reply) => {
       const session = sessionOf(request);
       const ep = request.params.endpointId;
+      const hours = chartHours(request.query, deps.config.health.windowMs);
       const e = await deps.read(session, "/api/v1/app/:appId/endpoint/:endpointId", {
         appId: session.appId,
         endpointId: ep,
@@ -240,7 +242,7 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
         body: endpointDetail(
           session,
           e,
-          h,
+          endpointHealthSection(e.id, h, hours, deps.config.health.windowMs),
           attempts.data,
           types,
           redactor.url,
@@ -299,7 +301,7 @@ const hasEd25519 = (e: EndpointResponse) =>
 function endpointDetail(
   session: PortalSession,
   e: EndpointResponse,
-  h: EndpointHealthResponse,
+  health: Html,
   attempts: AttemptPageResponse["data"],
   types: CatalogEntry[],
   redactUrl: (url: string) => string,
@@ -326,18 +328,7 @@ ${e.disabled ? actionButton(session, path("enable"), "Enable") : actionButton(se
 ${actionButton(session, path("delete"), "Delete", { danger: true, confirm: "Delete this endpoint? Its deliveries stop." })}
 </div>`
 }
-<h2>Health (last 24 h)</h2>
-<div class="cards">
-<div class="card"><span class="label">Success rate</span><span class="value">${percent(h.latency.successRate)}</span></div>
-<div class="card"><span class="label">p50</span><span class="value">${ms(h.latency.p50Ms)}</span></div>
-<div class="card lead"><span class="label">p95</span><span class="value">${ms(h.latency.p95Ms)}</span></div>
-<div class="card"><span class="label">p99</span><span class="value">${ms(h.latency.p99Ms)}</span></div>
-<div class="card"><span class="label">Attempts</span><span class="value">${h.latency.samples}</span></div>
-<div class="card"><span class="label">Circuit</span><span class="value" data-circuit="${h.circuit.state}">${badge(h.circuit.state)}</span></div>
-<div class="card"><span class="label">Pending</span><span class="value">${h.queue.pending}</span></div>
-<div class="card"><span class="label">Failed for good</span><span class="value">${h.queue.deadLetter}</span></div>
-</div>
-<div class="charts"><div class="chart"><h3>Latency</h3><div data-chart="latency" data-src="${path("chart-data")}"></div></div></div>
+${health}
 <h2>Signing secret</h2>
 <p>Verify every request with ${
     hasHmac(e) && hasEd25519(e)
