@@ -14,6 +14,7 @@ import { makePool, type Pool, type Queryable, unnamedQueries } from "./db/pool.t
 import { appIdsByIdOrUid } from "./db/queries/applications.ts";
 import { schemaNameOf } from "./db/schema-name.ts";
 import { HookRelayError } from "./errors.ts";
+import { formatTraceparent, parseTraceparent } from "./lib/traceparent.ts";
 import { isName, NAME_RULE } from "./names.ts";
 import { type EnqueueResult, enqueueMessage } from "./queue/enqueue-message.ts";
 
@@ -50,6 +51,12 @@ export interface SendMessage {
   deliverAt?: Date;
   /** deliveries with the same key go out one at a time per endpoint, in send order (1-128 characters) */
   orderingKey?: string;
+  /**
+   * The W3C traceparent of the operation that sends it: its deliveries' attempt spans
+   * continue that trace, and endpoints with propagateTrace on send the receiver a child of
+   * it (docs/telemetry.md). A malformed one is ignored (the message is still sent).
+   */
+  traceparent?: string;
 }
 
 export class HookRelay {
@@ -125,6 +132,7 @@ export class HookRelay {
         tags: message.tags,
         deliverAt: message.deliverAt,
         orderingKey: message.orderingKey,
+        traceparent: producerTraceparent(message.traceparent),
       },
       this.#maxAttempts,
       { schema: this.#schema, whileDisabled: this.#whileDisabled },
@@ -134,4 +142,10 @@ export class HookRelay {
   async close(): Promise<void> {
     if (this.#ownsPool) await this.#pool.end();
   }
+}
+
+/** The producer's traceparent in version-00 form; null when absent or malformed (ignored). */
+function producerTraceparent(header: string | undefined): string | null {
+  const tp = parseTraceparent(header);
+  return tp === null ? null : formatTraceparent(tp);
 }

@@ -6,6 +6,7 @@
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import type { OperationalTarget } from "../domain/operational-events.ts";
+import type { Tracing } from "../ops/tracing.ts";
 import type { EnqueueBatcher } from "../queue/enqueue-batcher.ts";
 import type { Redactor } from "../security/redact.ts";
 import type { SecretBox } from "../security/secret-box.ts";
@@ -24,4 +25,9 @@ export interface ApiContext {
   batcher: EnqueueBatcher;
   /** where endpoint events go (docs/operational-webhooks.md); null or absent: off */
   operational?: OperationalTarget | null;
+  /**
+   * ingest spans and the producer's traceparent (docs/telemetry.md); absent: tracing off,
+   * a malformed traceparent still counted in the metrics (buildApi's default)
+   */
+  tracing?: Tracing;
 }

@@ -7,6 +7,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "../logger.ts";
 import type { Metrics } from "../ops/metrics.ts";
+import { makeDisabledTracing } from "../ops/tracing.ts";
 import { registerApiRoutes } from "./api-routes.ts";
 import type { Authenticate } from "./auth.ts";
 import type { ApiContext } from "./context.ts";
@@ -57,7 +58,10 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   app.setNotFoundHandler(notFound);
   if (options.docs !== false) await registerDocs(app);
   await registerApiRoutes(app, {
-    ctx: apiContext(options),
+    ctx: {
+      ...apiContext(options),
+      tracing: options.tracing ?? makeDisabledTracing(options.metrics.tracing),
+    },
     metrics: options.metrics,
     authenticate: options.authenticate,
     calls: options.calls ?? makeInProcessCalls(() => app),
@@ -75,5 +79,6 @@ export function apiContext(options: ApiContext): ApiContext {
     redactor: options.redactor,
     batcher: options.batcher,
     operational: options.operational ?? null,
+    ...(options.tracing && { tracing: options.tracing }),
   };
 }

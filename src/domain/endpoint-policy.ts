@@ -326,6 +326,26 @@ export const ENDPOINT_POLICY = [
       help: "block: the key waits for an operator; skip: the next of the key goes",
     },
   },
+  {
+    api: "propagateTrace",
+    column: "propagate_trace",
+    sqlType: "text",
+    values: ["off", "on"],
+    description:
+      "Whether each attempt sends the receiver a W3C traceparent header (on: the attempt's own span context, in the trace of the message's traceparent when the producer gave one; off: no header). See docs/telemetry.md.",
+    default: null,
+    nullMeans: "off",
+    put: "reset",
+    cli: {
+      flag: "--propagate-trace <off|on>",
+      value: "choice",
+      help: "on: send the receiver a traceparent header continuing the message's trace",
+    },
+    form: {
+      label: "Propagate trace",
+      help: "on: each attempt sends a traceparent header (docs/telemetry.md)",
+    },
+  },
 ] as const satisfies readonly PolicyField[];
 
 type Entry = (typeof ENDPOINT_POLICY)[number];

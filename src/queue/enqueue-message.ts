@@ -46,6 +46,11 @@ export interface NewMessage {
    * order the messages were accepted (docs/delivery.md, "Ordering"). Null: unordered.
    */
   orderingKey?: string | null;
+  /**
+   * The W3C traceparent its deliveries continue (docs/telemetry.md, "Traces"), already
+   * checked (lib/traceparent.ts). Null: none.
+   */
+  traceparent?: string | null;
 }
 
 export interface EnqueueResult {
@@ -69,6 +74,7 @@ interface EnqueueParams {
   deliverAts: (Date | null)[];
   retentionsMs: (number | null)[];
   orderingKeys: (string | null)[];
+  traceparents: (string | null)[];
   defaultMaxAttempts: number;
   defaultWhileDisabled: WhileDisabled;
 }
@@ -98,20 +104,20 @@ with input as (
   select *
   from unnest($ids::text[], $appIds::text[], $eventTypes::text[], $eventIds::text[],
               $payloads::text[], $channels::text[], $tags::text[], $deliverAts::timestamptz[],
-              $retentionsMs::bigint[], $orderingKeys::text[])
+              $retentionsMs::bigint[], $orderingKeys::text[], $traceparents::text[])
     with ordinality as i(id, app_id, event_type, event_id, payload, channels, tags, deliver_at, retention_ms,
-                         ordering_key, n)
+                         ordering_key, traceparent, n)
 ),
 msg as (
   insert into ${t(schema)}messages (id, app_id, event_type, event_id, payload, channels, tags, expires_at,
-                                    ordering_key)
+                                    ordering_key, traceparent)
   select i.id, i.app_id, i.event_type, i.event_id, i.payload,
          case when i.channels is null then null
               else array(select jsonb_array_elements_text(i.channels::jsonb)) end,
          case when i.tags is null then null
               else array(select jsonb_array_elements_text(i.tags::jsonb)) end,
          now() + i.retention_ms * interval '1 millisecond',
-         i.ordering_key
+         i.ordering_key, i.traceparent
   from input i
   order by i.n
   on conflict (app_id, event_id) do nothing
@@ -215,6 +221,7 @@ export async function writeMessages(
       deliverAts: messages.map((m) => m.deliverAt ?? null),
       retentionsMs: messages.map((m) => m.retentionMs ?? null),
       orderingKeys: messages.map((m) => m.orderingKey ?? null),
+      traceparents: messages.map((m) => m.traceparent ?? null),
       defaultMaxAttempts,
       defaultWhileDisabled: whileDisabled,
     }),

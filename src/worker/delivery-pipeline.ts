@@ -10,11 +10,17 @@
  * claim how many rows still have no result: the last one's result ends the claim's lease
  * (`finishesClaim`). `abandon()` is the drain's (drain.ts): every attempt still running is
  * aborted and marked released, so its result is never recorded and its row is handed back.
+ *
+ * Each attempt has a trace span (attempt-tracer.ts), started before prepare so that an
+ * endpoint that propagates the trace gets the span's traceparent in its request, and ended
+ * with the outcome (none for a released or crashed attempt).
  */
 import { type AbortHandle, type TransportRegistry, transportFor } from "../delivery/transport.ts";
+import type { AttemptOutcome } from "../domain/attempt-outcome.ts";
 import { ErrorKind } from "../domain/retry-policy.ts";
 import type { Logger } from "../logger.ts";
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
+import { type AttemptTracer, NO_TRACING } from "./attempt-tracer.ts";
 import type { AttemptRecorder } from "./record-attempt.ts";
 
 export interface DeliveryPipeline {
@@ -49,10 +55,13 @@ export function makeDeliveryPipeline(deps: {
   recorder: AttemptRecorder;
   logger: Pick<Logger, "error" | "warn">;
   leaseMarginMs: number;
+  /** each attempt's trace span; default NO_TRACING */
+  tracer?: AttemptTracer;
   /** a row left the pipeline (a slot is free) */
   onSettled?: () => void;
 }): DeliveryPipeline {
   const { transports, recorder, logger } = deps;
+  const tracer = deps.tracer ?? NO_TRACING;
   const running = new Map<number, Running>();
   /** per claim token: how many of its rows have no result handed to the recorder yet */
   const openClaims = new Map<string, number>();
@@ -70,6 +79,10 @@ export function makeDeliveryPipeline(deps: {
 
   async function deliver(entry: Running): Promise<void> {
     const { claim } = entry;
+    // what the span ends with: stays null unless an outcome is recorded
+    let traced: AttemptOutcome | null = null;
+    const span = tracer.start(claim);
+    if (span !== null && claim.propagateTrace) claim.sendTraceparent = span.traceparent;
     try {
       const transport = transportFor(transports, claim);
       const abort = transport.newAbort();
@@ -85,16 +98,19 @@ export function makeDeliveryPipeline(deps: {
           { err: prepared.error, endpointId: claim.endpointId, deliveryId: claim.id },
           prepared.note,
         );
+        traced = prepared.outcome;
         recorder.record(claim, entry.token, prepared.outcome, finishOne(entry.token));
         return;
       }
       const outcome = await transport.send(prepared.request, abort);
       // Aborted by the drain deadline: released by the drain, not counted as an attempt.
       if (entry.released) return;
+      traced = outcome;
       recorder.record(claim, entry.token, outcome, finishOne(entry.token), prepared.shown);
     } catch (err) {
       logger.error({ err, deliveryId: claim.id }, "delivery crashed; its lease will bring it back");
     } finally {
+      span?.end(traced);
       if (!entry.released) running.delete(claim.id);
       deps.onSettled?.();
     }

@@ -9,6 +9,7 @@ import {
 } from "../../db/queries/messages.ts";
 import { EXPUNGED_PAYLOAD_SHOWN, isExpunged } from "../../domain/expunged-payload.ts";
 import { ID_PREFIX } from "../../ids.ts";
+import { makeDisabledTracing } from "../../ops/tracing.ts";
 import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../context.ts";
 import { badRequest, isNotFound, notFound } from "../errors.ts";
@@ -97,7 +98,9 @@ export function messageOut(r: MessageRow, slots: RawSlots, withContent: boolean)
   };
 }
 
-export function registerMessageRoutes(app: FastifyInstance, { pool, batcher }: ApiContext): void {
+export function registerMessageRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { pool, batcher } = ctx;
+  const tracing = ctx.tracing ?? makeDisabledTracing();
   app.post<{ Params: { appId: string }; Body: MessageIn; Querystring: { with_content: boolean } }>(
     "/app/:appId/msg",
     {
@@ -126,17 +129,30 @@ export function registerMessageRoutes(app: FastifyInstance, { pool, batcher }: A
       const payload = rawMember(request.rawBody ?? "", "payload") ?? JSON.stringify(body.payload);
       const deliverAt = timeInput(body.deliverAt, "deliverAt");
       const retentionMs = retentionInput(body.payloadRetentionPeriod, body.payloadRetentionHours);
-      const result = await batcher.enqueue({
-        appId,
-        eventType: body.eventType,
-        payload,
-        eventId: body.eventId,
-        channels: body.channels,
-        tags: body.tags,
-        deliverAt,
-        retentionMs,
-        orderingKey: body.orderingKey,
-      });
+      // the producer's trace context (W3C traceparent): a malformed one is ignored, and
+      // counted; the ingest span continues it (docs/telemetry.md)
+      const span = tracing.startIngest(
+        { appId, eventType: body.eventType },
+        tracing.producerParent(request.headers.traceparent),
+      );
+      const result = await batcher
+        .enqueue({
+          appId,
+          eventType: body.eventType,
+          payload,
+          eventId: body.eventId,
+          channels: body.channels,
+          tags: body.tags,
+          deliverAt,
+          retentionMs,
+          orderingKey: body.orderingKey,
+          traceparent: span.traceparent,
+        })
+        .catch((err: unknown) => {
+          span.end(null, err);
+          throw err;
+        });
+      span.end(result.messageId);
       const slots = rawSlots();
       // A new message is answered from what was just written; a repeated eventId with the
       // original message as stored.

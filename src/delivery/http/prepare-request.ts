@@ -190,6 +190,8 @@ export function makeRequestPreparer(deps: {
         "webhook-signature": signatureHeader(keys, claim.messageId, timestamp, body ?? ""),
       };
       if (contentType !== null) headers["content-type"] = contentType;
+      // the attempt's trace context, when the endpoint propagates it (docs/telemetry.md)
+      if (claim.sendTraceparent) headers.traceparent = claim.sendTraceparent;
       return {
         ok: true,
         request: {
