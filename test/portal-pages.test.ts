@@ -160,13 +160,15 @@ describe("what a customer reads", () => {
     const page = await c.get(`/portal/endpoints/${ep}`);
     const card = (label: string) =>
       new RegExp(
-        `<span class="label">${label}</span><span class="value"[^>]*>([^<]*(?:<span[^>]*>[^<]*</span>)?)</span>`,
+        `<div class="label">${label}</div><div class="value">([^<]*(?:<span[^>]*><span[^>]*>[^<]*</span></span>)?)</div>`,
       ).exec(page.body)?.[1];
     expect(card("Success rate")).toBe("92.5 %");
     expect(card("p95")).toBe("345 ms");
-    expect(card("Circuit")).toBe('<span class="badge open">open</span>');
+    expect(card("Circuit")).toBe(
+      '<span data-circuit="open"><span class="badge open">open</span></span>',
+    );
     expect(page.body).toContain(
-      `data-chart="latency" data-src="/portal/endpoints/${ep}/chart-data"`,
+      `data-chart="latency" data-src="/portal/endpoints/${ep}/chart-data?hours=24&amp;bucket_minutes=5"`,
     );
     const chart = await c.get(`/portal/endpoints/${ep}/chart-data`);
     expect(chart.statusCode).toBe(200);
