@@ -39,7 +39,6 @@ import {
   purgeIdempotencyKeys,
 } from "./ops/maintenance.ts";
 import { makeMetrics } from "./ops/metrics.ts";
-import { makeTracing, type Tracing } from "./ops/tracing.ts";
 import { ensureOperationalEndpoint } from "./ops/operational-webhook.ts";
 import { makeReplayRunner, type ReplayRunner } from "./ops/replay-runner.ts";
 import { purgeExpiredUntil } from "./ops/retention.ts";
@@ -336,8 +335,6 @@ export async function startRuntime(
     });
     // OpenTelemetry traces: off (and the SDK not loaded) unless configured (docs/telemetry.md)
     tracing = await makeTracing(config.tracing, metrics.tracing, logger);
-    // OpenTelemetry traces: off (and the SDK not loaded) unless configured (docs/telemetry.md)
-    tracing = await makeTracing(config.tracing, metrics.tracing, logger);
     if (roles.api) {
       if (!config.adminKey) generatedAdminKey = await starting(() => ensureFirstAdminKey(pool));
       batcher = makeEnqueueBatcher(pool, config.delivery.maxAttempts, {
@@ -393,7 +390,6 @@ export async function startRuntime(
         config: { ...config, worker: { ...config.worker, pollIntervalMs: mode.pollIntervalMs } },
         logger: logger.child({ component: "worker" }),
         telemetry: metrics.worker,
-        tracer: tracing.attempts,
         tracer: tracing.attempts,
         secretBox,
         redactor,

@@ -62,15 +62,6 @@ export interface OutboundDelivery {
    * attempt span's context) when the endpoint propagates the trace; absent: none.
    */
   sendTraceparent?: string | null;
-  /** the message's W3C traceparent (docs/telemetry.md, "Traces"); absent or null: none */
-  traceparent?: string | null;
-  /** the endpoint sends its receiver a traceparent header (policy propagateTrace on) */
-  propagateTrace?: boolean;
-  /**
-   * The traceparent header this attempt sends, set by the worker just before prepare (the
-   * attempt span's context) when the endpoint propagates the trace; absent: none.
-   */
-  sendTraceparent?: string | null;
   /** The endpoint's destination kind. Absent: "http". */
   destinationKind?: DestinationKind;
   /** a broker destination's password, sealed (null: none; HTTP endpoints have none) */

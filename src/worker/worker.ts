@@ -41,7 +41,6 @@ import type { SecretBox } from "../security/secret-box.ts";
 import { makeSsrfGuard, type SsrfGuard } from "../security/ssrf-guard.ts";
 import type { AttemptTracer } from "./attempt-tracer.ts";
 import { makeClaimLoop } from "./claim-loop.ts";
-import type { AttemptTracer } from "./attempt-tracer.ts";
 import { makeDeliveryPipeline } from "./delivery-pipeline.ts";
 import { drain } from "./drain.ts";
 import type { Liveness } from "./liveness.ts";
@@ -78,8 +77,6 @@ export interface WorkerOptions {
   logger: Logger;
   /** what the worker reports (metrics: ops/metrics.ts's `worker`); default nothing */
   telemetry?: WorkerTelemetry;
-  /** each attempt's trace span (ops/tracing.ts's `attempts`); default NO_TRACING */
-  tracer?: AttemptTracer;
   /** each attempt's trace span (ops/tracing.ts's `attempts`); default NO_TRACING */
   tracer?: AttemptTracer;
   /** opens signing secrets sealed at rest (makeSecretBox(undefined): stored plain) */
