@@ -54,12 +54,12 @@ interface Health {
   consecutive_failures: number;
   in_flight: number;
   paused_until: Date | null;
-  resume_room: number | null;
+  concurrency_limit: number | null;
 }
 
 async function health(endpointId: string): Promise<Health> {
   const { rows } = await h.db.pool.query(
-    `select circuit_state, consecutive_failures, in_flight, paused_until, resume_room
+    `select circuit_state, consecutive_failures, in_flight, paused_until, concurrency_limit
      from endpoint_health where endpoint_id = $1`,
     [endpointId],
   );
@@ -135,7 +135,7 @@ test("429 + Retry-After: 3 pauses the endpoint, resumes it one row at a time, ke
     expect(after).toMatchObject({
       circuit_state: "closed",
       consecutive_failures: 0,
-      resume_room: 1,
+      concurrency_limit: 1,
     });
     pauses.push(after.paused_until!.getTime());
     if (k === 0) for (let i = 1; i < MESSAGES; i++) msgIds.push(await send(appId));
@@ -153,7 +153,7 @@ test("429 + Retry-After: 3 pauses the endpoint, resumes it one row at a time, ke
   await waitFor(() => gates.has(LIMITED + 1) && gates.has(LIMITED + 2), 15_000, "two requests");
   await claimRan();
   expect(await inFlight(endpointId)).toBe(2);
-  expect((await health(endpointId)).resume_room).toBe(2);
+  expect((await health(endpointId)).concurrency_limit).toBe(2);
   // the health resource shows the room grown back so far
   const shown = await h.call("GET", `/api/v1/app/${appId}/endpoint/${endpointId}/health`);
   expect(shown.body.limits).toMatchObject({ maxInFlight: 10, resumeRoom: 2 });

@@ -259,11 +259,43 @@ export const endpointHealthResponse = {
         maxInFlight: count,
         /** resuming after a backpressure pause: the in-flight room grown back so far */
         resumeRoom: nullableNumber,
+        /** the adaptive in-flight limit (docs/adaptive-concurrency.md) */
+        concurrency: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            adaptive: { type: "boolean" },
+            current: count,
+            max: count,
+            reason: {
+              type: "string",
+              // health/concurrency-limit.ts's ConcurrencyReason
+              enum: [
+                "starting",
+                "growing",
+                "at_max",
+                "resuming",
+                "latency_rising",
+                "rate_limited",
+                "timeouts",
+              ],
+            },
+            since: nullableText,
+          },
+          required: ["adaptive", "current", "max", "reason", "since"],
+        },
         ratePerSecond: nullableNumber,
         ratePerMinute: nullableNumber,
         ratePerHour: nullableNumber,
       },
-      required: ["maxInFlight", "resumeRoom", "ratePerSecond", "ratePerMinute", "ratePerHour"],
+      required: [
+        "maxInFlight",
+        "resumeRoom",
+        "concurrency",
+        "ratePerSecond",
+        "ratePerMinute",
+        "ratePerHour",
+      ],
     },
   },
   required: [

@@ -23,7 +23,7 @@ export type PolicyDefaults = Pick<
   DeliveryDefaults,
   "timeoutMs" | "maxAttempts" | "retryBaseMs" | "retryCapMs" | "maxInFlight" | "whileDisabled"
 > &
-  Pick<HealthConfig, "failureThreshold" | "cooldownMs">;
+  Pick<HealthConfig, "failureThreshold" | "cooldownMs" | "adaptiveConcurrency">;
 
 /** The process defaults of a resolved configuration. */
 export function policyDefaultsOf(config: {
@@ -32,7 +32,7 @@ export function policyDefaultsOf(config: {
 }): PolicyDefaults {
   const { timeoutMs, maxAttempts, retryBaseMs, retryCapMs, maxInFlight, whileDisabled } =
     config.delivery;
-  const { failureThreshold, cooldownMs } = config.health;
+  const { failureThreshold, cooldownMs, adaptiveConcurrency } = config.health;
   return {
     timeoutMs,
     maxAttempts,
@@ -42,6 +42,7 @@ export function policyDefaultsOf(config: {
     whileDisabled,
     failureThreshold,
     cooldownMs,
+    adaptiveConcurrency,
   };
 }
 
@@ -344,6 +345,25 @@ export const ENDPOINT_POLICY = [
     form: {
       label: "Propagate trace",
       help: "on: each attempt sends a traceparent header (docs/telemetry.md)",
+    },
+  },
+  {
+    api: "adaptiveConcurrency",
+    column: "adaptive_concurrency",
+    sqlType: "text",
+    values: ["on", "off"],
+    description:
+      "Whether the endpoint's in-flight limit adapts to its answers (on: it grows while they come fast and well, and shrinks on 429s, timeouts and rising latency, always within maxInFlight) or is maxInFlight alone (off).",
+    default: defaultOf("adaptiveConcurrency", "HOOKRELAY_ADAPTIVE_CONCURRENCY"),
+    put: "reset",
+    cli: {
+      flag: "--adaptive-concurrency <on|off>",
+      value: "choice",
+      help: "on: its in-flight limit follows its answers within max-in-flight; off: max-in-flight alone",
+    },
+    form: {
+      label: "Adaptive concurrency",
+      help: "on: the in-flight limit follows its answers, within Max in flight",
     },
   },
 ] as const satisfies readonly PolicyField[];

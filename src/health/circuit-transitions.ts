@@ -27,7 +27,8 @@
  *
  * Backpressure answers (domain/backpressure.ts) are not failures: they neither count toward
  * the threshold nor decide a probe; they only pause the endpoint (paused_until) and start
- * its gradual resume (resume_room, read by the claim). Only the probe's own result moves a
+ * its gradual resume (the adaptive in-flight limit, health/concurrency-limit.ts, read by
+ * the claim). Only the probe's own result moves a
  * half-open circuit; results of requests that were already in flight when the circuit
  * opened update the failure count but no state. Every transition is written to
  * circuit_events (time, from, to, reason), apart from a lost probe's replacement (the
@@ -42,6 +43,7 @@ import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NOW_SQL } from "../db/sql/clock.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
+import { concurrencySet, concurrencyStepSql } from "./concurrency-limit.ts";
 
 export const CircuitState = { closed: "closed", open: "open", halfOpen: "half_open" } as const;
 export type CircuitState = (typeof CircuitState)[keyof typeof CircuitState];
@@ -125,7 +127,8 @@ export const outcomeTransitionsSql = `
 -- changed while this one waited comes back in its newest version.
 locked as (
   select h.endpoint_id, h.circuit_state, h.probe_delivery_id, h.very_slow, h.cooldown_ms,
-         h.consecutive_failures
+         h.consecutive_failures, h.in_flight, h.concurrency_limit, h.concurrency_reason,
+         h.concurrency_since, h.latency_floor_ms
   from endpoint_health h
   where h.endpoint_id in (select endpoint_id from i)
   order by h.endpoint_id
@@ -159,6 +162,7 @@ nxt as (
          end as to_state
   from cur c
 ),
+${concurrencyStepSql(effectiveSql("e", "maxInFlight"), `${effectiveSql("e", "adaptiveConcurrency")} = 'on'`)},
 changed as (
   update endpoint_health h
   set in_flight = greatest(h.in_flight - i.applied, 0),
@@ -168,10 +172,8 @@ changed as (
       last_failure_at = greatest(h.last_failure_at, i.last_fail_at),
       paused_until = case when i.pause_ms is null then h.paused_until
                           else greatest(coalesce(h.paused_until, ${NOW_SQL}), ${NOW_SQL} + i.pause_ms * interval '1 millisecond') end,
-      -- the gradual resume after a pause (docs/delivery.md, Backpressure): room for one,
-      -- one more per delivered answer (doubling per round trip)
-      resume_room = case when i.pause_ms is not null then 1
-                         else least(h.resume_room + i.ok_count, 1000000) end,
+      -- the adaptive in-flight limit and the gradual resume after a pause (concurrency-limit.ts)
+      ${concurrencySet("c")},
       circuit_state = n.to_state,
       cooldown_ms = case
         when n.to_state = n.circuit_state then h.cooldown_ms
@@ -190,6 +192,7 @@ changed as (
       probe_delivery_id = case when n.to_state <> n.circuit_state then null else h.probe_delivery_id end,
       probe_until = case when n.to_state <> n.circuit_state then null else h.probe_until end
   from i join nxt n on n.endpoint_id = i.endpoint_id
+  join conc c on c.endpoint_id = i.endpoint_id
   where h.endpoint_id = i.endpoint_id
   returning h.endpoint_id, n.circuit_state as from_state, h.circuit_state as to_state,
             n.failures, n.threshold, h.cooldown_ms
@@ -221,7 +224,7 @@ reset as (
   update endpoint_health h
   set circuit_state = 'closed', consecutive_failures = 0, cooldown_ms = null, opened_at = null,
       open_until = null, probe_delivery_id = null, probe_until = null, paused_until = null,
-      resume_room = null
+      concurrency_limit = null, concurrency_reason = null, concurrency_since = null
   from old
   where h.endpoint_id = old.endpoint_id
   returning old.circuit_state as from_state

@@ -13,6 +13,7 @@
 import client from "prom-client";
 import type { Pool } from "../db/pool.ts";
 import { waitingSinceSql } from "../db/sql/delivery-states.ts";
+import { ConcurrencyReason } from "../domain/adaptive-concurrency.ts";
 import type { Alert } from "./alerts.ts";
 
 /** Every alert kind, so the gauge shows 0 for a kind with no open alert (not a gap). */
@@ -176,6 +177,17 @@ export function makeMetrics(options: {
     },
   });
   new client.Gauge({
+    name: "hookrelay_endpoints_concurrency",
+    help: "Endpoints by why their adaptive in-flight limit last moved (docs/adaptive-concurrency.md); endpoints whose limit never moved are not counted.",
+    labelNames: ["reason"],
+    registers: [registry],
+    async collect() {
+      const q = await readQueue();
+      for (const reason of Object.values(ConcurrencyReason))
+        this.set({ reason }, q?.concurrency[reason] ?? 0);
+    },
+  });
+  new client.Gauge({
     name: "hookrelay_dead_letters",
     help: "Deliveries in the dead-letter state.",
     registers: [registry],
@@ -271,6 +283,8 @@ interface QueueSnapshot {
   dead: number;
   /** endpoints paused by a Retry-After now */
   paused: number;
+  /** endpoints by why their adaptive in-flight limit last moved */
+  concurrency: Record<string, number>;
   /** open alerts by kind */
   alerts: Record<string, number>;
 }
@@ -287,6 +301,9 @@ async function queueSnapshot(pool: Pool): Promise<QueueSnapshot> {
          select circuit_state, count(*)::int as n from endpoint_health group by circuit_state) c) as circuits,
       (select count(*)::int from deliveries where dead_lettered) as dead,
       (select count(*)::int from endpoint_health where paused_until > now()) as paused,
+      (select coalesce(json_object_agg(concurrency_reason, n), '{}') from (
+         select concurrency_reason, count(*)::int as n from endpoint_health
+         where concurrency_reason is not null group by concurrency_reason) r) as concurrency,
       (select coalesce(json_object_agg(kind, n), '{}') from (
          select kind, count(*)::int as n from alerts
          where resolved_at is null group by kind) a) as alerts`);

@@ -49,6 +49,8 @@ export function makeResultWriter(options: {
   flushBatch: number;
   flushIntervalMs: number;
   health: HealthConfig;
+  /** maxInFlight of endpoints without their own: the adaptive limit grows up to it */
+  defaultMaxInFlight?: number;
   /** where the operational events the results raise go (null: none) */
   operational?: OperationalTarget | null;
   onWritten?: (results: DeliveryResult[]) => void;
@@ -62,7 +64,14 @@ export function makeResultWriter(options: {
   const now = options.now ?? (() => performance.now());
   const sqlClock = options.sqlClock ?? DATABASE_CLOCK;
   const write = (results: DeliveryResult[]) =>
-    recordResults(options.pool, results, options.health, options.operational ?? null, sqlClock());
+    recordResults(
+      options.pool,
+      results,
+      options.health,
+      options.operational ?? null,
+      sqlClock(),
+      options.defaultMaxInFlight,
+    );
   const backoff = makeBackoff(options.retry);
   let queue: Queued[] = [];
   let timer: NodeJS.Timeout | null = null;

@@ -13,6 +13,7 @@ import {
   listEndpointHealth,
 } from "../../db/queries/endpoint-health.ts";
 import { notifyWork } from "../../db/queries/work.ts";
+import { ADAPTIVE_RULE } from "../../domain/adaptive-concurrency.ts";
 import { effective } from "../../domain/endpoint-policy-derived.ts";
 import { resetCircuit } from "../../health/circuit-transitions.ts";
 import { endpointLatency, type LatencyStats, slowness } from "../../health/latency-stats.ts";
@@ -23,6 +24,21 @@ import { endpointHealthPageResponse, endpointHealthResponse } from "../health-re
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { iso } from "../schemas.ts";
+
+/**
+ * The endpoint's in-flight limit as the claim applies it (health/concurrency-limit.ts's
+ * claimLimitSql) and why it last moved; with nothing learned yet, where it starts.
+ */
+function concurrencyOut(r: EndpointHealthRow, max: number, adaptive: "on" | "off") {
+  const learned = r.concurrency_limit === null ? null : Math.floor(r.concurrency_limit);
+  return {
+    adaptive: adaptive === "on",
+    current: Math.min(max, learned ?? (adaptive === "on" ? ADAPTIVE_RULE.initialLimit : max)),
+    max,
+    reason: r.concurrency_reason ?? (adaptive === "on" ? "starting" : "at_max"),
+    since: iso(r.concurrency_since),
+  };
+}
 
 function healthOut(
   r: EndpointHealthRow,
@@ -41,6 +57,11 @@ function healthOut(
   const { slow, verySlow } = slowness(latency, health);
   const oldest = r.oldest_pending_at;
   const maxInFlight = effective(policy, defaults, "maxInFlight");
+  const concurrency = concurrencyOut(
+    r,
+    maxInFlight,
+    r.adaptive_concurrency ?? health.adaptiveConcurrency,
+  );
   return {
     endpointId: r.id,
     appId: r.app_id,
@@ -76,7 +97,11 @@ function healthOut(
       maxInFlight,
       // resuming after a backpressure pause (docs/delivery.md, Backpressure): the room it has
       // grown back to, while below maxInFlight
-      resumeRoom: r.resume_room !== null && r.resume_room < maxInFlight ? r.resume_room : null,
+      resumeRoom:
+        concurrency.reason === "resuming" && concurrency.current < maxInFlight
+          ? concurrency.current
+          : null,
+      concurrency,
       ratePerSecond: r.rate_per_second,
       ratePerMinute: r.rate_per_minute,
       ratePerHour: r.rate_per_hour,

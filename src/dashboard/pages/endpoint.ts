@@ -152,6 +152,8 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
         endpointId: id,
         limits: hl.limits,
       });
+      // the adaptive in-flight limit and why it last moved (docs/adaptive-concurrency.md)
+      const conc = hl.limits.concurrency;
       const body = html`<h1>Endpoint <code>${e.id}</code></h1>
 ${flash && html`<p class="notice" role="status">${flash}</p>`}
 <dl class="facts">
@@ -188,6 +190,9 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
         ]
       : "none"
   }; at most ${hl.limits.maxInFlight} in flight</dd>
+  <dt>In-flight limit</dt><dd><span data-testid="concurrency">in-flight limit: ${count(conc.current)} of ${count(conc.max)} (${conc.reason}${
+    conc.since ? html` since ${time(conc.since)}` : ""
+  })</span>${conc.adaptive ? "" : html` <span class="muted">(adaptive concurrency off: maxInFlight alone)</span>`}</dd>
 </dl>
 <section aria-labelledby="h-actions"><h2 id="h-actions">Actions</h2><div class="actions">
   <a class="button" href="${epPath(id, "edit")}">Edit…</a>

@@ -28,8 +28,13 @@ export interface EndpointHealthRow {
   open_until: Date | null;
   in_flight: number;
   paused_until: Date | null;
-  /** the in-flight room while resuming after a backpressure pause; null: not resuming */
-  resume_room: number | null;
+  /** the adaptive in-flight limit (health/concurrency-limit.ts); null: nothing learned yet */
+  concurrency_limit: number | null;
+  /** why it last moved (ConcurrencyReason); null: never */
+  concurrency_reason: string | null;
+  concurrency_since: Date | null;
+  /** the endpoint's own adaptiveConcurrency; null: the process default */
+  adaptive_concurrency: "on" | "off" | null;
   last_success_at: Date | null;
   last_failure_at: Date | null;
   p50_ms: number | null;
@@ -51,7 +56,8 @@ const HEALTH_SELECT = `
          e.max_in_flight, ${effectiveSql("e", "ratePerSecond")} as rate_per_second,
          e.rate_per_minute, e.rate_per_hour,
          h.circuit_state, h.consecutive_failures, h.cooldown_ms, h.opened_at, h.open_until,
-         h.in_flight, h.paused_until, h.resume_room, h.last_success_at, h.last_failure_at,
+         h.in_flight, h.paused_until, h.concurrency_limit, h.concurrency_reason,
+         h.concurrency_since, e.adaptive_concurrency, h.last_success_at, h.last_failure_at,
          h.p50_ms, h.p95_ms, h.p99_ms, h.samples, h.success_rate, h.slow, h.very_slow, h.stats_at,
          q.pending, q.oldest_pending_at, dl.dead_letter
   from endpoints e

@@ -1,0 +1,151 @@
+/**
+ * Adaptive concurrency (docs/adaptive-concurrency.md): each endpoint's in-flight limit,
+ * endpoint_health.concurrency_limit, moved by the answers of every batch of results in the
+ * statement that writes the batch (no statement of its own), and read by the claim, which
+ * takes no more than its floor (and never more than maxInFlight or the rate limits allow).
+ *
+ *   move            when (the first that holds, for one endpoint in one batch)     limit
+ *   resuming        a pause (429, 503 + Retry-After)                               1, then doubles
+ *   rate_limited    a 429 without a pause, adaptive                                x 0.5
+ *   timeouts        a timed-out request, adaptive                                  x 0.5
+ *   latency_rising  delivered answers slower on average than the latency floor     x 0.5 .. 0.9
+ *                   by the tolerance (2 x, and at least 50 ms more), adaptive
+ *   growing         delivered answers while at least half the limit was in use     + 1 per round
+ *                   (starting and resuming: + 1 per answer, doubling per round)    trip
+ *   at_max          grown to maxInFlight                                           maxInFlight
+ *
+ * Only answers to requests started after the last move that changed the reason or cut the
+ * limit (concurrency_since) are read: requests already in flight when the limit was cut
+ * were sent under the old limit, and their news is old. An endpoint that is not adaptive
+ * keeps only the pause and its gradual resume (0021's resume room): its limit is
+ * maxInFlight otherwise. A new adaptive endpoint starts at 1 ("starting") and doubles.
+ */
+import { ADAPTIVE_RULE } from "../domain/adaptive-concurrency.ts";
+import { ErrorKind } from "../domain/retry-policy.ts";
+
+/**
+ * The in-flight limit the claim applies to health row `h` (an SQL integer expression):
+ * the floor of its adaptive limit, within `max` (maxInFlight); with nothing learned, 1 when
+ * `adaptive` (an SQL boolean) holds, else `max`.
+ */
+export const claimLimitSql = (h: string, max: string, adaptive: string) =>
+  `least(${max}, coalesce(floor(${h}.concurrency_limit)::int,
+                         case when ${adaptive} then ${ADAPTIVE_RULE.initialLimit} else ${max} end))`;
+
+/**
+ * The CTEs that compute each endpoint's next limit, for the statement that writes a batch
+ * (after outcomeTransitionsSql's `locked`): `conc`, one row per endpoint in `i`, with
+ * new_limit, new_reason, new_since and new_floor. They read the batch's results `r`
+ * (endpoint_id, started_at, latency_ms, outcome, error_kind), `i` (pause_ms, ok_count),
+ * `locked` (the health rows) and the parameters $defaultMaxInFlight and
+ * $defaultAdaptiveConcurrency.
+ */
+export const concurrencyStepSql = (maxSql: string, adaptiveSql: string) => `
+conc_in as (
+  select h.endpoint_id, h.in_flight, h.concurrency_limit, h.concurrency_reason as reason,
+         h.concurrency_since, h.latency_floor_ms as floor_ms, i.pause_ms, i.ok_count,
+         ${maxSql} as max_limit, ${adaptiveSql} as adaptive,
+         f.oks, f.min_ok_ms, f.avg_ok_ms, f.timeouts, f.limited, f.last_answer_at
+  from locked h
+  join i on i.endpoint_id = h.endpoint_id
+  join endpoints e on e.id = h.endpoint_id
+  cross join lateral (
+    -- the batch's answers from this endpoint (not the attempts that never reached it: as
+    -- record-results.ts's latency samples); fresh: to requests started since the last move
+    select count(*) filter (where fresh and r.outcome = 'success')::int as oks,
+           min(r.latency_ms) filter (where fresh and r.outcome = 'success')::float8 as min_ok_ms,
+           avg(r.latency_ms) filter (where fresh and r.outcome = 'success')::float8 as avg_ok_ms,
+           count(*) filter (where fresh and r.error_kind = '${ErrorKind.timeout}')::int as timeouts,
+           count(*) filter (where fresh and r.error_kind = '${ErrorKind.rateLimited}')::int as limited,
+           max(r.started_at + r.latency_ms * interval '1 millisecond') as last_answer_at
+    from r
+    cross join lateral (
+      select r.started_at >= coalesce(h.concurrency_since, '-infinity'::timestamptz) as fresh
+    ) fr
+    where r.endpoint_id = h.endpoint_id
+      and (r.error_kind is null
+           or r.error_kind not in ('${ErrorKind.missingField}', '${ErrorKind.expunged}',
+                                   '${ErrorKind.proxy}'))
+  ) f
+),
+conc_state as (
+  select c.*,
+         coalesce(c.concurrency_limit,
+                  case when c.adaptive then ${ADAPTIVE_RULE.initialLimit} else c.max_limit end) as cur,
+         greatest(c.floor_ms * ${ADAPTIVE_RULE.latencyTolerance},
+                  c.floor_ms + ${ADAPTIVE_RULE.latencySlackMs}) as slow_ms,
+         coalesce(c.reason, 'starting') in ('starting', 'resuming') as slow_start
+  from conc_in c
+),
+conc_move as (
+  select s.*,
+         case
+           when s.pause_ms is not null then 'pause'
+           when not s.adaptive then
+             case when s.reason is distinct from 'resuming' then 'off'
+                  when s.ok_count > 0 then 'grow'
+                  else 'hold' end
+           when s.limited > 0 then 'rate_limited'
+           when s.timeouts > 0 then 'timeouts'
+           when s.avg_ok_ms > s.slow_ms then 'latency_rising'
+           when s.oks > 0 and s.in_flight * 2 >= s.cur and s.cur < s.max_limit then 'grow'
+           when s.oks > 0 and s.cur >= s.max_limit then 'at_max'
+           else 'hold'
+         end as move
+  from conc_state s
+),
+conc_next as (
+  select m.*,
+         case m.move
+           when 'pause' then 1
+           when 'off' then null
+           when 'rate_limited' then greatest(1, m.cur * ${ADAPTIVE_RULE.cut})
+           when 'timeouts' then greatest(1, m.cur * ${ADAPTIVE_RULE.cut})
+           when 'latency_rising' then greatest(1, m.cur * least(${ADAPTIVE_RULE.latencyCutMax},
+             greatest(${ADAPTIVE_RULE.latencyCutMin}, m.slow_ms / m.avg_ok_ms)))
+           -- slow start (starting, resuming): one more per answer; else one more per round trip
+           when 'grow' then least(m.max_limit, m.cur + case
+             when not m.adaptive then m.ok_count
+             when m.slow_start then m.oks
+             else m.oks / m.cur end)
+           when 'at_max' then m.max_limit
+           else m.concurrency_limit
+         end as lim
+  from conc_move m
+),
+conc as (
+  select n.endpoint_id,
+         -- off: null at maxInFlight, as 0021's resume room was once grown back
+         case when not n.adaptive and n.lim >= n.max_limit then null else n.lim end as new_limit,
+         n.new_reason,
+         case when n.move in ('pause', 'rate_limited', 'timeouts', 'latency_rising')
+                   or n.new_reason is distinct from n.reason
+              then coalesce(n.last_answer_at, n.concurrency_since)
+              else n.concurrency_since end as new_since,
+         -- at one request at a time the latency is the endpoint's own: the floor is reset to it
+         case when n.min_ok_ms is null then n.floor_ms
+              when n.floor_ms is null or n.cur <= 1 then n.min_ok_ms
+              else least(n.floor_ms, n.min_ok_ms) end as new_floor
+  from (
+    select x.*,
+           case x.move
+             when 'pause' then 'resuming'
+             when 'off' then 'at_max'
+             when 'hold' then x.reason
+             when 'grow' then case
+               when x.lim >= x.max_limit then 'at_max'
+               when x.adaptive and x.slow_start then coalesce(x.reason, 'starting')
+               when not x.adaptive then 'resuming'
+               else 'growing' end
+             else x.move
+           end as new_reason
+    from conc_next x
+  ) n
+)`;
+
+/** The SET items of the batch's health update, from `conc` (joined as `c`). */
+export const concurrencySet = (c: string) =>
+  `concurrency_limit = ${c}.new_limit,
+      concurrency_reason = ${c}.new_reason,
+      concurrency_since = ${c}.new_since,
+      latency_floor_ms = ${c}.new_floor`;

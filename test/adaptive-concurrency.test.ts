@@ -1,0 +1,257 @@
+/**
+ * Adaptive concurrency (docs/adaptive-concurrency.md): each endpoint's in-flight limit
+ * follows its answers within maxInFlight. End to end: the in-process API and one worker on
+ * a test database, real receivers on 127.0.0.1 that count their own concurrent requests.
+ * Every assertion is on counts (requests at once, timeouts, deliveries) and on the limit
+ * and reason the health resource shows, never on how long something took.
+ */
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { loadConfig } from "../src/config.ts";
+import { dashboardClient } from "./helpers/dashboard-client.ts";
+import {
+  deliveryCalls,
+  type ScriptedReceiver,
+  sleep,
+  startScriptedReceiver,
+} from "./helpers/deliveries.ts";
+import { type Harness, startHarness } from "./helpers/harness.ts";
+import type { Reply } from "./helpers/receiver.ts";
+import { waitFor } from "./helpers/receiver.ts";
+
+let h: Harness;
+let rx: ScriptedReceiver;
+
+beforeAll(async () => {
+  h = await startHarness();
+  rx = await startScriptedReceiver();
+  h.startWorker();
+});
+
+afterAll(async () => {
+  await h?.close();
+  await rx?.close();
+});
+
+const { newApp, newEndpoint, send } = deliveryCalls(() => h);
+
+/** A receiver path that counts its requests at once and answers by `reply(atOnce, n)`. */
+function countingRoute(reply: (atOnce: number, n: number) => Reply | Promise<Reply>) {
+  const seen = { now: 0, most: 0 };
+  const path = rx.route(async (_req, n) => {
+    seen.now++;
+    seen.most = Math.max(seen.most, seen.now);
+    try {
+      return await reply(seen.now, n);
+    } finally {
+      seen.now--;
+    }
+  });
+  return { path, seen };
+}
+
+async function sendMany(appId: string, n: number): Promise<void> {
+  for (let i = 0; i < n; i += 20)
+    await Promise.all(Array.from({ length: Math.min(20, n - i) }, () => send(appId)));
+}
+
+async function count(endpointId: string, where: string): Promise<number> {
+  const { rows } = await h.db.pool.query(
+    `select count(*)::int as n from deliveries where endpoint_id = $1 and ${where}`,
+    [endpointId],
+  );
+  return rows[0].n;
+}
+
+async function timeouts(endpointId: string): Promise<number> {
+  const { rows } = await h.db.pool.query(
+    "select count(*)::int as n from attempts where endpoint_id = $1 and error_kind = 'timeout'",
+    [endpointId],
+  );
+  return rows[0].n;
+}
+
+interface Concurrency {
+  adaptive: boolean;
+  current: number;
+  max: number;
+  reason: string;
+  since: string | null;
+}
+
+async function concurrency(appId: string, endpointId: string): Promise<Concurrency> {
+  const res = await h.call("GET", `/api/v1/app/${appId}/endpoint/${endpointId}/health`);
+  expect(res.status).toBe(200);
+  return res.body.limits.concurrency;
+}
+
+/** Samples the endpoint's limit every 25 ms until stopped (bounded: at most 2,000 reads). */
+function watchLimit(appId: string, endpointId: string) {
+  const seen: Concurrency[] = [];
+  let stop = false;
+  const done = (async () => {
+    for (let i = 0; i < 2_000 && !stop; i++) {
+      seen.push(await concurrency(appId, endpointId));
+      await sleep(25);
+    }
+  })();
+  return {
+    seen,
+    async stop() {
+      stop = true;
+      await done;
+    },
+  };
+}
+
+/** Latency as a function of the receiver's concurrent requests: 10 ms up to 4, then 50 ms more per request, at most 2 s. */
+const climbingLatency = (atOnce: number) => Math.min(2_000, 10 + Math.max(0, atOnce - 4) * 50);
+
+test("a receiver slowing down with its concurrency: the limit falls, timeouts stay rare, everything is delivered", async () => {
+  const MESSAGES = 200;
+  const { path, seen } = countingRoute(async (atOnce) => {
+    await sleep(climbingLatency(atOnce));
+    return { status: 200 };
+  });
+  const appId = await newApp();
+  // at 34 requests at once an answer would take 1.5 s: past the timeout
+  const endpointId = await newEndpoint(appId, `${rx.url}${path}`, {
+    maxInFlight: 50,
+    timeoutMs: 1_500,
+  });
+  const watch = watchLimit(appId, endpointId);
+  await sendMany(appId, MESSAGES);
+  try {
+    await waitFor(
+      async () => (await count(endpointId, "status = 'delivered'")) === MESSAGES,
+      60_000,
+      "every message delivered",
+    );
+  } finally {
+    await watch.stop();
+  }
+  const reasons = new Set(watch.seen.map((c) => c.reason));
+  // it grew, then fell back when the answers slowed down
+  expect(reasons.has("latency_rising")).toBe(true);
+  const peak = Math.max(...watch.seen.map((c) => c.current));
+  const afterPeak = watch.seen.slice(watch.seen.findIndex((c) => c.current === peak));
+  expect(Math.min(...afterPeak.map((c) => c.current))).toBeLessThan(peak);
+  // never near the concurrency where answers take the timeout; a timeout or two at most
+  expect(seen.most).toBeLessThan(34);
+  expect(await timeouts(endpointId)).toBeLessThanOrEqual(2);
+  expect(rx.on(path).length).toBeLessThanOrEqual(MESSAGES + 2);
+  expect(watch.seen.every((c) => c.adaptive && c.max === 50 && c.current <= 50)).toBe(true);
+});
+
+test("steady fast answers grow the limit to maxInFlight; 429s cut it; the metrics and the dashboard show it", async () => {
+  const MAX = 8;
+  /** after `fastUntil` requests, the next `limited` are answered 429 (no Retry-After), then held */
+  let fastUntil = Number.POSITIVE_INFINITY;
+  const LIMITED = 6;
+  const held: (() => void)[] = [];
+  const { path, seen } = countingRoute(async (_atOnce, n) => {
+    if (n < fastUntil) return { status: 200 };
+    if (n < fastUntil + LIMITED) return { status: 429 };
+    await new Promise<void>((resolve) => held.push(resolve));
+    return { status: 200 };
+  });
+  const appId = await newApp();
+  const endpointId = await newEndpoint(appId, `${rx.url}${path}`, {
+    maxInFlight: MAX,
+    maxAttempts: 20,
+  });
+  // a new endpoint starts at one request and grows from there
+  expect(await concurrency(appId, endpointId)).toMatchObject({
+    adaptive: true,
+    current: 1,
+    max: MAX,
+    reason: "starting",
+    since: null,
+  });
+  await sendMany(appId, 200);
+  await waitFor(
+    async () => (await concurrency(appId, endpointId)).reason === "at_max",
+    30_000,
+    "the limit to reach maxInFlight",
+  );
+  expect(await concurrency(appId, endpointId)).toMatchObject({ current: MAX, max: MAX });
+  expect(seen.most).toBeLessThanOrEqual(MAX);
+
+  // the next requests are answered 429, then held: the limit is cut to at most half
+  fastUntil = rx.on(path).length;
+  await waitFor(
+    async () => (await concurrency(appId, endpointId)).reason === "rate_limited",
+    30_000,
+    "a 429 to cut the limit",
+  );
+  await waitFor(() => held.length > 0, 30_000, "a request after the 429s");
+  await sleep(300); // (room for a claim that should not come)
+  const cut = await concurrency(appId, endpointId);
+  expect(cut.reason).toBe("rate_limited");
+  expect(cut.current).toBeLessThanOrEqual(MAX / 2);
+  // the held requests never outnumber the cut limit
+  expect(held.length).toBeLessThanOrEqual(cut.current);
+  expect(cut.since).not.toBeNull();
+
+  // the dashboard's endpoint page and the metrics show the limit and why it moved
+  const admin = dashboardClient(h.api);
+  await admin.signIn(h.adminKey);
+  expect((await admin.get(`/dashboard/endpoints/${endpointId}`)).body).toContain(
+    `<span data-testid="concurrency">in-flight limit: ${cut.current} of ${MAX} (rate_limited`,
+  );
+  const metrics = await h.api.inject({ method: "GET", url: "/metrics" });
+  expect(metrics.statusCode).toBe(200);
+  expect(metrics.body).toMatch(/^hookrelay_endpoints_concurrency\{reason="rate_limited"\} [1-9]/m);
+
+  fastUntil = Number.POSITIVE_INFINITY;
+  while (held.length > 0) held.shift()!();
+  await waitFor(
+    async () => (await count(endpointId, "status <> 'delivered'")) === 0,
+    30_000,
+    "every message delivered",
+  );
+  for (const release of held) release();
+});
+
+test("adaptiveConcurrency off: the old behaviour, maxInFlight at once from the first claim and no cut on latency", async () => {
+  const MESSAGES = 30;
+  const { path, seen } = countingRoute(async (atOnce) => {
+    await sleep(climbingLatency(atOnce));
+    return { status: 200 };
+  });
+  const appId = await newApp();
+  const endpointId = await newEndpoint(appId, `${rx.url}${path}`, {
+    maxInFlight: MESSAGES,
+    timeoutMs: 10_000,
+    adaptiveConcurrency: "off",
+  });
+  expect(await concurrency(appId, endpointId)).toMatchObject({
+    adaptive: false,
+    current: MESSAGES,
+    reason: "at_max",
+  });
+  // every message is sent before the worker claims
+  const appIds = await Promise.all(Array.from({ length: MESSAGES }, () => send(appId)));
+  expect(appIds).toHaveLength(MESSAGES);
+  await waitFor(
+    async () => (await count(endpointId, "status = 'delivered'")) === MESSAGES,
+    30_000,
+    "every message delivered",
+  );
+  // well past the point where adaptive concurrency cuts (the test above never got here)
+  expect(seen.most).toBeGreaterThan(10);
+  expect(await concurrency(appId, endpointId)).toMatchObject({
+    adaptive: false,
+    current: MESSAGES,
+    reason: "at_max",
+  });
+});
+
+test("HOOKRELAY_ADAPTIVE_CONCURRENCY is on by default, takes on and off, and refuses anything else", () => {
+  expect(loadConfig({}).health.adaptiveConcurrency).toBe("on");
+  expect(loadConfig({ HOOKRELAY_ADAPTIVE_CONCURRENCY: "off" }).health.adaptiveConcurrency).toBe(
+    "off",
+  );
+  expect(() => loadConfig({ HOOKRELAY_ADAPTIVE_CONCURRENCY: "yes" })).toThrow(
+    /HOOKRELAY_ADAPTIVE_CONCURRENCY must be on or off/,
+  );
+});
