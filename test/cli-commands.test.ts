@@ -172,7 +172,10 @@ describe.concurrent("managing with the CLI", { timeout: 120_000 }, () => {
     const appId = await app("cli-keys");
     const created = await cli(["api-key", "create", "--app", "cli-keys", "--name", "tenant"]);
     expect(created.code, show(created)).toBe(0);
-    const m = /^created (key_\w+) \(app of (app_\w+)\)\nkey: (hr_app_\S+)\n$/.exec(created.stdout);
+    // the app by its name (cli-keys), then its id
+    const m = /^created (key_\w+) \(app of cli-keys, (app_\w+)\)\nkey: (hr_app_\S+)\n$/.exec(
+      created.stdout,
+    );
     expect(m, show(created)).not.toBeNull();
     expect(m![2]).toBe(appId);
     // the new key works, scoped to its app
@@ -184,7 +187,7 @@ describe.concurrent("managing with the CLI", { timeout: 120_000 }, () => {
     const listed = await cli(["api-key", "list", "--app", "cli-keys"]);
     expect(listed.code, show(listed)).toBe(0);
     expect(listed.stdout).toMatch(
-      new RegExp(`^${m![1]}\\s+app\\s+${appId}\\s+tenant\\s+\\S+Z\\s+-$`, "m"),
+      new RegExp(`^${m![1]}\\s+app\\s+cli-keys\\s+tenant\\s+\\S+Z\\s+-$`, "m"),
     );
     expect(listed.stdout).not.toContain(m![3]);
 

@@ -99,9 +99,19 @@ type Way = "id" | "uid" | "unknown";
 const WAYS: Way[] = ["id", "uid", "unknown"];
 const pick = (n: Named, way: Way) => (way === "unknown" ? UNKNOWN : n[way]);
 
-/** An unknown name: exit 1, the API's not_found for that kind, nothing on stdout. */
+/**
+ * An unknown name: exit 1, the API's not_found for that kind, on stderr (nothing on
+ * stdout), or with --json as the one JSON object on stdout (nothing on stderr).
+ */
 function expectNotFound(expect: ExpectStatic, r: Run, kind: string) {
   expect(r.code, show(r)).toBe(1);
+  if (r.stdout.startsWith("{")) {
+    expect(JSON.parse(r.stdout), show(r)).toEqual({
+      error: { code: "not_found", message: `${kind} not found`, status: 404 },
+    });
+    expect(r.stderr, show(r)).toBe("");
+    return;
+  }
   expect(r.stderr, show(r)).toBe(`hookrelay: ${kind} not found (not_found)\n`);
   expect(r.stdout, show(r)).toBe("");
 }

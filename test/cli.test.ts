@@ -255,7 +255,7 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(lines).toHaveLength(3);
     expect(lines[2]).toMatch(
       new RegExp(
-        `^${X.endpoints[1]}\\s+${X.id}\\s+http://127\\.0\\.0\\.1:9/\\S+\\s+closed\\s+900 ms\\s+3\\.0 s\\s+4\\.0 s\\s+25\\s+100\\.0%\\s+3\\s+0$`,
+        `^${X.endpoints[1]}\\s+CLI ${X.uid} \\(${X.uid}\\)\\s+http://127\\.0\\.0\\.1:9/\\S+\\s+closed\\s+900 ms\\s+3\\.0 s\\s+4\\.0 s\\s+25\\s+100\\.0%\\s+3\\s+0$`,
       ),
     );
   });

@@ -7,8 +7,9 @@
  * need no child process.
  */
 import { CommanderError, InvalidArgumentError } from "commander";
-import { ApiError, type ErrorCode, HookRelayError } from "../errors.ts";
+import { ApiError, HookRelayError } from "../errors.ts";
 import { ServerUnreachableError } from "./connection.ts";
+import { errorJson } from "./error-json.ts";
 import { type CliIo, cliIo, processIo, withCliRun } from "./io.ts";
 import { ExitCode } from "./output.ts";
 import { buildProgram } from "./program.ts";
@@ -29,25 +30,6 @@ function describeError(err: unknown): string {
         : err instanceof Error
           ? err.message
           : String(err);
-}
-
-/** The failure as `--json` prints it: the registry's code, the message, the API's status. */
-export function errorJson(err: unknown): {
-  error: { code: ErrorCode; message: string; status?: number };
-} {
-  const code: ErrorCode =
-    err instanceof HookRelayError
-      ? err.code
-      : err instanceof CommanderError
-        ? "invalid_config"
-        : "internal_error";
-  const message =
-    err instanceof CommanderError
-      ? err.message.replace(/^error: /, "")
-      : err instanceof Error
-        ? err.message
-        : String(err);
-  return { error: { code, message, ...(err instanceof ApiError && { status: err.status }) } };
 }
 
 /** `--json` among the options (words after `--` are arguments, not options). */

@@ -7,6 +7,7 @@ import {
   listMessages,
   type MessageRow,
 } from "../../db/queries/messages.ts";
+import { DeliveryStatus } from "../../domain/delivery-states.ts";
 import { EXPUNGED_PAYLOAD_SHOWN, isExpunged } from "../../domain/expunged-payload.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import { makeDisabledTracing } from "../../ops/tracing.ts";
@@ -16,7 +17,7 @@ import { badRequest, isNotFound, notFound } from "../errors.ts";
 import { rawMember } from "../json-member.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { type RawSlots, rawSlots } from "../raw-json.ts";
-import { resolveAppId } from "../resolve.ts";
+import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { messagePageResponse, messageResponse } from "../response-schemas.ts";
 import { appParams, checkPathUid, iso, nameListSchema, nameSchema } from "../schemas.ts";
 import { type AppIn, appIn, createApp } from "./applications.ts";
@@ -187,6 +188,8 @@ export function registerMessageRoutes(app: FastifyInstance, ctx: ApiContext): vo
       tag?: string;
       before?: string;
       after?: string;
+      delivery_status?: string[];
+      endpoint_id?: string;
     };
   }>(
     "/app/:appId/msg",
@@ -204,6 +207,14 @@ export function registerMessageRoutes(app: FastifyInstance, ctx: ApiContext): vo
             tag: { type: "string", maxLength: 256 },
             before: { type: "string", format: "date-time" },
             after: { type: "string", format: "date-time" },
+            // hookrelay's: messages with a delivery (to endpoint_id when given) in one of these
+            // states (the parameter repeated); endpoint_id alone: messages sent to that endpoint
+            delivery_status: {
+              type: "array",
+              items: { type: "string", enum: Object.values(DeliveryStatus) },
+              maxItems: 6,
+            },
+            endpoint_id: { type: "string", minLength: 1, maxLength: 256 },
           },
         },
         response: { 200: messagePageResponse },
@@ -215,6 +226,7 @@ export function registerMessageRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const plan = planPage(q, "descending", ID_PREFIX.message);
       // event_types arrives comma-joined from the svix client.
       const types = q.event_types?.flatMap((t) => t.split(",")).filter(Boolean);
+      const endpointId = q.endpoint_id ? await resolveEndpointId(pool, appId, q.endpoint_id) : null;
       const rows = await listMessages(
         pool,
         appId,
@@ -224,6 +236,8 @@ export function registerMessageRoutes(app: FastifyInstance, ctx: ApiContext): vo
           before: timeInput(q.before, "before"),
           after: timeInput(q.after, "after"),
           tag: q.tag ?? null,
+          deliveryStatuses: q.delivery_status?.length ? q.delivery_status : null,
+          endpointId,
         },
         plan.window,
       );

@@ -1,5 +1,6 @@
 /** api-key create | list | revoke (admin keys only, as in the API). */
 import { type Command, InvalidArgumentError } from "commander";
+import { appNames } from "../app-names.ts";
 import { enc, qs } from "../args.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
@@ -31,10 +32,12 @@ export function registerApiKeyCommands(program: Command): void {
             ...(o.app && { appId: o.app }),
             ...(o.name && { name: o.name }),
           });
+          const apps = await appNames(server, [k.appId]);
           print(
             o,
             k,
-            () => `created ${k.id} (${k.role}${k.appId ? ` of ${k.appId}` : ""})\nkey: ${k.key}`,
+            () =>
+              `created ${k.id} (${k.role}${k.appId ? ` of ${apps.of(k.appId)}, ${k.appId}` : ""})\nkey: ${k.key}`,
           );
           return ExitCode.ok;
         },
@@ -49,10 +52,14 @@ export function registerApiKeyCommands(program: Command): void {
           "GET",
           `/api/v1/api-keys${qs({ app_id: o.app })}`,
         );
+        const apps = await appNames(
+          server,
+          data.map((k) => k.appId),
+        );
         print(o, data, () =>
           table(
             ["id", "role", "app", "name", "created", "revoked"],
-            data.map((k) => [k.id, k.role, k.appId, k.name, k.createdAt, k.revokedAt]),
+            data.map((k) => [k.id, k.role, apps.of(k.appId), k.name, k.createdAt, k.revokedAt]),
           ),
         );
         return ExitCode.ok;

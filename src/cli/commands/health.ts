@@ -1,5 +1,6 @@
 /** status, alerts, endpoints, slow: what the server measures, as tables or JSON. */
 import type { Command } from "commander";
+import { type AppNames, appNames } from "../app-names.ts";
 import { qs } from "../args.ts";
 import { duration, ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
@@ -7,7 +8,7 @@ import { onServer, serverCommand } from "../server-command.ts";
 // biome-ignore lint/suspicious/noExplicitAny: API responses are rendered field by field
 type Json = any;
 
-const healthTable = (rows: Json[]) =>
+const healthTable = (rows: Json[], apps: AppNames) =>
   table(
     [
       "endpoint",
@@ -24,7 +25,7 @@ const healthTable = (rows: Json[]) =>
     ],
     rows.map((h) => [
       h.endpointId,
-      h.appId,
+      apps.of(h.appId),
       h.url,
       h.circuit.state,
       duration(h.latency.p50Ms),
@@ -97,7 +98,13 @@ export function registerHealthCommands(program: Command): void {
           "GET",
           `/api/v1/health/endpoints${qs({ app_id: o.app, state: o.state, limit: 250 })}`,
         );
-        print(o, page.data, () => (page.data.length ? healthTable(page.data) : "no endpoints"));
+        const apps = await appNames(
+          server,
+          page.data.map((h: Json) => h.appId),
+        );
+        print(o, page.data, () =>
+          page.data.length ? healthTable(page.data, apps) : "no endpoints",
+        );
         return ExitCode.ok;
       }),
     );
@@ -108,7 +115,13 @@ export function registerHealthCommands(program: Command): void {
         "GET",
         `/api/v1/health/endpoints${qs({ slow: true, limit: 250 })}`,
       );
-      print(o, page.data, () => (page.data.length ? healthTable(page.data) : "no slow endpoints"));
+      const apps = await appNames(
+        server,
+        page.data.map((h: Json) => h.appId),
+      );
+      print(o, page.data, () =>
+        page.data.length ? healthTable(page.data, apps) : "no slow endpoints",
+      );
       return ExitCode.ok;
     }),
   );

@@ -1,5 +1,6 @@
 /** tasks list | get | cancel: the server's background tasks (replays), docs/recovery.md. */
 import type { Command } from "commander";
+import { type AppNames, appNames } from "../app-names.ts";
 import { enc, intArg, qs } from "../args.ts";
 import { cliIo } from "../io.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
@@ -14,7 +15,7 @@ import {
 } from "../task-follow.ts";
 
 /** Every field of a task, one per line. */
-function details(t: BackgroundTask): string {
+function details(t: BackgroundTask, apps: AppNames): string {
   const f = t.data.filters;
   const filters = Object.entries(f)
     .filter(([, v]) => v !== null && v !== undefined)
@@ -25,7 +26,7 @@ function details(t: BackgroundTask): string {
       ["id", t.id],
       ["task", t.task],
       ["status", t.status],
-      ["endpoint", `${t.data.endpointId} (app ${t.data.appId})`],
+      ["endpoint", `${t.data.endpointId} (app ${apps.of(t.data.appId)})`],
       ["window", `${t.data.since} .. ${t.data.until}`],
       ["filters", filters.length ? filters.join(" ") : "none"],
       ["dry run", t.data.dryRun ? "yes: counted, nothing sent" : "no"],
@@ -91,13 +92,15 @@ export function registerTaskCommands(program: Command): void {
       onServer(async (server, id: string, o: OutputOptions & { wait?: boolean }) => {
         if (!o.wait) {
           const t = await getTask(server, id);
-          print(o, t, () => details(t));
+          const apps = await appNames(server, [t.data.appId]);
+          print(o, t, () => details(t, apps));
           return ExitCode.ok;
         }
         const end = await followTask(server, id, (t) => {
           if (!o.json) cliIo().stderr.write(`${taskLine(t)}\n`);
         });
-        print(o, end, () => details(end));
+        const apps = await appNames(server, [end.data.appId]);
+        print(o, end, () => details(end, apps));
         return exitCodeOf(end);
       }),
     );

@@ -1,5 +1,7 @@
 /** Delivery attempts, one row per HTTP request made: the rows behind /attempt listings. */
+import { ID_PREFIX, idTimeMs } from "../../ids.ts";
 import type { Queryable } from "../pool.ts";
+import { attemptsSinceSql } from "../sql/attempt-ids.ts";
 import type { PageWindow } from "./page-window.ts";
 
 export interface AttemptRow {
@@ -36,12 +38,27 @@ export interface AttemptFilter {
   after?: Date | null;
 }
 
-/** A page of attempts in id order (newest first by default). */
+/**
+ * How far the clocks of hookrelay's hosts and the database may disagree: a message id's
+ * time and an attempt's started_at come from a Node process's clock, the attempt's id from
+ * the database's.
+ */
+const CLOCK_SKEW_MS = 3_600_000;
+
+/**
+ * A page of attempts in id order (newest first by default). An attempt is never older than
+ * its message, nor than an `after` bound, so either, when known, becomes an id bound that
+ * leaves out the partitions before it (docs/history.md).
+ */
 export async function listAttempts(
   db: Queryable,
   filter: AttemptFilter,
   page: PageWindow<number>,
 ): Promise<AttemptRow[]> {
+  const messageTime =
+    filter.messageId === null ? null : idTimeMs(filter.messageId, ID_PREFIX.message);
+  const bounds = [messageTime, filter.after?.getTime() ?? null].filter((t) => t !== null);
+  const since = bounds.length === 0 ? null : new Date(Math.max(...bounds) - CLOCK_SKEW_MS);
   const { rows } = await db.query<AttemptRow>(
     `select ${COLUMNS} from attempts
      where ($1::text is null or message_id = $1::text)
@@ -50,6 +67,7 @@ export async function listAttempts(
        and ($5::text is null or outcome = $5::text)
        and ($6::timestamptz is null or started_at < $6::timestamptz)
        and ($7::timestamptz is null or started_at > $7::timestamptz)
+       ${since === null ? "" : `and ${attemptsSinceSql("attempts", "$8::timestamptz")}`}
      order by id ${page.direction} limit $4::integer`,
     [
       filter.messageId,
@@ -59,6 +77,7 @@ export async function listAttempts(
       filter.outcome,
       filter.before ?? null,
       filter.after ?? null,
+      ...(since === null ? [] : [since]),
     ],
   );
   return rows;

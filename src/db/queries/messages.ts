@@ -24,6 +24,12 @@ export interface MessageFilter {
   tag: string | null;
   before: Date | null;
   after: Date | null;
+  /**
+   * hookrelay's: only messages with a delivery (to `endpointId` when set) in one of these
+   * states; with `endpointId` alone, messages that have a delivery to that endpoint
+   */
+  deliveryStatuses?: string[] | null;
+  endpointId?: string | null;
 }
 
 export async function getMessage(db: Queryable, id: string): Promise<MessageRow | null> {
@@ -64,6 +70,13 @@ export async function listMessages(
        and ($6::timestamptz is null or created_at < $6::timestamptz)
        and ($7::timestamptz is null or created_at > $7::timestamptz)
        and ($8::text is null or $8::text = any (tags))
+       -- a probe per candidate row through deliveries' unique (message_id, endpoint_id)
+       -- index: the page walks the app's messages in id order and stops at the limit
+       and ($9::text[] is null and $10::text is null or exists (
+             select 1 from deliveries d
+             where d.message_id = messages.id
+               and ($10::text is null or d.endpoint_id = $10::text)
+               and ($9::text[] is null or d.status = any ($9::text[]))))
      order by id ${page.direction} limit $3::integer`,
     [
       appId,
@@ -74,6 +87,8 @@ export async function listMessages(
       filter.before,
       filter.after,
       filter.tag,
+      filter.deliveryStatuses ?? null,
+      filter.endpointId ?? null,
     ],
   );
   return rows;
