@@ -85,3 +85,26 @@ export const destinationOut = (r: EndpointRow) => ({
   url: r.destination_kind === "http" ? r.url : shownBrokerUrl(r.url, r.has_destination_secret),
   destinationKind: r.destination_kind,
 });
+
+/**
+ * One line on where a broker endpoint publishes, for people (the dashboard's and the
+ * portal's endpoint pages); null for an HTTP endpoint or a URL that does not read.
+ */
+export function brokerDestinationText(url: string): string | null {
+  if (!isBrokerUrl(url)) return null;
+  let target: ReturnType<typeof parseBrokerUrl>;
+  try {
+    target = parseBrokerUrl(url.replace(":***@", "@"));
+  } catch {
+    return null;
+  }
+  if (target.kind === "amqp") {
+    const exchange =
+      target.exchange === "" ? "the default exchange" : `exchange "${target.exchange}"`;
+    const key = target.routingKey === null ? "the event type" : `"${target.routingKey}"`;
+    return `RabbitMQ: published to ${exchange} of virtual host "${target.vhost}", routing key ${key}, counted when the broker confirms it`;
+  }
+  const subject = target.subject === null ? "the event type" : `"${target.subject}"`;
+  const stream = target.stream === null ? "" : ` (stream "${target.stream}")`;
+  return `NATS JetStream: published to subject ${subject}${stream}, counted when the stream acks it`;
+}

@@ -11,6 +11,7 @@
  *
  * The dashboard's form also shows the delivery policy (dashboard/endpoint-policy-form.ts).
  */
+import { brokerDestinationText } from "../api/destination-input.ts";
 import {
   type PolicyFormValues,
   policyBodyOfForm,
@@ -238,6 +239,7 @@ export function endpointForm(o: EndpointFormOptions): Html {
 <input type="hidden" name="${o.csrfField}" value="${o.csrfToken}">
 <input type="hidden" name="hadUrlToken" value="${v.hasToken ? "1" : "0"}">
 <p><label>Endpoint URL<br><input type="url" name="url" required maxlength="2048" size="60" value="${v.url}" placeholder="https://example.com/webhooks"></label><br>
+<span class="muted">Or a broker: <code>amqp://user:pass@host:5672/vhost?exchange=…&amp;routingKey=…</code> (RabbitMQ) or <code>nats://user:pass@host:4222?subject=…&amp;stream=…</code> (NATS JetStream); its password shows as <code>***</code>, which keeps it.</span><br>
 <span class="muted">A postback URL may hold placeholders: <code>{click_id}</code> or <code>{user.id}</code> from the payload, <code>{$message_id}</code>, <code>{$event_type}</code>, <code>{$event_id}</code>, <code>{$attempt}</code>, <code>{$timestamp}</code>, <code>{$token}</code>.</span></p>
 <p><label>Description<br><input type="text" name="description" maxlength="2048" size="60" value="${v.description}"></label></p>
 ${eventTypePicker(o.catalog, v.eventTypes)}
@@ -271,6 +273,12 @@ const quoted = (texts: string[]) => texts.map((t) => `"${t}"`).join(" or ");
 
 /** How an endpoint is delivered, as rows of a <dl> (detail pages). */
 export function deliveryFacts(e: ShownEndpoint): Html {
+  // a broker destination (docs/destinations.md): where it publishes, and how it signs
+  const broker = typeof e.url === "string" ? brokerDestinationText(e.url) : null;
+  if (broker !== null) {
+    return html`<dt>Delivery</dt><dd data-testid="delivery">${broker}</dd>
+<dt>Signatures</dt><dd data-testid="signature-scheme">${SCHEMES.find(([s]) => s === e.signatureScheme)?.[1] ?? e.signatureScheme ?? "v1"}</dd>`;
+  }
   const rule = e.successRule;
   const template = typeof e.url === "string" && e.url.includes("{");
   const ruleText = rule
