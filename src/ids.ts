@@ -53,3 +53,14 @@ export function looksLikeId(id: string, prefix: string): boolean {
   }
   return true;
 }
+
+/**
+ * When id `id` (made by `newId`) was made, in epoch ms; null for a string of another shape
+ * (ids made elsewhere: tests, imports).
+ */
+export function idTimeMs(id: string, prefix: string): number | null {
+  if (!looksLikeId(id, prefix)) return null;
+  let value = 0n;
+  for (const c of id.slice(prefix.length)) value = value * 62n + BigInt(ALPHABET.indexOf(c));
+  return Number(value >> 80n);
+}

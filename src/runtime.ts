@@ -30,7 +30,11 @@ import { makeBackoff } from "./lib/backoff.ts";
 import { type Logger, makeLogger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
-import { ensureAttemptPartitions, partitionNotes } from "./ops/attempt-partitions.ts";
+import {
+  ensureAttemptPartitions,
+  mayManagePartitions,
+  partitionNotes,
+} from "./ops/attempt-partitions.ts";
 import { rollUpCharts } from "./ops/chart-rollup.ts";
 import {
   type Maintenance,
@@ -305,6 +309,10 @@ export async function startRuntime(
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
     // the attempts table's partitions, now and ahead (docs/history.md); the maintenance task
     // keeps them coming, and a missing one never fails an insert
+    if (!(await mayManagePartitions(pool)))
+      logger.warn(
+        "this role does not own the attempts table: it creates and drops no partitions of it, so attempts stay in attempts_default and retention deletes them in batches (docs/history.md)",
+      );
     await ensureAttemptPartitions(pool, config.partitions, config.retention.attemptsMs).then(
       (created) => created.length > 0 && logger.info({ created }, "attempt partitions created"),
       (err) =>
@@ -372,7 +380,7 @@ export async function startRuntime(
       metricsServer = server;
     }
     if (roles.worker) {
-      sender = makeHttpSender({ ssrfGuard });
+      sender = makeHttpSender({ ssrfGuard, egress: config.egress });
       sessionBound = makeSessionBound({
         mode,
         pool,

@@ -98,6 +98,20 @@ const idOf = (ms: number) => attemptIdAt(ms);
 const timeOfId = (id: number) => (Math.floor(id / 2 ** 21) + 1_577_836_800) * 1000;
 
 /**
+ * Whether this connection's role may create and drop partitions of attempts: CREATE on
+ * its schema, and the table's owner (or a member of its role). A role with DML rights
+ * only (docs/database.md, "Roles and schema") may not: its rows stay in the default
+ * partition and retention deletes them in batches.
+ */
+export async function mayManagePartitions(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ may: boolean }>(
+    `select has_schema_privilege(c.relnamespace, 'CREATE') and pg_has_role(c.relowner, 'USAGE') as may
+     from pg_class c where c.oid = 'attempts'::regclass`,
+  );
+  return rows[0]?.may === true;
+}
+
+/**
  * Creates the missing periods from now to `aheadMs` from now, and those of rows waiting in
  * the default partition that are younger than `keepMs` (older ones are retention's); returns
  * the names created.
@@ -108,6 +122,7 @@ export async function ensureAttemptPartitions(
   keepMs: number,
   nowMs: number = Date.now(),
 ): Promise<string[]> {
+  if (!(await mayManagePartitions(pool))) return [];
   const step = INTERVAL_MS[config.interval];
   // the periods of the rows waiting in the default partition (a small table: rows only
   // wait there until their period exists)
@@ -182,12 +197,14 @@ export interface DroppedPartition {
 /**
  * Drops every period partition whose ids all lie before `cutoffMs` (epoch ms): all of its
  * rows are older than the cutoff. The legacy and default partitions are never dropped
- * (their old rows go by batched delete, src/ops/retention.ts).
+ * (their old rows go by batched delete, src/ops/retention.ts), nor any by a role that may
+ * not (mayManagePartitions): retention then deletes their rows in batches.
  */
 export async function dropAttemptPartitionsBefore(
   pool: Pool,
   cutoffMs: number,
 ): Promise<DroppedPartition[]> {
+  if (!(await mayManagePartitions(pool))) return [];
   const limit = attemptIdAt(cutoffMs);
   const dropped: DroppedPartition[] = [];
   for (const p of await listAttemptPartitions(pool)) {

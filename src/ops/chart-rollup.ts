@@ -15,6 +15,7 @@
 
 import { namedSql } from "../db/named-sql.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
+import { attemptsSinceSql } from "../db/sql/attempt-ids.ts";
 
 /**
  * Attempts created this long ago may still be committing: the rollup stays behind. The
@@ -58,6 +59,9 @@ src as materialized (
          ${binOf("a.latency_ms")} as bin
   from attempts a, bounds b
   where a.created_at >= b.from_t and a.created_at < b.to_t
+    -- the same lower bound as an id bound, known before the scan starts, so only the
+    -- partitions since the mark are read (docs/history.md)
+    and ${attemptsSinceSql("a", "(select rolled_until from chart_rollup_state)")}
 ),
 -- each attempt in its 1-minute and its 5-minute bucket
 spans as (
@@ -182,6 +186,7 @@ with tail as (
          a.outcome, a.status_code, a.latency_ms
   from attempts a
   where a.created_at >= greatest($since::timestamptz, $mark::timestamptz)
+    and ${attemptsSinceSql("a", "greatest($since::timestamptz, $mark::timestamptz)")}
     and a.created_at < $until::timestamptz
     and ($endpointId::text is null or a.endpoint_id = $endpointId::text)
     and ($appId::text is null or a.app_id = $appId::text)

@@ -25,7 +25,11 @@
 import type { RetentionConfig } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { LEGACY_ATTEMPT_ID_END } from "../db/sql/attempt-ids.ts";
-import { type DroppedPartition, dropAttemptPartitionsBefore } from "./attempt-partitions.ts";
+import {
+  type DroppedPartition,
+  dropAttemptPartitionsBefore,
+  mayManagePartitions,
+} from "./attempt-partitions.ts";
 
 export interface PurgeProgress {
   what: "attempts" | "dead_letters" | "messages";
@@ -55,6 +59,11 @@ const PURGES: ReadonlyArray<{
             union
             select id from attempts_default
             where created_at < now() - $1::bigint * interval '1 millisecond'
+            union
+            -- only for a role that may not drop partitions ($3): their rows past the age
+            select id from attempts
+            where $3::boolean and id >= ${LEGACY_ATTEMPT_ID_END}
+              and id < hookrelay_attempt_id_at(now() - $1::bigint * interval '1 millisecond')
             limit $2::integer))`,
   },
   {
@@ -111,9 +120,12 @@ export async function purgeExpiredUntil(
     [retention.attemptsMs],
   );
   const droppedPartitions = await dropAttemptPartitionsBefore(pool, rows[0]!.cutoff.getTime());
+  const rowByRow = !(await mayManagePartitions(pool));
   for (const purge of PURGES) {
     for (;;) {
-      const { rowCount } = await pool.query(purge.sql, [purge.age(retention), retention.batch]);
+      const params: unknown[] = [purge.age(retention), retention.batch];
+      if (purge.what === "attempts") params.push(rowByRow);
+      const { rowCount } = await pool.query(purge.sql, params);
       const n = rowCount ?? 0;
       deleted[purge.what] += n;
       if (n > 0) onProgress?.({ what: purge.what, deleted: deleted[purge.what] });
