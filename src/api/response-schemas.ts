@@ -8,6 +8,7 @@
  * required ones first), so an answer is the same text as before, byte for byte
  * (test/response-schemas.test.ts compares).
  */
+import { egressResponseProperties } from "./egress-input.ts";
 import {
   anyJson,
   count,
@@ -17,6 +18,7 @@ import {
   pageOf,
   text,
 } from "./response-parts.ts";
+
 import type { FromSchema } from "./schema-type.ts";
 
 /** An attempt as the API shows it (routes/attempts.ts). */
@@ -55,6 +57,7 @@ const attempt = {
     "attemptNumber",
     "errorKind",
     "error",
+    "detail",
   ],
 } as const;
 
@@ -129,11 +132,14 @@ export const endpointResponse = {
     disabled: { type: "boolean" },
     disabledReason: nullableText,
     metadata: { type: "object", additionalProperties: true },
+    // egress (docs/egress.md): secrets answered as ***
+    ...egressResponseProperties,
   },
   required: [
     "id",
     "uid",
     "url",
+    "destinationKind",
     "description",
     "version",
     "eventTypes",

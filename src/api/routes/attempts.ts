@@ -63,13 +63,13 @@ const attemptOut = (redactor: Redactor, ids: PublicIds) => (r: AttemptRow) => ({
   attemptNumber: r.attempt_number,
   errorKind: r.error_kind,
   error: r.error === null ? null : redactor.text(r.error),
-  /** hookrelay's own: 'scheduled', 'manual' (resend, requeue) or 'replay' (a background task) */
-  trigger: r.trigger,
   /**
    * hookrelay's own: what a broker destination said (docs/destinations.md: exchange and
    * confirm, or subject, stream and sequence); null for HTTP, whose status is above
    */
   detail: r.detail,
+  /** hookrelay's own: 'scheduled', 'manual' (resend, requeue) or 'replay' (a background task) */
+  trigger: r.trigger,
 });
 
 const str = { type: "string", minLength: 1, maxLength: 256 } as const;
