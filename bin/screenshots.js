@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// Produces the README's dashboard screenshots (docs/dashboard-overview.png,
-// docs/dashboard-endpoint.png) from a real run: starts `hookrelay start` (compiled, embedded
-// PostgreSQL in a temporary folder) and a local receiver with fast, slow, flaky and broken
-// paths, sends messages for a few minutes, then photographs the pages in headless Chromium.
+// Produces the README's screenshots (docs/dashboard-overview.png, docs/dashboard-endpoint.png,
+// docs/dashboard-endpoints.png, docs/portal-endpoint.png) from a real run: starts `hookrelay
+// start` (compiled, embedded PostgreSQL in a temporary folder) and a local receiver with
+// fast, slow, flaky and broken paths, sends messages for a few minutes, then photographs
+// the pages in headless Chromium at their DEFAULT range (24 h), as a new user sees them
+// after a few minutes of traffic.
 //
-//   npm run build && node bin/screenshots.js [--minutes 8]
+//   npm run build && node bin/screenshots.js [--minutes 4]
 //
 // Needs /usr/bin/chromium (Debian's `chromium` package). Everything listens on 127.0.0.1.
 import { spawn } from "node:child_process";
@@ -17,7 +19,7 @@ import { parseArgs } from "node:util";
 import { chromium } from "playwright-core";
 
 const root = path.resolve(import.meta.dirname, "..");
-const { values } = parseArgs({ options: { minutes: { type: "string", default: "8" } } });
+const { values } = parseArgs({ options: { minutes: { type: "string", default: "4" } } });
 const minutes = Number(values.minutes);
 const ADMIN_KEY = "screenshot-admin-key-not-secret";
 
@@ -115,12 +117,18 @@ try {
     [apps.games, "down/bonus", "Bonus engine (down)"],
     [apps.ads, "auth/postback?click_id=abc123", "Affiliate postback"],
     [apps.ads, "fast/conversions", "Conversions"],
+    // a postback URL template: shown as written, {click_id} and all
+    [apps.ads, "fast/pb?payout={payout}&cid={click_id}", "Tracker postback", { method: "GET" }],
   ];
   const created = [];
-  for (const [app, p, description] of endpoints) {
+  for (const [app, p, description, extra] of endpoints) {
     created.push({
       app,
-      ep: await api("POST", `/app/${app.id}/endpoint`, { url: `${rx}/${p}`, description }),
+      ep: await api("POST", `/app/${app.id}/endpoint`, {
+        url: `${rx}/${p}`,
+        description,
+        ...extra,
+      }),
     });
   }
   const until = Date.now() + minutes * 60_000;
@@ -136,7 +144,13 @@ try {
           api("POST", `/app/${app.id}/msg`, {
             eventType: "order.paid",
             eventId: `evt_${++sent}`,
-            payload: { order: sent, total: "49.90", email: "buyer@example.com" },
+            payload: {
+              order: sent,
+              total: "49.90",
+              email: "buyer@example.com",
+              payout: "4.50",
+              click_id: `c${sent}`,
+            },
           }),
         ),
       ),
@@ -161,17 +175,33 @@ try {
         (el) => el.getAttribute("data-state") === "drawn",
       ),
     );
-  await page.goto(`${base}/dashboard?hours=1`);
+  await page.goto(`${base}/dashboard`);
   await drawn();
   await page.screenshot({ path: path.join(root, "docs/dashboard-overview.png"), fullPage: true });
   const slow = created[1].ep.id;
-  await page.goto(`${base}/dashboard/endpoints/${slow}?hours=1`);
+  await page.goto(`${base}/dashboard/endpoints/${slow}`);
   await drawn();
   await page.screenshot({ path: path.join(root, "docs/dashboard-endpoint.png"), fullPage: true });
   await page.goto(`${base}/dashboard/endpoints?sort=p95&dir=desc`);
   await page.screenshot({ path: path.join(root, "docs/dashboard-endpoints.png"), fullPage: true });
+  // the tenant portal of the shop, its slow endpoint (the viewport: its page is long)
+  const link = await api("POST", `/auth/app-portal-access/${apps.shop.id}`, {});
+  const portal = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
+  await Promise.all([
+    portal.waitForURL(`${base}/portal/endpoints`),
+    portal.goto(`${base}/portal/#token=${link.token}`),
+  ]);
+  await portal.goto(`${base}/portal/endpoints/${slow}`);
+  await portal.waitForFunction(() =>
+    [...document.querySelectorAll("[data-chart]")].every(
+      (el) => el.getAttribute("data-state") === "drawn",
+    ),
+  );
+  await portal.screenshot({ path: path.join(root, "docs/portal-endpoint.png") });
   await browser.close();
-  process.stdout.write(`screenshots: ${sent} messages sent; wrote docs/dashboard-*.png\n`);
+  process.stdout.write(
+    `screenshots: ${sent} messages sent; wrote docs/dashboard-*.png and docs/portal-endpoint.png\n`,
+  );
 } finally {
   await stop();
 }
