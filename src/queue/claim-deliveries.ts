@@ -16,7 +16,6 @@ import {
   probeStartedEventsSql,
   probeStartSet,
 } from "../health/circuit-transitions.ts";
-import { claimLimitSql } from "../health/concurrency-limit.ts";
 import { PICK_SQL } from "./claim-pick.ts";
 
 export interface ClaimOptions {
@@ -31,11 +30,6 @@ export interface ClaimOptions {
   limit: number;
   /** Per-endpoint in-flight limit for endpoints without their own. */
   defaultMaxInFlight: number;
-  /**
-   * Whether endpoints without their own adaptiveConcurrency adapt their in-flight limit
-   * (HOOKRELAY_ADAPTIVE_CONCURRENCY; health/concurrency-limit.ts). Default "on".
-   */
-  defaultAdaptiveConcurrency?: "on" | "off";
   defaultTimeoutMs: number;
   /** lease = endpoint timeout + leaseMarginMs */
   leaseMarginMs: number;
@@ -64,8 +58,8 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // One statement, in four steps:
 //
 // ready    Endpoints that may send now: enabled, not paused by a Retry-After, below their
-//          in-flight limit (their adaptive limit within maxInFlight, which also resumes
-//          them gradually after a pause: docs/adaptive-concurrency.md), circuit closed (or open with its cooldown
+//          in-flight limit (and, resuming after a pause, below their resume room:
+//          docs/delivery.md, Backpressure), circuit closed (or open with its cooldown
 //          over, or half-open with its probe lost), and with at least one due row. Their endpoint_health rows
 //          are locked in id order (as every writer of them locks), so the in-flight count
 //          and token buckets read here are exact across all workers. A row another worker
@@ -103,13 +97,6 @@ export interface ClaimedDelivery extends OutboundDelivery {
 const leaseFor = (timeoutMs: string) =>
   `${NOW_SQL} + (${timeoutMs} + $leaseMarginMs::int) * interval '1 millisecond'`;
 
-/** The endpoint's in-flight limit: its adaptive limit within maxInFlight (concurrency-limit.ts). */
-const CLAIM_LIMIT_SQL = claimLimitSql(
-  "h",
-  effectiveSql("e", "maxInFlight"),
-  `${effectiveSql("e", "adaptiveConcurrency")} = 'on'`,
-);
-
 const CLAIM_SQL = namedSql<Omit<ClaimOptions, "now"> & NowParam>(
   `
 with no_flush_wait as (
@@ -117,8 +104,7 @@ with no_flush_wait as (
 ),
 ready as (
   select h.endpoint_id, h.circuit_state, h.in_flight, h.tokens_second, h.tokens_minute,
-         h.tokens_hour, h.tokens_at, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
-         ${CLAIM_LIMIT_SQL} as conc_limit,
+         h.tokens_hour, h.tokens_at, h.resume_room, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
          -- Svix's throttleRate is a per-second limit
          ${effectiveSql("e", "ratePerSecond")} as rate_per_second,
          e.rate_per_minute, e.rate_per_hour
@@ -126,7 +112,8 @@ ready as (
   join endpoints e on e.id = h.endpoint_id
   where not e.disabled
     and (h.paused_until is null or h.paused_until <= ${NOW_SQL})
-    and h.in_flight < ${CLAIM_LIMIT_SQL}
+    and h.in_flight < ${effectiveSql("e", "maxInFlight")}
+    and (h.resume_room is null or h.in_flight < h.resume_room)
     and ${admitsClaimSql("h")}
     and exists (
       select 1 from deliveries d
@@ -153,7 +140,7 @@ budget as (
 ),
 room as (
   select b.*,
-         least(${claimRoomSql("b", "b.conc_limit - b.in_flight")},
+         least(${claimRoomSql("b", "least(b.max_in_flight, coalesce(b.resume_room, b.max_in_flight)) - b.in_flight")},
                floor(least(coalesce(b.ts, 1e9), coalesce(b.tm, 1e9), coalesce(b.th, 1e9))))::int as room
   from budget b
   order by random()
@@ -224,22 +211,19 @@ signing as (
 -- may hash-join the whole messages table to find a few hundred rows.
 select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
        c.failure_notified, c.attempts_given_back, m.event_type, m.payload, m.event_id,
-       m.traceparent,
        e.url, e.headers, ${effectiveSql("e", "timeoutMs")} as timeout_ms,
-       e.retry_base_ms, e.retry_cap_ms, e.propagate_trace,
+       e.retry_base_ms, e.retry_cap_ms,
        e.method, e.body_format, e.url_token, e.missing_fields, e.success_rule,
-       e.destination_kind, e.destination_secret,
        -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
        to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
        (h.before is not null and h.before <> 'closed') as is_probe
 from claimed c
 cross join lateral (
-  select event_type, payload, event_id, traceparent from messages where id = c.message_id offset 0
+  select event_type, payload, event_id from messages where id = c.message_id offset 0
 ) m
 cross join lateral (
-  select url, headers, timeout_ms, retry_base_ms, retry_cap_ms, propagate_trace,
-         method, body_format, url_token, missing_fields, success_rule,
-         destination_kind, destination_secret
+  select url, headers, timeout_ms, retry_base_ms, retry_cap_ms,
+         method, body_format, url_token, missing_fields, success_rule
   from endpoints where id = c.endpoint_id offset 0
 ) e
 left join signing s on s.endpoint_id = c.endpoint_id
@@ -260,7 +244,6 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     claimToken: o.claimToken,
     limit: o.limit,
     defaultMaxInFlight: o.defaultMaxInFlight,
-    defaultAdaptiveConcurrency: o.defaultAdaptiveConcurrency ?? "on",
     defaultTimeoutMs: o.defaultTimeoutMs,
     leaseMarginMs: o.leaseMarginMs,
     now: o.now ?? null,
@@ -291,10 +274,6 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     successRule: r.success_rule,
     failureNotified: r.failure_notified,
     attemptsGivenBack: r.attempts_given_back,
-    traceparent: r.traceparent,
-    propagateTrace: r.propagate_trace === "on",
-    destinationKind: r.destination_kind,
-    destinationSecret: r.destination_secret,
   }));
 }
 
@@ -308,22 +287,24 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
 const BEGIN_WITHOUT_JIT = "begin; set local jit = off";
 
 /**
- * `query` in a transaction of its own without JIT. The three statements are queued at once:
- * pg sends each as soon as the one before is answered, so the commit leaves the moment the
- * claim's rows have arrived, not a turn of the event loop later (the claim holds its
- * endpoints' health rows until then). A failed claim makes the commit a rollback; a failed
- * begin or commit leaves the connection in doubt, so it is dropped, not pooled.
+ * `query` in a transaction of its own without JIT. The commit is sent as soon as the
+ * claim's rows have arrived (the claim holds its endpoints' health rows until then); a
+ * connection whose rollback failed is dropped, not pooled.
  */
 async function withoutJit(pool: pg.Pool, query: pg.QueryConfig) {
   const client = await pool.connect();
-  const [begin, claim, commit] = await Promise.allSettled([
-    client.query(BEGIN_WITHOUT_JIT),
-    client.query(query),
-    client.query("commit"),
-  ]);
-  const inDoubt = begin.status === "rejected" || commit.status === "rejected";
-  client.release(inDoubt || undefined);
-  if (claim.status === "rejected") throw claim.reason;
-  if (commit.status === "rejected") throw commit.reason;
-  return claim.value;
+  let broken: Error | undefined;
+  try {
+    await client.query(BEGIN_WITHOUT_JIT);
+    const result = await client.query(query);
+    await client.query("commit");
+    return result;
+  } catch (err) {
+    await client.query("rollback").catch((e: Error) => {
+      broken = e;
+    });
+    throw err;
+  } finally {
+    client.release(broken);
+  }
 }

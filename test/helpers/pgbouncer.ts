@@ -88,9 +88,10 @@ function run(file: string, args: string[], runAs: RunAs, env: Record<string, str
 /**
  * PostgreSQL 15 with a database `hookrelay`, and PgBouncer in `mode` in front of it with a
  * small server pool (`poolSize`, default 5), so that server connections really are shared.
+ * `settings`: more server settings (`name=value`, as `postgres -c` takes them).
  */
 export async function startPooledDatabase(
-  options: { mode?: PoolMode; poolSize?: number } = {},
+  options: { mode?: PoolMode; poolSize?: number; settings?: string[] } = {},
 ): Promise<PooledDatabase> {
   const runAs: RunAs = process.getuid?.() === 0 ? await ensurePostgresUser() : null;
   const dir = await mkdtemp(path.join(tmpdir(), "hookrelay-pgb-"));
@@ -106,7 +107,10 @@ export async function startPooledDatabase(
     binaries,
     clusterDir,
     port: pgPort,
-    flags: ["-c", "max_connections=60", "-c", "fsync=off"],
+    flags: ["max_connections=60", "fsync=off", ...(options.settings ?? [])].flatMap((s) => [
+      "-c",
+      s,
+    ]),
     runAs,
     logFile: path.join(dir, "postgres.log"),
   });

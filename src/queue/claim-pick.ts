@@ -1,0 +1,149 @@
+/**
+ * The claim's `picked` step for one endpoint (src/queue/claim-deliveries.ts): which of its
+ * due rows it takes, unordered ones and ordering keys' heads (docs/delivery.md, "Ordering"),
+ * each found through an index made for it, so no claim reads the rows that wait behind
+ * their key's head. A fragment of the claim's statement: it reads the claim's `room` row
+ * as `r` (endpoint_id, in_flight, room) and its `$now` parameter.
+ */
+import { NOW_SQL } from "../db/sql/clock.ts";
+
+/**
+ * An ordered row is its key's head when no earlier row of the same (endpoint, key), by id
+ * (the acceptance order), is still queued (pending, failed waiting for its retry, or in
+ * flight), nor dead-lettered unless the endpoint's orderedDeadLetter is "skip"
+ * (ORDER_HEAD_SQL: two backward probes of migration 0020's partial indexes per row). A row
+ * another claim is taking is still queued in this statement's snapshot, so two claims never
+ * take two rows of one key.
+ */
+const ORDER_HEAD_SQL = `
+        not exists (
+          select 1 from deliveries o
+          where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
+            and o.id < d.id and o.queued)
+        and not exists (
+          select 1 from deliveries o
+          where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
+            and o.id < d.id and o.dead_lettered
+            and exists (select 1 from endpoints e
+                        where e.id = d.endpoint_id and e.ordered_dead_letter is distinct from 'skip'))`;
+
+/**
+ * Unordered rows, oldest due first, through deliveries_unordered_due_idx (migration 0022:
+ * no entry for a keyed row), stepping over its rows in flight.
+ */
+const UNORDERED_SQL = `
+       select d.id, d.endpoint_id, d.next_attempt_at
+       from deliveries d
+       where d.endpoint_id = r.endpoint_id
+         and d.queued and d.ordering_key is null
+         and d.next_attempt_at <= ${NOW_SQL}
+         and d.status <> 'in_flight'
+       order by d.next_attempt_at
+       limit greatest(r.room, 0)
+       for update skip locked`;
+
+/**
+ * Each key's head: a skip scan of deliveries_ordered_queued_idx (migration 0020), one probe
+ * per key for its smallest id still queued. The head is taken when it is due and not in
+ * flight (in flight, its key has nothing to take), and no earlier row of its key is
+ * dead-lettered, unless the endpoint's orderedDeadLetter is "skip": a probe of
+ * deliveries_ordered_dead_idx per head (nested under the endpoint's test, so it never
+ * becomes a join over every dead letter). A head another claim took since this statement's
+ * snapshot is rechecked in its newest version when it is locked, and dropped; the row
+ * behind it is no head in this snapshot.
+ */
+const KEY_HEADS_SQL = `
+       with recursive k as (
+         (select q.ordering_key, q.id from deliveries q
+          where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
+          order by q.ordering_key, q.id
+          limit 1)
+         union all
+         (select n.ordering_key, n.id
+          from k
+          cross join lateral (
+            select q.ordering_key, q.id from deliveries q
+            where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
+              and q.ordering_key > k.ordering_key
+            order by q.ordering_key, q.id
+            limit 1) n)
+       )
+       select d.id, d.endpoint_id, d.next_attempt_at
+       from k
+       join deliveries d on d.id = k.id
+       where d.queued
+         and d.next_attempt_at <= ${NOW_SQL}
+         and d.status <> 'in_flight'
+         and not exists (
+           select 1 from endpoints e
+           where e.id = r.endpoint_id and e.ordered_dead_letter is distinct from 'skip'
+             and exists (
+               select 1 from deliveries o
+               where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
+                 and o.id < d.id and o.dead_lettered))
+       order by d.next_attempt_at
+       limit greatest(r.room, 0)
+       for update of d skip locked`;
+
+/**
+ * An endpoint's rows to take (docs/delivery.md, "Ordering"), its oldest due first, up to its
+ * room, each locked as it is taken (skipping rows another transaction holds):
+ *
+ * - an endpoint without a keyed row queued (one probe of deliveries_ordered_queued_idx):
+ *   UNORDERED_SQL, as cheap as ever;
+ * - else its first in_flight + 2 x room due rows in due order through deliveries_due_idx
+ *   (in-flight ones among them: they keep their place), the unordered rows and keys' heads
+ *   of them (ORDER_HEAD_SQL) taken: where keys are many and shallow, the heads come first;
+ * - if those few rows were not all its due rows and gave less than the room (fewer
+ *   claimable heads than room under a deep backlog: walking on would read every row
+ *   waiting behind a head), the rows come instead from UNORDERED_SQL and KEY_HEADS_SQL,
+ *   one probe per key whatever the backlog's depth. The walk's rows are among these (the
+ *   oldest claimable), so none it locked is left out.
+ */
+export const PICK_SQL = `
+    with keyed as (
+      -- written as the index's first entry, so it is a probe of the index, never a scan
+      select (select q.id from deliveries q
+              where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
+              order by q.ordering_key, q.id
+              limit 1) is not null as has_keys
+    ),
+    scan as (
+      select d.id, d.next_attempt_at,
+             d.status <> 'in_flight' and (d.ordering_key is null or (${ORDER_HEAD_SQL})) as takes
+      from deliveries d
+      where (select has_keys from keyed)
+        and d.endpoint_id = r.endpoint_id
+        and d.queued
+        and d.next_attempt_at <= ${NOW_SQL}
+      order by d.next_attempt_at
+      limit r.in_flight + 2 * greatest(r.room, 0)
+    ),
+    walked as (
+      select d.id, d.endpoint_id, s.next_attempt_at
+      from scan s
+      join deliveries d on d.id = s.id
+      where s.takes
+        and d.queued
+        and d.next_attempt_at <= ${NOW_SQL}
+        and d.status <> 'in_flight'
+      order by s.next_attempt_at
+      limit greatest(r.room, 0)
+      for update of d skip locked
+    ),
+    way as (
+      select not (select has_keys from keyed) as unordered,
+             (select has_keys from keyed)
+               and (select count(*) from scan) = r.in_flight + 2 * greatest(r.room, 0)
+               and (select count(*) from walked) < greatest(r.room, 0) as per_key
+    )
+    select w.id, w.endpoint_id, w.next_attempt_at from walked w
+    where not (select unordered or per_key from way)
+    union all
+    select u.id, u.endpoint_id, u.next_attempt_at from (${UNORDERED_SQL}) u
+    where (select unordered or per_key from way)
+    union all
+    select k.id, k.endpoint_id, k.next_attempt_at from (${KEY_HEADS_SQL}) k
+    where (select per_key from way)
+    order by 3
+    limit greatest(r.room, 0)`;
