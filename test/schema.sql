@@ -37,12 +37,13 @@ table applications (
   metadata jsonb not null default '{}'::jsonb,
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
+  egress_pool text,
   constraint applications_pkey PRIMARY KEY (id),
   constraint applications_uid_key UNIQUE (uid)
 );
 
 table attempts (
-  id bigint not null generated always as identity,
+  id bigint not null default (hookrelay_attempt_id_at(now()) | (nextval('attempts_id_seq'::regclass) & (2097151)::bigint)),
   delivery_id bigint not null,
   message_id text not null,
   endpoint_id text not null,
@@ -58,8 +59,54 @@ table attempts (
   error text,
   response_body text,
   created_at timestamp with time zone not null default now(),
+  detail jsonb,
   constraint attempts_outcome_check CHECK ((outcome = ANY (ARRAY['success'::text, 'failure'::text]))),
   constraint attempts_pkey PRIMARY KEY (id)
+);
+
+table attempts_default (
+  id bigint not null default (hookrelay_attempt_id_at(now()) | (nextval('attempts_id_seq'::regclass) & (2097151)::bigint)),
+  delivery_id bigint not null,
+  message_id text not null,
+  endpoint_id text not null,
+  app_id text not null,
+  attempt_number integer not null,
+  trigger text not null,
+  url text not null,
+  started_at timestamp with time zone not null,
+  latency_ms integer not null,
+  outcome text not null,
+  status_code integer,
+  error_kind text,
+  error text,
+  response_body text,
+  created_at timestamp with time zone not null default now(),
+  detail jsonb,
+  constraint attempts_default_pkey PRIMARY KEY (id),
+  constraint attempts_outcome_check CHECK ((outcome = ANY (ARRAY['success'::text, 'failure'::text])))
+);
+
+table attempts_legacy (
+  id bigint not null,
+  delivery_id bigint not null,
+  message_id text not null,
+  endpoint_id text not null,
+  app_id text not null,
+  attempt_number integer not null,
+  trigger text not null,
+  url text not null,
+  started_at timestamp with time zone not null,
+  latency_ms integer not null,
+  outcome text not null,
+  status_code integer,
+  error_kind text,
+  error text,
+  response_body text,
+  created_at timestamp with time zone not null default now(),
+  detail jsonb,
+  constraint attempts_legacy_pkey PRIMARY KEY (id),
+  constraint attempts_legacy_range CHECK ((id < '264724335820800'::bigint)),
+  constraint attempts_outcome_check CHECK ((outcome = ANY (ARRAY['success'::text, 'failure'::text])))
 );
 
 table background_tasks (
@@ -220,8 +267,12 @@ table endpoint_health (
   slow boolean not null default false,
   very_slow boolean not null default false,
   stats_at timestamp with time zone,
-  resume_room integer,
+  concurrency_limit double precision,
+  concurrency_reason text,
+  concurrency_since timestamp with time zone,
+  latency_floor_ms double precision,
   constraint endpoint_health_circuit_state_check CHECK ((circuit_state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text]))),
+  constraint endpoint_health_concurrency_reason_check CHECK ((concurrency_reason = ANY (ARRAY['starting'::text, 'growing'::text, 'at_max'::text, 'resuming'::text, 'latency_rising'::text, 'rate_limited'::text, 'timeouts'::text]))),
   constraint endpoint_health_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
   constraint endpoint_health_pkey PRIMARY KEY (endpoint_id)
 );
@@ -273,14 +324,26 @@ table endpoints (
   while_disabled text,
   ordering text,
   ordered_dead_letter text,
+  adaptive_concurrency text,
+  egress_pool text,
+  proxy_url text,
+  tls_client_cert text,
+  tls_client_key text,
+  tls_ca text,
+  destination_kind text not null default 'http'::text,
+  destination_secret text,
+  propagate_trace text,
+  constraint endpoints_adaptive_concurrency_check CHECK ((adaptive_concurrency = ANY (ARRAY['on'::text, 'off'::text]))),
   constraint endpoints_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
   constraint endpoints_app_id_uid_key UNIQUE (app_id, uid),
   constraint endpoints_body_format_check CHECK ((body_format = ANY (ARRAY['json'::text, 'form'::text]))),
+  constraint endpoints_destination_kind_check CHECK ((destination_kind = ANY (ARRAY['http'::text, 'amqp'::text, 'nats'::text]))),
   constraint endpoints_method_check CHECK ((method = ANY (ARRAY['POST'::text, 'GET'::text, 'PUT'::text]))),
   constraint endpoints_missing_fields_check CHECK ((missing_fields = ANY (ARRAY['fail'::text, 'empty'::text]))),
   constraint endpoints_ordered_dead_letter_check CHECK ((ordered_dead_letter = ANY (ARRAY['block'::text, 'skip'::text]))),
   constraint endpoints_ordering_check CHECK ((ordering = ANY (ARRAY['none'::text, 'fifo'::text]))),
   constraint endpoints_pkey PRIMARY KEY (id),
+  constraint endpoints_propagate_trace_check CHECK ((propagate_trace = ANY (ARRAY['off'::text, 'on'::text]))),
   constraint endpoints_while_disabled_check CHECK ((while_disabled = ANY (ARRAY['hold'::text, 'skip'::text])))
 );
 
@@ -341,6 +404,7 @@ table messages (
   expires_at timestamp with time zone,
   expunged_at timestamp with time zone,
   ordering_key text,
+  traceparent text,
   constraint messages_app_id_event_id_key UNIQUE (app_id, event_id),
   constraint messages_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
   constraint messages_pkey PRIMARY KEY (id)
@@ -391,10 +455,19 @@ CREATE UNIQUE INDEX api_keys_key_hash_key ON public.api_keys USING btree (key_ha
 CREATE UNIQUE INDEX api_keys_pkey ON public.api_keys USING btree (id);
 CREATE UNIQUE INDEX applications_pkey ON public.applications USING btree (id);
 CREATE UNIQUE INDEX applications_uid_key ON public.applications USING btree (uid);
-CREATE INDEX attempts_created_brin ON public.attempts USING brin (created_at);
-CREATE INDEX attempts_endpoint_idx ON public.attempts USING btree (endpoint_id, id);
-CREATE INDEX attempts_message_idx ON public.attempts USING btree (message_id, id);
-CREATE UNIQUE INDEX attempts_pkey ON public.attempts USING btree (id);
+CREATE INDEX attempts_created_brin ON ONLY public.attempts USING brin (created_at);
+CREATE INDEX attempts_endpoint_idx ON ONLY public.attempts USING btree (endpoint_id, id);
+CREATE INDEX attempts_message_idx ON ONLY public.attempts USING btree (message_id, id);
+CREATE UNIQUE INDEX attempts_pkey ON ONLY public.attempts USING btree (id);
+CREATE INDEX attempts_default_backdated_idx ON public.attempts_default USING btree (created_at) WHERE (created_at < hookrelay_attempt_time((id - '7549747200'::bigint)));
+CREATE INDEX attempts_default_created_at_idx ON public.attempts_default USING brin (created_at);
+CREATE INDEX attempts_default_endpoint_id_id_idx ON public.attempts_default USING btree (endpoint_id, id);
+CREATE INDEX attempts_default_message_id_id_idx ON public.attempts_default USING btree (message_id, id);
+CREATE UNIQUE INDEX attempts_default_pkey ON public.attempts_default USING btree (id);
+CREATE INDEX attempts_legacy_created_brin ON public.attempts_legacy USING brin (created_at);
+CREATE INDEX attempts_legacy_endpoint_idx ON public.attempts_legacy USING btree (endpoint_id, id);
+CREATE INDEX attempts_legacy_message_idx ON public.attempts_legacy USING btree (message_id, id);
+CREATE UNIQUE INDEX attempts_legacy_pkey ON public.attempts_legacy USING btree (id);
 CREATE INDEX background_tasks_app_idx ON public.background_tasks USING btree (app_id, id);
 CREATE UNIQUE INDEX background_tasks_pkey ON public.background_tasks USING btree (id);
 CREATE INDEX background_tasks_running_idx ON public.background_tasks USING btree (endpoint_id) WHERE (status = 'running'::text);

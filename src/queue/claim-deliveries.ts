@@ -16,6 +16,7 @@ import {
   probeStartedEventsSql,
   probeStartSet,
 } from "../health/circuit-transitions.ts";
+import { claimLimitSql } from "../health/concurrency-limit.ts";
 import { PICK_SQL } from "./claim-pick.ts";
 
 export interface ClaimOptions {
@@ -30,6 +31,11 @@ export interface ClaimOptions {
   limit: number;
   /** Per-endpoint in-flight limit for endpoints without their own. */
   defaultMaxInFlight: number;
+  /**
+   * Whether endpoints without their own adaptiveConcurrency adapt their in-flight limit
+   * (HOOKRELAY_ADAPTIVE_CONCURRENCY; health/concurrency-limit.ts). Default "on".
+   */
+  defaultAdaptiveConcurrency?: "on" | "off";
   defaultTimeoutMs: number;
   /** lease = endpoint timeout + leaseMarginMs */
   leaseMarginMs: number;
@@ -58,8 +64,8 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // One statement, in four steps:
 //
 // ready    Endpoints that may send now: enabled, not paused by a Retry-After, below their
-//          in-flight limit (and, resuming after a pause, below their resume room:
-//          docs/delivery.md, Backpressure), circuit closed (or open with its cooldown
+//          in-flight limit (their adaptive limit within maxInFlight, which also resumes
+//          them gradually after a pause: docs/adaptive-concurrency.md), circuit closed (or open with its cooldown
 //          over, or half-open with its probe lost), and with at least one due row. Their endpoint_health rows
 //          are locked in id order (as every writer of them locks), so the in-flight count
 //          and token buckets read here are exact across all workers. A row another worker
@@ -97,6 +103,13 @@ export interface ClaimedDelivery extends OutboundDelivery {
 const leaseFor = (timeoutMs: string) =>
   `${NOW_SQL} + (${timeoutMs} + $leaseMarginMs::int) * interval '1 millisecond'`;
 
+/** The endpoint's in-flight limit: its adaptive limit within maxInFlight (concurrency-limit.ts). */
+const CLAIM_LIMIT_SQL = claimLimitSql(
+  "h",
+  effectiveSql("e", "maxInFlight"),
+  `${effectiveSql("e", "adaptiveConcurrency")} = 'on'`,
+);
+
 const CLAIM_SQL = namedSql<Omit<ClaimOptions, "now"> & NowParam>(
   `
 with no_flush_wait as (
@@ -104,7 +117,8 @@ with no_flush_wait as (
 ),
 ready as (
   select h.endpoint_id, h.circuit_state, h.in_flight, h.tokens_second, h.tokens_minute,
-         h.tokens_hour, h.tokens_at, h.resume_room, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
+         h.tokens_hour, h.tokens_at, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
+         ${CLAIM_LIMIT_SQL} as conc_limit,
          -- Svix's throttleRate is a per-second limit
          ${effectiveSql("e", "ratePerSecond")} as rate_per_second,
          e.rate_per_minute, e.rate_per_hour
@@ -112,8 +126,7 @@ ready as (
   join endpoints e on e.id = h.endpoint_id
   where not e.disabled
     and (h.paused_until is null or h.paused_until <= ${NOW_SQL})
-    and h.in_flight < ${effectiveSql("e", "maxInFlight")}
-    and (h.resume_room is null or h.in_flight < h.resume_room)
+    and h.in_flight < ${CLAIM_LIMIT_SQL}
     and ${admitsClaimSql("h")}
     and exists (
       select 1 from deliveries d
@@ -140,7 +153,7 @@ budget as (
 ),
 room as (
   select b.*,
-         least(${claimRoomSql("b", "least(b.max_in_flight, coalesce(b.resume_room, b.max_in_flight)) - b.in_flight")},
+         least(${claimRoomSql("b", "b.conc_limit - b.in_flight")},
                floor(least(coalesce(b.ts, 1e9), coalesce(b.tm, 1e9), coalesce(b.th, 1e9))))::int as room
   from budget b
   order by random()
@@ -211,19 +224,22 @@ signing as (
 -- may hash-join the whole messages table to find a few hundred rows.
 select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
        c.failure_notified, c.attempts_given_back, m.event_type, m.payload, m.event_id,
+       m.traceparent,
        e.url, e.headers, ${effectiveSql("e", "timeoutMs")} as timeout_ms,
-       e.retry_base_ms, e.retry_cap_ms,
+       e.retry_base_ms, e.retry_cap_ms, e.propagate_trace,
        e.method, e.body_format, e.url_token, e.missing_fields, e.success_rule,
+       e.destination_kind, e.destination_secret,
        -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
        to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
        (h.before is not null and h.before <> 'closed') as is_probe
 from claimed c
 cross join lateral (
-  select event_type, payload, event_id from messages where id = c.message_id offset 0
+  select event_type, payload, event_id, traceparent from messages where id = c.message_id offset 0
 ) m
 cross join lateral (
-  select url, headers, timeout_ms, retry_base_ms, retry_cap_ms,
-         method, body_format, url_token, missing_fields, success_rule
+  select url, headers, timeout_ms, retry_base_ms, retry_cap_ms, propagate_trace,
+         method, body_format, url_token, missing_fields, success_rule,
+         destination_kind, destination_secret
   from endpoints where id = c.endpoint_id offset 0
 ) e
 left join signing s on s.endpoint_id = c.endpoint_id
@@ -244,6 +260,7 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     claimToken: o.claimToken,
     limit: o.limit,
     defaultMaxInFlight: o.defaultMaxInFlight,
+    defaultAdaptiveConcurrency: o.defaultAdaptiveConcurrency ?? "on",
     defaultTimeoutMs: o.defaultTimeoutMs,
     leaseMarginMs: o.leaseMarginMs,
     now: o.now ?? null,
@@ -274,6 +291,10 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     successRule: r.success_rule,
     failureNotified: r.failure_notified,
     attemptsGivenBack: r.attempts_given_back,
+    traceparent: r.traceparent,
+    propagateTrace: r.propagate_trace === "on",
+    destinationKind: r.destination_kind,
+    destinationSecret: r.destination_secret,
   }));
 }
 
