@@ -26,6 +26,8 @@ let msgId: string;
 /** the receiver's /slow path answers once this is set */
 let release: (() => void) | null = null;
 const { newApp, newEndpoint, send, waitForStatus } = deliveryCalls(() => h);
+/** a short ordering key, which the blocked-keys table shows on one line */
+const KEY = "customer-4242-eu";
 
 beforeAll(async () => {
   rx = await startReceiver(async (req) => {
@@ -50,6 +52,10 @@ beforeAll(async () => {
   msgId = await send(appId, { payout: 501, click_id: "abc" }, { eventType: "order.paid" });
   await waitForStatus(msgId, postback, "delivered");
   await waitForStatus(msgId, failing, "dead_letter");
+  // a blocked ordering key on the failing endpoint: its head dead, the next one waiting
+  const head = await send(appId, { payout: 1 }, { eventType: "order.paid", orderingKey: KEY });
+  await send(appId, { payout: 2 }, { eventType: "order.paid", orderingKey: KEY });
+  await waitForStatus(head, failing, "dead_letter");
   browser = await launchBrowser();
 });
 afterAll(async () => {
@@ -103,6 +109,8 @@ describe.each(WIDTHS)("at $width px", (size) => {
       ["/portal/endpoints", "portal-endpoints"],
       [`/portal/endpoints/${postback}`, "portal-endpoint"],
       [`/portal/endpoints/${postback}/edit`, "portal-edit"],
+      [`/portal/endpoints/${failing}`, "portal-failing"],
+      [`/portal/endpoints/${postback}/replay`, "portal-replay"],
       ["/portal/endpoints/new", "portal-new"],
       ["/portal/messages", "portal-messages"],
       [`/portal/messages/${msgId}`, "portal-message"],
@@ -126,6 +134,8 @@ describe.each(WIDTHS)("at $width px", (size) => {
       [`/dashboard/endpoints/${postback}`, "dash-endpoint"],
       [`/dashboard/endpoints/${postback}/edit`, "dash-edit"],
       [`/dashboard/endpoints/${failing}`, "dash-failing"],
+      [`/dashboard/endpoints/${failing}/requeue`, "dash-requeue"],
+      [`/dashboard/endpoints/${postback}/replay`, "dash-replay"],
       ["/dashboard/dead-letters", "dash-dead-letters"],
       [`/dashboard/messages?q=${msgId}`, "dash-message"],
     ] as const) {

@@ -8,6 +8,7 @@
  *   its box shows (scrollWidth > clientWidth: something cut off or spilling out);
  * - a select is narrower than its chosen option's words (the words cut off);
  * - a checkbox with a short label is not on one line with its words;
+ * - a short ordering key (blocked-keys table) wraps;
  * - the page scrolls sideways.
  *
  * The checks run in the page as a script (this project's TypeScript has no DOM types).
@@ -57,6 +58,11 @@ const CHECKS = `(() => {
     if (!visible(box) || (label.textContent || "").trim().length > 30) continue;
     if (box.getBoundingClientRect().width > 30 || label.getClientRects().length !== 1)
       problems.push("checkbox not in line with its words: " + name(label));
+  }
+
+  for (const key of document.querySelectorAll("td.key code")) {
+    if (visible(key) && (key.textContent || "").length <= 32 && key.getClientRects().length !== 1)
+      problems.push("a short key wraps: " + name(key));
   }
 
   const sideways = document.documentElement.scrollWidth - document.documentElement.clientWidth;
