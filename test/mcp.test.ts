@@ -310,6 +310,15 @@ describe("hookrelay mcp over stdio", { timeout: 60_000 }, () => {
     }
   });
 
+  test("it ends by itself when the client closes its stdin", async () => {
+    const r = await runCli(["mcp", "--url", url, "--key", adminKey], { stdin: "" });
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toMatch(
+      /^hookrelay mcp: serving http:\/\/127\.0\.0\.1:\d+ on stdio \(admin key: reads and actions\)\n$/,
+    );
+  });
+
   test("a refused key stops it at once, saying which key", async () => {
     const r = await runCli(["mcp", "--url", url, "--key", "hr_admin_wrong"], { stdin: "" });
     expect(r.code, show(r)).toBe(1);
