@@ -327,6 +327,7 @@ table endpoints (
   adaptive_concurrency text,
   egress_pool text,
   proxy_url text,
+  proxy_secret text,
   tls_client_cert text,
   tls_client_key text,
   tls_ca text,

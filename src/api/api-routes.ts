@@ -14,6 +14,7 @@ import { registerApplicationRoutes } from "./routes/applications.ts";
 import { registerAttemptRoutes } from "./routes/attempts.ts";
 import { registerBackgroundTaskRoutes } from "./routes/background-tasks.ts";
 import { registerDashboardAccessRoute } from "./routes/dashboard-access.ts";
+import { registerEgressRoutes } from "./routes/egress.ts";
 import { registerEndpointHeaderRoutes } from "./routes/endpoint-headers.ts";
 import { registerEndpointHealthRoutes } from "./routes/endpoint-health.ts";
 import { registerEndpointStatsRoute } from "./routes/endpoint-stats.ts";
@@ -70,6 +71,7 @@ export async function registerApiRoutes(
       registerSendExampleRoute(api, ctx);
       registerStatsRoutes(api, ctx);
       registerBackgroundTaskRoutes(api, ctx);
+      registerEgressRoutes(api, ctx);
       // the svix client's everyday endpoint calls (README.md, Using the svix client)
       registerEndpointHeaderRoutes(api, ctx);
       registerEndpointStatsRoute(api, ctx);

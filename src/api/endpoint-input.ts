@@ -14,6 +14,7 @@ import {
   policySchemaProperties,
 } from "../domain/endpoint-policy-derived.ts";
 import { checkBrokerUrl, isBrokerUrl } from "./destination-input.ts";
+import { type EgressIn, egressProperties } from "./egress-input.ts";
 import { badRequest, validationError } from "./errors.ts";
 import {
   type PostbackIn,
@@ -24,6 +25,7 @@ import {
 import { metadataSchema, nameListSchema, uidSchema } from "./schemas.ts";
 
 export type EndpointIn = PostbackIn &
+  EgressIn &
   PolicyIn &
   Partial<{
     url: string;
@@ -70,6 +72,8 @@ const endpointProperties = {
   ...policySchemaProperties(),
   // postback endpoints: method, bodyFormat, urlToken, missingFields, successRule
   ...postbackProperties,
+  // egress: egressPool, proxyUrl, tlsClientCert, tlsClientKey, tlsCa (docs/egress.md)
+  ...egressProperties,
 } as const;
 export const endpointIn = {
   type: "object",

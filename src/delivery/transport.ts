@@ -66,6 +66,27 @@ export interface OutboundDelivery {
   destinationKind?: DestinationKind;
   /** a broker destination's password, sealed (null: none; HTTP endpoints have none) */
   destinationSecret?: string | null;
+  /**
+   * How HTTP requests leave (docs/egress.md), as stored: absent when the endpoint has no
+   * egress settings and its application no pool.
+   */
+  egress?: EndpointEgress;
+}
+
+/** An endpoint's egress settings as the claim reads them (migration 0028). */
+export interface EndpointEgress {
+  /** the endpoint's pool, else its application's */
+  pool: string | null;
+  /** the endpoint's own proxy, without its password */
+  proxyUrl: string | null;
+  /** its password, sealed */
+  proxySecret: string | null;
+  /** sealed */
+  tlsClientCert: string | null;
+  /** sealed */
+  tlsClientKey: string | null;
+  /** PEM */
+  tlsCa: string | null;
 }
 
 /**

@@ -229,6 +229,10 @@ select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attem
        e.retry_base_ms, e.retry_cap_ms, e.propagate_trace,
        e.method, e.body_format, e.url_token, e.missing_fields, e.success_rule,
        e.destination_kind, e.destination_secret,
+       -- egress (docs/egress.md): the endpoint's pool, else its application's
+       coalesce(e.egress_pool,
+                (select a.egress_pool from applications a where a.id = c.app_id)) as egress_pool,
+       e.proxy_url, e.proxy_secret, e.tls_client_cert, e.tls_client_key, e.tls_ca,
        -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
        to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
        (h.before is not null and h.before <> 'closed') as is_probe
@@ -239,7 +243,8 @@ cross join lateral (
 cross join lateral (
   select url, headers, timeout_ms, retry_base_ms, retry_cap_ms, propagate_trace,
          method, body_format, url_token, missing_fields, success_rule,
-         destination_kind, destination_secret
+         destination_kind, destination_secret,
+         egress_pool, proxy_url, proxy_secret, tls_client_cert, tls_client_key, tls_ca
   from endpoints where id = c.endpoint_id offset 0
 ) e
 left join signing s on s.endpoint_id = c.endpoint_id
@@ -295,6 +300,17 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     propagateTrace: r.propagate_trace === "on",
     destinationKind: r.destination_kind,
     destinationSecret: r.destination_secret,
+    // (absent for an endpoint without egress settings: the sender's shared Agent)
+    ...((r.egress_pool ?? r.proxy_url ?? r.tls_client_cert ?? r.tls_ca) !== null && {
+      egress: {
+        pool: r.egress_pool,
+        proxyUrl: r.proxy_url,
+        proxySecret: r.proxy_secret,
+        tlsClientCert: r.tls_client_cert,
+        tlsClientKey: r.tls_client_key,
+        tlsCa: r.tls_ca,
+      },
+    }),
   }));
 }
 

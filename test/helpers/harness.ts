@@ -131,6 +131,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
     startWorker(workerOverrides = {}, options = {}) {
       const sender = makeHttpSender({
         ssrfGuard: makeSsrfGuard({ allowlist: config.ssrfAllowlist }),
+        egress: config.egress,
       });
       senders.push(sender);
       const worker = makeWorker({

@@ -16,6 +16,7 @@ import { OperationalEvent } from "../../domain/operational-events.ts";
 import { ID_PREFIX, newId } from "../../ids.ts";
 import { emitEndpointEvent } from "../../ops/operational-webhook.ts";
 import type { ApiContext } from "../context.ts";
+import { checkPool, egressPoolSchema } from "../egress-input.ts";
 import { forbidden, isNotFound, notFound } from "../errors.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { resolveAppId } from "../resolve.ts";
@@ -28,6 +29,7 @@ export interface AppIn {
   throttleRate?: number | null;
   rateLimit?: number | null;
   metadata?: Record<string, string>;
+  egressPool?: string | null;
 }
 
 const appProperties = {
@@ -36,6 +38,11 @@ const appProperties = {
   throttleRate: { type: ["integer", "null"], minimum: 1, maximum: 1_000_000 },
   rateLimit: { type: ["integer", "null"], minimum: 1, maximum: 1_000_000 },
   metadata: metadataSchema,
+  // the pool its endpoints go out through unless they name their own (docs/egress.md)
+  egressPool: {
+    ...egressPoolSchema,
+    description: `${egressPoolSchema.description}. Its endpoints use it unless they name their own; a PUT that leaves it out keeps it.`,
+  },
 } as const;
 export const appIn = {
   type: "object",
@@ -56,6 +63,7 @@ export const appOut = (r: AppRow) => ({
   throttleRate: r.rate_limit,
   rateLimit: r.rate_limit,
   metadata: r.metadata,
+  egressPool: r.egress_pool,
   createdAt: iso(r.created_at),
   updatedAt: iso(r.updated_at),
 });
@@ -74,6 +82,7 @@ export function createApp(db: Queryable, body: AppIn): Promise<AppRow> {
     name: body.name!,
     rateLimit: rateOf(body) ?? null,
     metadata: body.metadata ?? {},
+    egressPool: body.egressPool ?? null,
   }).catch(uidTaken);
 }
 
@@ -88,14 +97,22 @@ function changesOf(body: AppIn, replace: boolean): AppChanges {
     uid: body.uid,
     rateLimit: replace ? (rate ?? null) : rate,
     metadata: replace ? (body.metadata ?? {}) : body.metadata,
+    // (a PUT that leaves it out keeps it: the svix client's upsert cannot send it)
+    egressPool: body.egressPool,
   };
 }
 
 export function registerApplicationRoutes(
   app: FastifyInstance,
-  { pool, operational }: ApiContext,
+  { pool, operational, config }: ApiContext,
 ): void {
+  /** The body, its egress pool checked against the server's (422 unknown_egress_pool). */
+  const checked = (body: AppIn): AppIn => {
+    if (body.egressPool !== undefined) checkPool(body.egressPool, config.egress);
+    return body;
+  };
   const update = async (id: string, body: AppIn, replace: boolean) => {
+    checked(body);
     const row = await updateApp(pool, id, changesOf(body, replace)).catch(uidTaken);
     if (!row) throw notFound("application");
     return appOut(row);
@@ -135,7 +152,7 @@ export function registerApplicationRoutes(
         if (existing) return reply.code(200).send(appOut(existing));
       }
       reply.code(201);
-      return appOut(await createApp(pool, request.body));
+      return appOut(await createApp(pool, checked(request.body)));
     },
   );
 
@@ -165,7 +182,7 @@ export function registerApplicationRoutes(
         reply.code(201);
         return appOut(
           await createApp(pool, {
-            ...request.body,
+            ...checked(request.body),
             uid: request.body.uid ?? checkPathUid(request.params.appId),
           }),
         );

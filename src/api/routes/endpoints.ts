@@ -24,6 +24,7 @@ import {
   destinationOut,
   isBrokerUrl,
 } from "../destination-input.ts";
+import { egressColumns, egressOut, proxyHostToCheck } from "../egress-input.ts";
 import {
   checkUrl,
   type EndpointIn as EndpointFieldsIn,
@@ -80,6 +81,8 @@ export const endpointOut = (r: EndpointRow) => ({
   disabled: r.disabled,
   disabledReason: r.disabled_reason,
   metadata: r.metadata,
+  // egress (docs/egress.md): secrets as ***
+  ...egressOut(r),
   // the delivery policy (domain/endpoint-policy.ts)
   ...policyOut(r),
   // postback endpoints
@@ -94,7 +97,7 @@ const uidTaken = conflictOnUnique("an endpoint with this uid already exists in t
 
 export function registerEndpointRoutes(
   app: FastifyInstance,
-  { pool, ssrfGuard, secretBox, operational }: ApiContext,
+  { pool, ssrfGuard, secretBox, operational, config }: ApiContext,
 ): void {
   /**
    * The columns a body writes, checked together with what the endpoint keeps (`current`;
@@ -113,6 +116,8 @@ export function registerEndpointRoutes(
       kind: fields.destination_kind ?? current?.destination_kind ?? "http",
     });
     if (typeof fields.url_token === "string") fields.url_token = secretBox.seal(fields.url_token);
+    // egress: a pool, a proxy, mTLS (docs/egress.md), checked and sealed
+    Object.assign(fields, egressColumns(body, current, config.egress, secretBox));
     return fields;
   };
 
@@ -165,6 +170,7 @@ export function registerEndpointRoutes(
 
   /** The SSRF guard at save time (it runs again at connect time, against DNS rebinding). */
   async function guardUrl(body: EndpointIn): Promise<void> {
+    await guardProxy(body);
     if (body.url === undefined) return;
     checkUrl(body.url);
     try {
@@ -187,6 +193,32 @@ export function registerEndpointRoutes(
         );
       }
       throw err;
+    }
+  }
+
+  /**
+   * An endpoint's own proxy is a stranger's address like its URL: the guard vets its host
+   * when saved (and again each time the worker dials it; docs/egress.md).
+   */
+  async function guardProxy(body: EndpointIn): Promise<void> {
+    let host: string | null;
+    try {
+      host = proxyHostToCheck(body);
+    } catch {
+      return; // (egressColumns answers invalid_proxy_url)
+    }
+    if (host === null) return;
+    try {
+      await ssrfGuard.vetHost(host);
+    } catch (err) {
+      if (err instanceof SsrfBlockedError) {
+        throw apiError(
+          "url_not_allowed",
+          `proxyUrl is not allowed: ${err.message} (the server's HOOKRELAY_SSRF_ALLOWLIST can exempt it; an operator's proxy belongs in HOOKRELAY_EGRESS_POOLS)`,
+          { cause: err },
+        );
+      }
+      // a name that does not resolve yet is accepted: the worker's dial decides
     }
   }
 

@@ -9,11 +9,13 @@ export interface AppRow {
   name: string;
   rate_limit: number | null;
   metadata: Record<string, string>;
+  /** the egress pool its endpoints use unless they name their own (docs/egress.md) */
+  egress_pool: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
-const COLUMNS = "id, uid, name, rate_limit, metadata, created_at, updated_at";
+const COLUMNS = "id, uid, name, rate_limit, metadata, egress_pool, created_at, updated_at";
 
 /**
  * The app ids named by each of `idsOrUids` (an id, or a uid). An id never loses to a uid:
@@ -73,14 +75,22 @@ export interface NewApp {
   name: string;
   rateLimit: number | null;
   metadata: Record<string, string>;
+  egressPool?: string | null;
 }
 
 /** Inserts an app; a taken uid fails with PostgreSQL's unique violation (23505). */
 export async function insertApp(db: Queryable, app: NewApp): Promise<AppRow> {
   const { rows } = await db.query<AppRow>(
-    `insert into applications (id, uid, name, rate_limit, metadata)
-     values ($1::text, $2::text, $3::text, $4::integer, $5::jsonb) returning ${COLUMNS}`,
-    [app.id, app.uid, app.name, app.rateLimit, JSON.stringify(app.metadata)],
+    `insert into applications (id, uid, name, rate_limit, metadata, egress_pool)
+     values ($1::text, $2::text, $3::text, $4::integer, $5::jsonb, $6::text) returning ${COLUMNS}`,
+    [
+      app.id,
+      app.uid,
+      app.name,
+      app.rateLimit,
+      JSON.stringify(app.metadata),
+      app.egressPool ?? null,
+    ],
   );
   return rows[0]!;
 }
@@ -91,6 +101,7 @@ export interface AppChanges {
   uid?: string | null;
   rateLimit?: number | null;
   metadata?: Record<string, string>;
+  egressPool?: string | null;
 }
 
 /** Updates the fields given; null when there is no such app. A taken uid fails with 23505. */
@@ -99,13 +110,14 @@ export async function updateApp(
   id: string,
   changes: AppChanges,
 ): Promise<AppRow | null> {
-  // Four fixed columns: each takes its parameter when its flag ($6..$9) says it was given.
+  // Five fixed columns: each takes its parameter when its flag ($6..$9, $11) says it was given.
   const { rows } = await db.query<AppRow>(
     `update applications set
        name = case when $6::boolean then $2::text else name end,
        uid = case when $7::boolean then $3::text else uid end,
        rate_limit = case when $8::boolean then $4::integer else rate_limit end,
        metadata = case when $9::boolean then $5::jsonb else metadata end,
+       egress_pool = case when $11::boolean then $10::text else egress_pool end,
        updated_at = now()
      where id = $1::text returning ${COLUMNS}`,
     [
@@ -118,6 +130,8 @@ export async function updateApp(
       changes.uid !== undefined,
       changes.rateLimit !== undefined,
       changes.metadata !== undefined,
+      changes.egressPool ?? null,
+      changes.egressPool !== undefined,
     ],
   );
   return rows[0] ?? null;

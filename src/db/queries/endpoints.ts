@@ -30,6 +30,15 @@ export interface EndpointFields extends PolicyColumns {
   destination_kind: "http" | "amqp" | "nats";
   /** a broker url's password, sealed; never read back by the API */
   destination_secret: string | null;
+  // egress (migration 0028; docs/egress.md)
+  egress_pool: string | null;
+  /** the endpoint's own proxy, without its password */
+  proxy_url: string | null;
+  /** sealed, as the three below: never read back by the API */
+  proxy_secret: string | null;
+  tls_client_cert: string | null;
+  tls_client_key: string | null;
+  tls_ca: string | null;
 }
 
 /** endpoints.success_rule as stored; what it means is delivery/success-rule.ts. */
@@ -61,6 +70,13 @@ const FIELD_TYPES: ColumnMap<EndpointFields> = {
   // broker destinations
   destination_kind: "text",
   destination_secret: "text",
+  // egress
+  egress_pool: "text",
+  proxy_url: "text",
+  proxy_secret: "text",
+  tls_client_cert: "text",
+  tls_client_key: "text",
+  tls_ca: "text",
 };
 
 const INSERT_TYPES: ColumnMap<EndpointFields & { id: string; app_id: string }> = {
@@ -74,10 +90,21 @@ const INSERT_TYPES: ColumnMap<EndpointFields & { id: string; app_id: string }> =
  * URL token only whether there is one).
  */
 export interface EndpointRow
-  extends Omit<EndpointFields, "headers" | "url_token" | "destination_secret"> {
+  extends Omit<
+    EndpointFields,
+    | "headers"
+    | "url_token"
+    | "destination_secret"
+    | "proxy_secret"
+    | "tls_client_cert"
+    | "tls_client_key"
+  > {
   has_url_token: boolean;
   /** a broker url's password is kept (answers show it as ***) */
   has_destination_secret: boolean;
+  /** egress: a proxy password and a client certificate are kept (answers show ***) */
+  has_proxy_secret: boolean;
+  has_tls_client_cert: boolean;
   id: string;
   app_id: string;
   /** the schemes of its current signing keys: "v1", "v1a" or "v1+v1a" (endpoint-secrets.ts) */
@@ -90,6 +117,8 @@ const COLUMNS = `id, app_id, uid, url, description, event_types, channels, disab
   metadata, ${POLICY_SELECT_LIST},
   method, body_format, url_token is not null as has_url_token, missing_fields, success_rule,
   destination_kind, destination_secret is not null as has_destination_secret,
+  egress_pool, proxy_url, proxy_secret is not null as has_proxy_secret,
+  tls_client_cert is not null as has_tls_client_cert, tls_ca,
   created_at, updated_at,
   (select string_agg(distinct s.scheme, '+' order by s.scheme) from endpoint_secrets s
    where s.endpoint_id = endpoints.id and s.expires_at is null) as signature_scheme`;

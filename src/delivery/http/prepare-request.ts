@@ -18,6 +18,7 @@ import { isExpunged } from "../../domain/expunged-payload.ts";
 import { ErrorKind, Verdict } from "../../domain/retry-policy.ts";
 import type { Logger } from "../../logger.ts";
 import type { SecretBox } from "../../security/secret-box.ts";
+import type { EgressRoute } from "../egress/egress-dispatchers.ts";
 import { sendableHeaders } from "../endpoint-headers.ts";
 import { FORM_CONTENT_TYPE, formBody } from "../form-body.ts";
 import type { OutboundRequest } from "../http-sender.ts";
@@ -31,6 +32,7 @@ import {
   renderUrlTemplate,
   type UrlTemplate,
 } from "../url-template.ts";
+import { makeEgressRoutes } from "./egress-route.ts";
 
 export const USER_AGENT = "hookrelay/0.1 (+webhook delivery)";
 
@@ -70,6 +72,7 @@ export function makeRequestPreparer(deps: {
   logger?: Pick<Logger, "warn">;
 }): RequestPreparer {
   const keyCache = new Map<string, SigningKey>();
+  const egressRoutes = makeEgressRoutes(deps.secretBox);
   const tokenCache = new Map<string, string>();
   const templates = new Map<string, UrlTemplate | Error>();
   const isSensitive = deps.isSensitive ?? (() => false);
@@ -190,6 +193,13 @@ export function makeRequestPreparer(deps: {
         "webhook-signature": signatureHeader(keys, claim.messageId, timestamp, body ?? ""),
       };
       if (contentType !== null) headers["content-type"] = contentType;
+      // how the request leaves: a proxy, a pool, a client certificate (docs/egress.md)
+      let egress: EgressRoute | undefined;
+      try {
+        if (claim.egress) egress = egressRoutes.routeOf(claim.egress);
+      } catch (error) {
+        return signingFailure("egress setting (proxy URL or client certificate)", error);
+      }
       // the attempt's trace context, when the endpoint propagates it (docs/telemetry.md)
       if (claim.sendTraceparent) headers.traceparent = claim.sendTraceparent;
       return {
@@ -201,6 +211,7 @@ export function makeRequestPreparer(deps: {
           headers,
           body,
           timeoutMs: claim.timeoutMs,
+          ...(egress && { egress }),
           successRule: claim.successRule,
         },
         shown: { shownUrl, secrets },
