@@ -176,7 +176,7 @@ export function registerEndpointCommands(program: Command): void {
     serverCommand(
       endpoint,
       "add <app> <url>",
-      "add an endpoint; prints its signing secret (or Ed25519 public key)",
+      "add an endpoint (an http(s) URL, or a broker's amqp:// or nats:// URL: docs/destinations.md); prints its signing secret (or Ed25519 public key)",
     ),
     false,
   ).action(
