@@ -14,6 +14,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { TLSSocket } from "node:tls";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { reencryptSecrets } from "../src/security/reencrypt.ts";
+import { makeSecretBox } from "../src/security/secret-box.ts";
 import {
   deliveryCalls,
   type ScriptedReceiver,
@@ -248,5 +250,36 @@ describe("a proxy that is down", () => {
       circuit_state: "closed",
       samples: 0,
     });
+  });
+});
+
+describe("key rotation", () => {
+  test("re-encryption re-seals the proxy password and the client certificate and key", async () => {
+    const appId = await calls.newApp();
+    const created = await h.call("POST", endpointPath(appId), {
+      url: `https://localhost:${mtlsPort}/rotated`,
+      proxyUrl: "http://relay:rotate-me@127.0.0.1:3128",
+      tlsClientCert: pem.cert,
+      tlsClientKey: pem.key,
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const read = async () =>
+      (
+        await h.db.pool.query(
+          "select proxy_secret, tls_client_cert, tls_client_key from endpoints where id = $1",
+          [created.body.id],
+        )
+      ).rows[0];
+    const before = await read();
+    const next = randomBytes(32).toString("base64");
+    const box = makeSecretBox(next, [KEY]);
+    await reencryptSecrets(h.db.pool, box);
+    const after = await read();
+    for (const column of ["proxy_secret", "tls_client_cert", "tls_client_key"]) {
+      expect(after[column]).not.toBe(before[column]);
+      expect(box.needsReseal(after[column])).toBe(false);
+    }
+    expect(box.open(after.proxy_secret)).toBe("rotate-me");
+    expect(box.open(after.tls_client_key)).toBe(pem.key);
   });
 });

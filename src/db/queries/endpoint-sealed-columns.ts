@@ -7,7 +7,13 @@
 import type { Queryable } from "../pool.ts";
 
 /** The sealed endpoint columns re-encryption walks besides url_token. */
-export const SEALED_ENDPOINT_COLUMNS = ["destination_secret"] as const;
+export const SEALED_ENDPOINT_COLUMNS = [
+  "destination_secret",
+  // egress (docs/egress.md): the endpoint's proxy password, its client certificate and key
+  "proxy_secret",
+  "tls_client_cert",
+  "tls_client_key",
+] as const;
 export type SealedEndpointColumn = (typeof SEALED_ENDPOINT_COLUMNS)[number];
 
 export interface SealedValue {
