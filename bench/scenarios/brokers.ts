@@ -1,0 +1,223 @@
+/**
+ * Scenario 17: broker destinations (docs/destinations.md). For RabbitMQ and NATS JetStream,
+ * each where its server is installed (started here on 127.0.0.1 by test/helpers/rabbitmq.ts
+ * and nats.ts, stopped at the end), in the same run:
+ *
+ * - bare: the ceiling. A bare client (amqplib confirm channels; the nats client's JetStream
+ *   publish) publishes the same messages hookrelay will (the same payloads, the same
+ *   Standard Webhooks headers and message id, persistent), over one connection per
+ *   endpoint with at most `inFlight` publishes awaiting their confirm or ack on each, as
+ *   many as hookrelay may have in flight per endpoint. Rate: first publish to last confirm.
+ * - hookrelay: one worker process delivers the same number of messages, seeded at once, to
+ *   as many broker endpoints (each `maxInFlight` = `inFlight`). Rate: from the seed's commit
+ *   until every delivery is `delivered` in the database (each one confirmed or acked).
+ *
+ * The figure is hookrelay / bare (target >= 0.6). Every message lands in one durable queue
+ * (the default exchange, routing key = the queue) or one file-backed stream.
+ */
+import { performance } from "node:perf_hooks";
+import { connect as amqpConnect, type ChannelModel } from "amqplib";
+import { type NatsConnection, headers as natsHeaders } from "nats";
+import { signatureHeader } from "../../src/delivery/sign.ts";
+import { signingKeyOf } from "../../src/delivery/signing-key.ts";
+import { type NatsServer, natsInstalled, startNats } from "../../test/helpers/nats.ts";
+import { type RabbitMq, rabbitmqInstalled, startRabbitMq } from "../../test/helpers/rabbitmq.ts";
+import type { BenchContext } from "../lib/context.ts";
+import { startHookrelay, stopChild } from "../lib/procs.ts";
+import { createTenants, deliveryCounts, makeMessages, seedMessages } from "../lib/seed.ts";
+
+export interface BrokerRun {
+  messages: number;
+  endpoints: number;
+  inFlight: number;
+  /** bare client publishes confirmed per second */
+  bare: number;
+  /** hookrelay deliveries confirmed per second */
+  hookrelay: number;
+  /** hookrelay / bare */
+  ratio: number;
+  /** deliveries left undelivered when the wait ended (0 in a good run) */
+  undelivered: number;
+  /** median attempts.latency_ms hookrelay recorded: publish to confirm or ack */
+  publishP50Ms: number;
+}
+
+export interface BrokersRun {
+  amqp?: BrokerRun;
+  nats?: BrokerRun;
+}
+
+const QUEUE = "hookrelay-bench";
+const SUBJECT = "bench.orders";
+const STREAM = "BENCH";
+
+/** The messages' ids, bodies and headers as hookrelay publishes them. */
+function messagesLike(count: number, secret: string) {
+  const key = signingKeyOf(secret);
+  const m = makeMessages(count, 1);
+  const ts = Math.floor(Date.now() / 1000);
+  return m.payloads.map((body, i) => ({
+    id: m.ids[i]!,
+    body: Buffer.from(body),
+    headers: {
+      "content-type": "application/json",
+      "webhook-id": m.ids[i]!,
+      "webhook-timestamp": String(ts),
+      "webhook-signature": signatureHeader([key], m.ids[i]!, ts, body),
+    },
+  }));
+}
+
+/** Splits `items` over `lanes` and runs each lane with at most `window` at once. */
+async function lanes<T>(
+  items: T[],
+  laneCount: number,
+  window: number,
+  send: (lane: number, item: T) => Promise<void>,
+): Promise<void> {
+  await Promise.all(
+    Array.from({ length: laneCount }, async (_, lane) => {
+      const mine = items.filter((_, i) => i % laneCount === lane);
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: Math.min(window, mine.length) }, async () => {
+          while (next < mine.length) await send(lane, mine[next++]!);
+        }),
+      );
+    }),
+  );
+}
+
+async function bareAmqp(rmq: RabbitMq, ctx: BenchContext, n: number, e: number, w: number) {
+  const msgs = messagesLike(n, ctx.secret);
+  const conns: ChannelModel[] = [];
+  for (let i = 0; i < e; i++) conns.push(await amqpConnect(rmq.url()));
+  const channels = await Promise.all(conns.map((c) => c.createConfirmChannel()));
+  const t0 = performance.now();
+  await lanes(msgs, e, w, (lane, m) => {
+    return new Promise<void>((resolve, reject) =>
+      channels[lane]!.publish(
+        "",
+        QUEUE,
+        m.body,
+        { messageId: m.id, headers: m.headers, persistent: true, mandatory: true },
+        (err: unknown) => (err ? reject(err) : resolve()),
+      ),
+    );
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  for (const c of conns) await c.close();
+  return n / seconds;
+}
+
+async function bareNats(nats: NatsServer, ctx: BenchContext, n: number, e: number, w: number) {
+  const msgs = messagesLike(n, ctx.secret);
+  const conns: NatsConnection[] = [];
+  for (let i = 0; i < e; i++) conns.push(await nats.client());
+  const streams = conns.map((c) => c.jetstream());
+  const t0 = performance.now();
+  await lanes(msgs, e, w, async (lane, m) => {
+    const h = natsHeaders();
+    for (const [k, v] of Object.entries(m.headers)) h.set(k, v);
+    await streams[lane]!.publish(SUBJECT, m.body, { msgID: m.id, headers: h });
+  });
+  return n / ((performance.now() - t0) / 1000);
+}
+
+/** hookrelay delivering `n` messages to `e` endpoints at `url`; deliveries per second. */
+async function viaHookrelay(
+  ctx: BenchContext,
+  tag: string,
+  url: string,
+  password: string,
+  n: number,
+  e: number,
+  w: number,
+): Promise<{ rate: number; undelivered: number; publishP50Ms: number }> {
+  const db = await ctx.freshDb(`brokers_${tag}`);
+  try {
+    const tenants = await createTenants(db.pool, Array(e).fill(url), ctx.secret);
+    await db.pool.query(
+      `update endpoints set destination_kind = $1::text, destination_secret = $2::text,
+              max_in_flight = $3::integer`,
+      [tag, password, w],
+    );
+    const worker = await startHookrelay("worker", db.url);
+    try {
+      const m = makeMessages(n, e);
+      await seedMessages(db.pool, tenants, m);
+      const t0 = performance.now();
+      const deadline = Date.now() + Math.max(60_000, n * 5);
+      let delivered = 0;
+      while (Date.now() < deadline) {
+        delivered = (await deliveryCounts(db.pool)).delivered;
+        if (delivered >= n) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      const { rows } = await db.pool.query(
+        "select percentile_cont(0.5) within group (order by latency_ms) as p50 from attempts",
+      );
+      return {
+        rate: delivered / seconds,
+        undelivered: n - delivered,
+        publishP50Ms: Number(rows[0].p50),
+      };
+    } finally {
+      await stopChild(worker);
+    }
+  } finally {
+    await db.drop();
+  }
+}
+
+export async function runBrokers(ctx: BenchContext): Promise<BrokersRun> {
+  const { quick } = ctx.opts;
+  const n = quick ? 200 : ctx.opts.brokerMessages;
+  const e = quick ? 2 : 10;
+  const w = quick ? 20 : 100;
+  const out: BrokersRun = {};
+  const shape = { messages: n, endpoints: e, inFlight: w };
+
+  if (natsInstalled) {
+    const nats = await startNats();
+    try {
+      const manager = await (await nats.client()).jetstreamManager();
+      const fresh = async () => {
+        await manager.streams.delete(STREAM).catch(() => false);
+        await manager.streams.add({ name: STREAM, subjects: ["bench.>"] });
+      };
+      await fresh();
+      ctx.log(`  NATS JetStream: bare client, ${n} messages`);
+      const bare = await bareNats(nats, ctx, n, e, w);
+      await fresh();
+      ctx.log(`  NATS JetStream: hookrelay, ${n} messages`);
+      const url = `nats://${nats.user}@127.0.0.1:${nats.port}?subject=${SUBJECT}&stream=${STREAM}`;
+      const run = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w);
+      out.nats = { ...shape, bare, hookrelay: run.rate, ratio: run.rate / bare, ...run };
+    } finally {
+      await nats.stop();
+    }
+  } else ctx.log("  NATS JetStream: nats-server not installed, skipped");
+
+  // RabbitMQ takes 10-20 s to start: the smoke test (--quick) leaves it out
+  if (rabbitmqInstalled && !quick) {
+    const rmq = await startRabbitMq();
+    try {
+      const admin = await (await rmq.client()).createChannel();
+      await admin.assertQueue(QUEUE, { durable: true });
+      await admin.purgeQueue(QUEUE);
+      ctx.log(`  RabbitMQ: bare client, ${n} messages`);
+      const bare = await bareAmqp(rmq, ctx, n, e, w);
+      await admin.purgeQueue(QUEUE);
+      ctx.log(`  RabbitMQ: hookrelay, ${n} messages`);
+      const url = `amqp://${rmq.user}@127.0.0.1:${rmq.port}/?routingKey=${QUEUE}`;
+      const run = await viaHookrelay(ctx, "amqp", url, rmq.password, n, e, w);
+      await admin.purgeQueue(QUEUE);
+      out.amqp = { ...shape, bare, hookrelay: run.rate, ratio: run.rate / bare, ...run };
+    } finally {
+      await rmq.stop();
+    }
+  } else ctx.log(`  RabbitMQ: ${quick ? "left out of --quick" : "rabbitmq-server not installed"}`);
+  return out;
+}
