@@ -21,6 +21,7 @@ const SCENARIOS = [
   "11 dashboard",
   "12 replay",
   "13 ordered",
+  "16 history",
 ];
 
 /** Through the CLI, as `npx hookrelay bench` runs it (it starts bin/bench.js). */

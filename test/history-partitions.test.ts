@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { PartitionConfig, RetentionConfig } from "../src/config.ts";
+import { loadConfig, type PartitionConfig, type RetentionConfig } from "../src/config.ts";
 import { migrate, splitStatements } from "../src/db/migrate.ts";
 import type { Pool } from "../src/db/pool.ts";
 import { attemptIdAt, attemptsSinceSql, LEGACY_ATTEMPT_ID_END } from "../src/db/sql/attempt-ids.ts";
@@ -101,6 +101,14 @@ describe("helpers", () => {
         partitions: { interval: "day", aheadMs: HOUR },
       }),
     ).toHaveLength(1);
+  });
+
+  test("HOOKRELAY_PARTITION_INTERVAL is day (default) or hour; anything else is refused at start", () => {
+    expect(loadConfig({}).partitions).toEqual({ interval: "day", aheadMs: 2 * DAY });
+    expect(loadConfig({ HOOKRELAY_PARTITION_INTERVAL: "hour" }).partitions.interval).toBe("hour");
+    expect(() => loadConfig({ HOOKRELAY_PARTITION_INTERVAL: "week" })).toThrow(
+      /HOOKRELAY_PARTITION_INTERVAL must be day or hour, got "week"/,
+    );
   });
 
   test("splitStatements splits after each line ending in ; outside $$ bodies", () => {

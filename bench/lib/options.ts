@@ -20,7 +20,7 @@ export interface BenchOptions {
   quick: boolean;
   runs: number;
   write: boolean;
-  /** scenario numbers to run (1-13); 9 needs 3, 7 compares with 3 */
+  /** scenario numbers to run (1-13, 16); 9 needs 3, 7 compares with 3 */
   only: Set<number>;
   /** endpoints (and apps, one endpoint each); each has its own receiver port */
   endpoints: number;
@@ -64,6 +64,9 @@ export interface BenchOptions {
   /** scenario 13: messages of the few-keys run, and how long it may take at most */
   orderedFewMessages: number;
   orderedFewSeconds: number;
+  /** scenario 16: attempts seeded in each layout, spread over historyDays days */
+  historyAttempts: number;
+  historyDays: number;
   /** give up on the whole bench after this long */
   watchdogMs: number;
 }
@@ -73,7 +76,7 @@ const HELP = `npm run bench -- [options]
   --quick              tiny sizes, 1 run: proves the harness works (no meaningful figures)
   --runs <n>           runs per figure; each figure is the median (default 3)
   --no-write           do not write bench/results/<timestamp>.json
-  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-13)
+  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-13, 16)
   --messages <n>       scenario 3 messages (default 50000)
   --concurrency <n>    requests in flight per hookrelay worker and in the ceiling (default 1024)
   --clients <n>        scenario 5 concurrent clients (default 64)
@@ -83,6 +86,8 @@ const HELP = `npm run bench -- [options]
   --replay-rows <n>    scenario 12 rows of the bulk replay (default 1000000)
   --replay-rate <n>    scenario 12 replay pace, rows/s (default 500)
   --ordered-messages <n>  scenario 13 messages, unordered and under 1,000 keys (default 50000)
+  --history-attempts <n>  scenario 16 attempts seeded in each layout (default 2000000)
+  --history-days <n>   scenario 16 days they are spread over; one is purged per run (default 10)
   --pgboss <w,b,p,n>   pg-boss tuning: work() loops, batchSize, polling s, notify (1/0)
   --tune-pgboss        sweep pg-boss settings (scenario 2 sizes) and print the results
   --pg <name=value>    extra PostgreSQL setting (repeatable)
@@ -106,6 +111,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       "replay-rows": { type: "string" },
       "replay-rate": { type: "string" },
       "ordered-messages": { type: "string" },
+      "history-attempts": { type: "string" },
+      "history-days": { type: "string" },
       pgboss: { type: "string" },
       "tune-pgboss": { type: "boolean", default: false },
       pg: { type: "string", multiple: true },
@@ -126,7 +133,7 @@ export function parseOptions(argv: string[]): BenchOptions {
   };
   const quick = values.quick;
   const only = new Set(
-    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13")
+    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,16")
       .split(",")
       .map((s) => Number(s.trim()))
       .filter((n) => n >= 1 && n <= 13),
@@ -183,6 +190,10 @@ export function parseOptions(argv: string[]): BenchOptions {
     tunePgBoss: values["tune-pgboss"],
     pgSettings: values.pg ?? [],
     cpuProf: values["cpu-prof"],
+    historyAttempts: Math.round(
+      num(values["history-attempts"], quick ? 20_000 : 2_000_000, "history-attempts"),
+    ),
+    historyDays: Math.round(num(values["history-days"], quick ? 4 : 10, "history-days")),
     orderedMessages: Math.round(
       num(values["ordered-messages"], quick ? 400 : 50_000, "ordered-messages"),
     ),

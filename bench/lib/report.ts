@@ -11,6 +11,7 @@ import type { IngestRun } from "../scenarios/ingest.ts";
 import type { LatencyRun } from "../scenarios/latency.ts";
 import type { OrderedRun } from "../scenarios/ordered.ts";
 import type { PgBossRun } from "../scenarios/pgboss.ts";
+import type { HistoryRun } from "../scenarios/history.ts";
 import type { ReplayRun } from "../scenarios/replay.ts";
 import { median, ratio } from "./stats.ts";
 
@@ -30,6 +31,7 @@ export interface RunResult {
   dashboard?: DashboardRun;
   replay?: ReplayRun;
   ordered?: OrderedRun;
+  history?: HistoryRun;
 }
 
 export interface Figure {
@@ -231,6 +233,52 @@ export function figures(runs: RunResult[]): Figure[] {
     r.ordered
       ? (r.ordered.manyKeys.orderViolations ?? 0) + (r.ordered.fewKeys.orderViolations ?? 0)
       : undefined,
+  );
+  const perRow = (pick: (h: HistoryRun) => number, scale: number) => (r: RunResult) =>
+    r.history ? (pick(r.history) * scale) / r.history.rows : undefined;
+  add(
+    "16 history",
+    "purge a day by drop: ms / 1M rows",
+    "ms",
+    perRow((h) => h.drop.ms, 1e6),
+  );
+  add(
+    "16 history",
+    "by DELETE + VACUUM: ms / 1M rows",
+    "ms",
+    perRow((h) => h.delete.ms + h.vacuum.ms, 1e6),
+  );
+  add(
+    "16 history",
+    "PG CPU ms / 1M rows, drop (>= 1 tick)",
+    "ms",
+    perRow((h) => Math.max(h.drop.cpuMs, 10), 1e6),
+  );
+  add(
+    "16 history",
+    "PG CPU ms / 1M rows, DELETE + VACUUM",
+    "ms",
+    perRow((h) => h.delete.cpuMs + h.vacuum.cpuMs, 1e6),
+  );
+  add(
+    "16 history",
+    "WAL bytes / row, drop",
+    "B",
+    perRow((h) => h.drop.walBytes, 1),
+  );
+  add(
+    "16 history",
+    "WAL bytes / row, DELETE + VACUUM",
+    "B",
+    perRow((h) => h.delete.walBytes + h.vacuum.walBytes, 1),
+  );
+  add("16 history", "time: DELETE + VACUUM / drop", "x", (r) => r.history?.timeRatio, atLeast(100));
+  add(
+    "16 history",
+    "PG CPU: DELETE + VACUUM / drop",
+    "x",
+    (r) => r.history?.cpuRatio,
+    atLeast(100),
   );
   return out;
 }

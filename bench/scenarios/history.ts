@@ -1,0 +1,175 @@
+/**
+ * Scenario 16: the cost of purging a day of history (docs/history.md). One database holds
+ * `--history-attempts` attempts spread evenly over `--history-days` days twice: in the
+ * partitioned attempts table (a partition per day) and in a copy with the layout before
+ * partitioning (one table, the same indexes). Each run purges the oldest day left from
+ * both: by dropping its partition (retention's way now) and by the batched DELETE that
+ * retention ran before (2,000 rows a statement), followed by the VACUUM that the deletes
+ * leave to autovacuum. Figures: time, PostgreSQL CPU (postmaster and children, from /proc,
+ * 10 ms ticks: a drop's CPU is counted as at least one tick) and WAL per purged row, their
+ * ratios, and the table and index size of one day.
+ */
+import { withTransaction } from "../../src/db/pool.ts";
+import { attemptIdAt } from "../../src/db/sql/attempt-ids.ts";
+import {
+  dropAttemptPartitionsBefore,
+  ensureAttemptPartitions,
+} from "../../src/ops/attempt-partitions.ts";
+import type { BenchContext, FreshDb } from "../lib/context.ts";
+import { startCpuMeter } from "../lib/cpu.ts";
+import { nowMs } from "../lib/stats.ts";
+
+const DAY = 86_400_000;
+const BATCH = 2_000;
+
+export interface HistoryData {
+  db: FreshDb;
+  days: number;
+  rowsPerDay: number;
+  seedMs: number;
+  /** the first day's partition: heap, indexes (incl. TOAST), total */
+  dayBytes: { table: number; indexes: number; total: number };
+  /** the oldest day not purged yet (epoch ms of its start) */
+  next: number;
+}
+
+export interface Purge {
+  ms: number;
+  cpuMs: number;
+  walBytes: number;
+}
+
+export interface HistoryRun {
+  rows: number;
+  drop: Purge;
+  delete: Purge;
+  vacuum: Purge;
+  /** (DELETE + VACUUM) / drop, per purged row */
+  timeRatio: number;
+  cpuRatio: number;
+  walRatio: number;
+}
+
+export async function prepareHistory(ctx: BenchContext): Promise<HistoryData> {
+  const { historyAttempts, historyDays: days } = ctx.opts;
+  const rowsPerDay = Math.max(1, Math.floor(historyAttempts / days));
+  const db = await ctx.freshDb("history");
+  const t0 = nowMs();
+  const today = Date.now() - (Date.now() % DAY);
+  const first = today - days * DAY;
+  await ensureAttemptPartitions(
+    db.pool,
+    { interval: "day", aheadMs: (days + 1) * DAY },
+    days * DAY,
+    first,
+  );
+  await db.pool.query("create table attempts_flat (like attempts including all)");
+  for (let d = 0; d < days; d++) {
+    const dayStart = first + d * DAY;
+    // row g at second g * 86400 / rowsPerDay of the day, its id as the writer would make it
+    const select = `
+      select hookrelay_attempt_id_at(t) + g % 2097152, g, 'msg_' || lpad((g % 100000)::text, 22, '0'), 'ep_' || (g % 100),
+             'app_' || (g % 100), 1 + g % 3, 'scheduled', 'https://receiver.example/hook/' || (g % 100), t,
+             20 + g % 200, case when g % 20 = 0 then 'failure' else 'success' end,
+             case when g % 20 = 0 then 503 else 200 end, null, null, '{"ok":true}', t
+      from generate_series(0, $2::int - 1) g,
+           lateral (select $1::timestamptz + floor(g::numeric * 86400 / $2::int) * interval '1 second' as t) s`;
+    const cols = `(id, delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger, url, started_at,
+                   latency_ms, outcome, status_code, error_kind, error, response_body, created_at)`;
+    await withTransaction(db.pool, async (client) => {
+      await client.query(`insert into attempts ${cols} ${select}`, [
+        new Date(dayStart),
+        rowsPerDay,
+      ]);
+      await client.query(`insert into attempts_flat ${cols} ${select}`, [
+        new Date(dayStart),
+        rowsPerDay,
+      ]);
+    });
+    ctx.log(`16 history: day ${d + 1}/${days} seeded (${rowsPerDay} attempts in each layout)`);
+  }
+  await db.pool.query("vacuum (analyze) attempts, attempts_flat");
+  const seedMs = nowMs() - t0;
+  const { rows } = await db.pool.query(
+    `select pg_relation_size(c.oid)::bigint as heap, pg_indexes_size(c.oid)::bigint as idx,
+            pg_total_relation_size(c.oid)::bigint as total
+     from pg_inherits i join pg_class c on c.oid = i.inhrelid
+     where i.inhparent = 'attempts'::regclass
+       and pg_get_expr(c.relpartbound, c.oid) like '%' || $1::text || '%'`,
+    [`FROM ('${attemptIdAt(first)}')`],
+  );
+  const day = rows[0] ?? { heap: 0, idx: 0, total: 0 };
+  return {
+    db,
+    days,
+    rowsPerDay,
+    seedMs,
+    dayBytes: { table: Number(day.heap), indexes: Number(day.idx), total: Number(day.total) },
+    next: first,
+  };
+}
+
+async function measured(
+  ctx: BenchContext,
+  data: HistoryData,
+  work: () => Promise<void>,
+): Promise<Purge> {
+  const lsn = async () =>
+    (await data.db.pool.query("select pg_current_wal_insert_lsn()::text as l")).rows[0].l as string;
+  const before = await lsn();
+  const meter = startCpuMeter({ pg: () => ctx.cluster.pids() });
+  const t0 = nowMs();
+  await work();
+  const ms = nowMs() - t0;
+  const cpu = meter();
+  const after = await lsn();
+  const { rows } = await data.db.pool.query(
+    "select pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint as b",
+    [after, before],
+  );
+  return { ms, cpuMs: cpu.ms.pg ?? 0, walBytes: Number(rows[0].b) };
+}
+
+/** Purges the oldest day left, once by partition drop and once by batched DELETE + VACUUM. */
+export async function measureHistory(ctx: BenchContext, data: HistoryData): Promise<HistoryRun> {
+  const cutoff = data.next + DAY;
+  if (cutoff > Date.now() - DAY)
+    throw new Error("16 history: no day left to purge (raise --history-days)");
+  data.next = cutoff;
+  const pool = data.db.pool;
+  let dropped = 0;
+  const drop = await measured(ctx, data, async () => {
+    dropped = (await dropAttemptPartitionsBefore(pool, cutoff)).length;
+  });
+  if (dropped !== 1)
+    throw new Error(`16 history: expected to drop one partition, dropped ${dropped}`);
+  let deleted = 0;
+  const del = await measured(ctx, data, async () => {
+    for (;;) {
+      // retention's statement before partitioning (src/ops/retention.ts before migration 0026)
+      const { rowCount } = await pool.query(
+        `delete from attempts_flat where ctid = any (array(
+           select ctid from attempts_flat where created_at < $1::timestamptz limit $2::integer))`,
+        [new Date(cutoff), BATCH],
+      );
+      deleted += rowCount ?? 0;
+      if ((rowCount ?? 0) < BATCH) break;
+    }
+  });
+  if (deleted !== data.rowsPerDay)
+    throw new Error(`16 history: DELETE removed ${deleted} rows, expected ${data.rowsPerDay}`);
+  const vacuum = await measured(ctx, data, async () => {
+    await pool.query("vacuum attempts_flat");
+  });
+  // a drop's CPU can fall under one 10 ms tick: count it as one
+  const dropCpu = Math.max(drop.cpuMs, 10);
+  return {
+    rows: deleted,
+    drop,
+    delete: del,
+    vacuum,
+    timeRatio: (del.ms + vacuum.ms) / Math.max(drop.ms, 0.001),
+    cpuRatio: (del.cpuMs + vacuum.cpuMs) / dropCpu,
+    walRatio: (del.walBytes + vacuum.walBytes) / Math.max(drop.walBytes, 1),
+  };
+}
