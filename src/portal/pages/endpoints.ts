@@ -6,17 +6,17 @@
  *   POST /portal/endpoints               add (the API checks the URL with the SSRF guard)
  *   GET  /portal/endpoints/{ep}          one endpoint: settings, health, latency chart,
  *                                        secret, test event, replay (endpoint-replay.ts),
- *                                        recent attempts, actions
+ *                                        recent attempts, actions (the body:
+ *                                        endpoint-detail.ts; health and chart:
+ *                                        endpoint-health-view.ts)
  *   GET  /portal/endpoints/{ep}/edit     the edit form (src/dashboard/endpoint-form.ts)
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { answerId } from "../../api/in-process.ts";
-import type { AttemptPageResponse, EndpointResponse } from "../../api/response-schemas.ts";
 import { chartHours } from "../../dashboard/chart-ranges.ts";
 import {
   CATALOG_QUERY,
   type CatalogEntry,
-  deliveryFacts,
   type EndpointFormValues,
   endpointBodyOfForm,
   endpointForm,
@@ -25,14 +25,14 @@ import {
   valuesOfForm,
 } from "../../dashboard/endpoint-form.ts";
 import { type Html, html } from "../../dashboard/html.ts";
-import { clippedText } from "../../dashboard/payload-view.ts";
 import { ownKey } from "../../dashboard/query.ts";
 import { EITHER_MODE_TEXT } from "../../domain/while-disabled.ts";
 import { ApiError } from "../../errors.ts";
 import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
 import type { PortalSession } from "../session.ts";
-import { badge, eventTypesText, ms, percent, when } from "../views.ts";
+import { badge, eventTypesText, ms, percent } from "../views.ts";
+import { endpointDetail } from "./endpoint-detail.ts";
 import { endpointHealthSection } from "./endpoint-health-view.ts";
 import { portalBlockedKeysSection } from "./endpoint-ordering.ts";
 import { portalReplaySection } from "./endpoint-replay.ts";
@@ -246,7 +246,7 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
           attempts.data,
           types,
           redactor.url,
-          request.query.done,
+          notice(request.query.done),
           replay,
         ),
       });
@@ -278,97 +278,4 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
       });
     },
   );
-}
-
-/** A POST button with the session's CSRF token; `confirm` asks first (dashboard.js). */
-export const actionButton = (
-  session: PortalSession,
-  action: string,
-  label: string,
-  o: { danger?: boolean; confirm?: string } = {},
-) =>
-  html`<form method="post" action="${action}"${o.confirm ? html` data-confirm="${o.confirm}"` : ""}><input type="hidden" name="_csrf" value="${session.csrfToken}"><button type="submit"${o.danger ? html` class="danger"` : ""}>${label}</button></form>`;
-
-const hasHmac = (e: EndpointResponse) =>
-  String(e.signatureScheme ?? "v1")
-    .split("+")
-    .includes("v1");
-const hasEd25519 = (e: EndpointResponse) =>
-  String(e.signatureScheme ?? "")
-    .split("+")
-    .includes("v1a");
-
-function endpointDetail(
-  session: PortalSession,
-  e: EndpointResponse,
-  health: Html,
-  attempts: AttemptPageResponse["data"],
-  types: CatalogEntry[],
-  redactUrl: (url: string) => string,
-  done: unknown,
-  replay: Html,
-): Html {
-  const path = (...rest: string[]) => portalPath(["endpoints", e.id, ...rest]);
-  return html`<h1>Endpoint</h1>
-${notice(done)}
-<dl class="facts">
-<dt>URL</dt><dd><code>${redactUrl(e.url)}</code></dd>
-<dt>Description</dt><dd>${e.description || "–"}</dd>
-<dt>Event types</dt><dd>${eventTypesText(e.eventTypes)}</dd>
-${deliveryFacts(e)}
-<dt>State</dt><dd>${e.disabled ? badge("disabled") : badge("ok", "enabled")}${e.disabledReason ? html` <span class="muted">${e.disabledReason}</span>` : ""}</dd>
-<dt>Created</dt><dd>${when(typeof e.createdAt === "string" ? e.createdAt : null)}</dd>
-<dt>Id</dt><dd><code>${e.id}</code></dd>
-</dl>
-${
-  can(session, "manageEndpoints") &&
-  html`<div class="actions">
-<a class="button" href="${path("edit")}">Edit</a>
-${e.disabled ? actionButton(session, path("enable"), "Enable") : actionButton(session, path("disable"), "Disable")}
-${actionButton(session, path("delete"), "Delete", { danger: true, confirm: "Delete this endpoint? Its deliveries stop." })}
-</div>`
-}
-${health}
-<h2>Signing secret</h2>
-<p>Verify every request with ${
-    hasHmac(e) && hasEd25519(e)
-      ? html`this secret (HMAC, <code>v1,</code> signatures) or the Ed25519 public key (<code>v1a,</code>)`
-      : hasEd25519(e)
-        ? html`the Ed25519 public key (<code>v1a,</code> signatures; the key is public, the private half stays with the sender)`
-        : "this secret"
-  } (Standard Webhooks signatures: <code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>).</p>
-<div class="actions">
-<code>${hasHmac(e) ? "whsec_••••••••" : "whpk_••••••••"}</code>
-${can(session, "viewSecret") && actionButton(session, path("secret"), "Reveal")}
-${can(session, "rotateSecret") && actionButton(session, path("secret", "rotate"), "Rotate", { confirm: "Rotate the signing secret? The old one keeps signing for 24 hours." })}
-</div>
-${
-  can(session, "createAttempts") &&
-  html`<h2>Send a test event</h2>
-<form method="post" action="${path("test")}" class="actions">
-<input type="hidden" name="_csrf" value="${session.csrfToken}">
-<label>Event type <select name="eventType">
-<option value="hookrelay.ping">hookrelay.ping</option>
-${types.map((t) => html`<option value="${t.name}">${t.name}</option>`)}
-</select></label>
-<button type="submit">Send</button>
-</form>`
-}
-${replay}
-<h2>Recent attempts</h2>
-${
-  attempts.length === 0
-    ? html`<p class="muted">No attempts yet.</p>`
-    : html`<div class="table-wrap"><table>
-<thead><tr><th>Time</th><th>Message</th><th>Status</th><th class="num">Latency</th><th class="hide-narrow">Error</th></tr></thead>
-<tbody>${attempts.map(
-        (a) => html`<tr>
-<td>${when(a.timestamp)}</td>
-<td><a href="${portalPath(["messages", a.msgId])}"><code>${a.msgId}</code></a></td>
-<td>${a.status === 0 ? badge("delivered", String(a.responseStatusCode)) : badge("failed", a.responseStatusCode ? String(a.responseStatusCode) : (a.errorKind ?? "failed"))}</td>
-<td class="num">${ms(a.responseDurationMs)}</td>
-<td class="text hide-narrow">${clippedText(a.error ?? "")}</td>
-</tr>`,
-      )}</tbody></table></div>`
-}`;
 }

@@ -17,7 +17,8 @@ import { clippedText, payloadView } from "../../dashboard/payload-view.ts";
 import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
 import { badge, ms, when } from "../views.ts";
-import { actionButton, appApi, notice } from "./endpoints.ts";
+import { actionButton } from "./endpoint-detail.ts";
+import { appApi, notice } from "./endpoints.ts";
 
 /**
  * While a delivery is still on its way the deliveries refresh themselves (htmx, the same
