@@ -10,6 +10,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
+import { loadMcp } from "../src/cli/commands/mcp.ts";
 import { connect } from "../src/cli/connection.ts";
 import { isAdminKey, makeHookrelayMcp } from "../src/mcp/server.ts";
 import type { Worker } from "../src/worker/worker.ts";
@@ -317,6 +318,24 @@ describe("hookrelay mcp over stdio", { timeout: 60_000 }, () => {
     expect(r.stderr).toMatch(
       /^hookrelay mcp: serving http:\/\/127\.0\.0\.1:\d+ on stdio \(admin key: reads and actions\)\n$/,
     );
+  });
+
+  test("without its optional dependencies it says what to install", async () => {
+    const missing = Object.assign(
+      new Error(
+        "Cannot find package '@modelcontextprotocol/sdk' imported from /x/dist/mcp/server.js",
+      ),
+      { code: "ERR_MODULE_NOT_FOUND" },
+    );
+    await expect(loadMcp(() => Promise.reject(missing))).rejects.toMatchObject({
+      code: "invalid_config",
+      message: expect.stringMatching(/npm install @modelcontextprotocol\/sdk zod$/),
+    });
+    const other = Object.assign(new Error("Cannot find module './gone.js'"), {
+      code: "ERR_MODULE_NOT_FOUND",
+    });
+    await expect(loadMcp(() => Promise.reject(other))).rejects.toBe(other);
+    expect(typeof (await loadMcp()).serveMcpOnStdio).toBe("function");
   });
 
   test("a refused key stops it at once, saying which key", async () => {
