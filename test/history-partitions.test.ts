@@ -10,8 +10,10 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadConfig, type PartitionConfig, type RetentionConfig } from "../src/config.ts";
 import { migrate, splitStatements } from "../src/db/migrate.ts";
-import type { Pool } from "../src/db/pool.ts";
+import type { Pool, Queryable } from "../src/db/pool.ts";
+import { listAttempts } from "../src/db/queries/attempts.ts";
 import { attemptIdAt, attemptsSinceSql, LEGACY_ATTEMPT_ID_END } from "../src/db/sql/attempt-ids.ts";
+import { ID_PREFIX, newId } from "../src/ids.ts";
 import {
   ensureAttemptPartitions,
   listAttemptPartitions,
@@ -301,6 +303,29 @@ describe("time bounds prune partitions", () => {
       const old = dayOf(Date.now() - d * DAY);
       expect(scanned, plan).not.toContain(old);
     }
+  });
+
+  test("a message's attempt list reads the partitions since its message was made, not the older days", async () => {
+    // the statement listAttempts sends, captured, then explained with its values
+    let sent: { text: string; values: unknown[] } | null = null;
+    const recorder = {
+      query: async (text: string, values: unknown[]) => {
+        sent = { text, values };
+        return { rows: [] };
+      },
+    } as unknown as Queryable;
+    const messageId = newId(ID_PREFIX.message, Date.now() - 2 * DAY);
+    await listAttempts(
+      recorder,
+      { messageId, endpointId: null, outcome: null },
+      { cursor: null, op: "<", direction: "desc", limit: 51 },
+    );
+    const statement = sent as unknown as { text: string; values: unknown[] };
+    const { rows } = await db.pool.query(`explain (costs off) ${statement.text}`, statement.values);
+    const plan = rows.map((r) => r["QUERY PLAN"]).join("\n");
+    // two days ago less an hour of clock skew: at most the day before that, never older
+    for (let d = 4; d <= 10; d++) expect(plan, plan).not.toContain(dayOf(Date.now() - d * DAY));
+    expect(plan).toContain(dayOf(Date.now()));
   });
 
   test("a lookup by id reads one partition", async () => {
