@@ -22,10 +22,13 @@ import { parseOptions } from "./lib/options.ts";
 import { killAllChildren, profiling, REPO_ROOT } from "./lib/procs.ts";
 import { type ReceiverControl, startReceiver } from "./lib/receiver.ts";
 import { figures, type RunResult, table } from "./lib/report.ts";
+import { runAdaptive } from "./scenarios/adaptive.ts";
 import { type Backlog, dropBacklog, measureBacklog, prepareBacklog } from "./scenarios/backlog.ts";
+import { runBrokers } from "./scenarios/brokers.ts";
 import { runCeiling } from "./scenarios/ceiling.ts";
 import { type DashboardData, measureDashboard, prepareDashboard } from "./scenarios/dashboard.ts";
 import { runDelivery } from "./scenarios/delivery.ts";
+import { runEgress } from "./scenarios/egress.ts";
 import { type HistoryData, measureHistory, prepareHistory } from "./scenarios/history.ts";
 import { runIngest } from "./scenarios/ingest.ts";
 import { runLatency } from "./scenarios/latency.ts";
@@ -33,6 +36,7 @@ import { runOrdered } from "./scenarios/ordered.ts";
 import { runPgBoss } from "./scenarios/pgboss.ts";
 import { sweepPgBoss } from "./scenarios/pgboss-sweep.ts";
 import { dropReplay, measureReplay, prepareReplay, type ReplayData } from "./scenarios/replay.ts";
+import { runTracing } from "./scenarios/tracing.ts";
 
 const opts = parseOptions(process.argv.slice(2));
 const startedAt = new Date();
@@ -176,10 +180,14 @@ async function main(): Promise<void> {
         r.replay = await step("12 replay", () => measureReplay(ctx, d));
       }
       if (only.has(13)) r.ordered = await step("13 ordered", () => runOrdered(ctx));
+      if (only.has(14)) r.adaptive = await step("14 adaptive", () => runAdaptive(ctx, run));
+      if (only.has(15)) r.tracing = await step("15 tracing", () => runTracing(ctx, run));
       if (history) {
         const d = history;
         r.history = await step("16 history", () => measureHistory(ctx, d));
       }
+      if (only.has(17)) r.brokers = await step("17 brokers", () => runBrokers(ctx));
+      if (only.has(18)) r.egress = await step("18 egress", () => runEgress(ctx, run));
       runs.push(r);
     }
   } finally {
@@ -240,7 +248,15 @@ async function main(): Promise<void> {
 /** Signature and durability checks over every hookrelay fast-receiver run. */
 function checks(runs: RunResult[]): string {
   const all = runs
-    .flatMap((r) => [r.hookrelay1, r.hookrelay2, r.source1, r.slowHookrelay, r.isolation])
+    .flatMap((r) => [
+      r.hookrelay1,
+      r.hookrelay2,
+      r.source1,
+      r.slowHookrelay,
+      r.isolation,
+      r.adaptive?.on,
+      r.adaptive?.off,
+    ])
     .filter((d) => d !== undefined);
   const sum = (f: (d: (typeof all)[number]) => number) => all.reduce((n, d) => n + f(d), 0);
   if (all.length === 0) return "";
