@@ -4,7 +4,7 @@
  * here for real, and its answer is validated against the document's schema for its status
  * (Ajv; a 204 must have no body). A new entry with a response fails until it is called here.
  */
-import Ajv from "ajv";
+import { Ajv } from "ajv";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { OPERATION_DOCS } from "../src/api/operation-docs.ts";
 import { type CallResult, type Harness, startHarness } from "./helpers/harness.ts";

@@ -61,8 +61,10 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         url,
       };
     },
-    transformObject: ({ openapiObject }) =>
-      withoutUnsupported(openapiObject) as typeof openapiObject,
+    transformObject: (document) => {
+      const built = "openapiObject" in document ? document.openapiObject : document.swaggerObject;
+      return withoutUnsupported(built) as typeof built;
+    },
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
 }
