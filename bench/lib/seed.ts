@@ -100,6 +100,7 @@ export async function seedMessages(
   tenants: Tenant[],
   m: Messages,
   maxAttempts = 5,
+  { traced = false }: { traced?: boolean } = {},
 ): Promise<void> {
   await withTransaction(pool, async (client) => {
     const chunk = 10_000;
@@ -108,8 +109,11 @@ export async function seedMessages(
       const targets = m.endpoint.slice(start, start + chunk).map((e) => tenants[e]!);
       const keys = m.keys?.slice(start, start + chunk) ?? ids.map(() => null);
       await client.query(
-        `insert into messages (id, app_id, event_type, payload, ordering_key)
-         select id, app, $3::text, payload, k
+        // traced (scenario 15): each message a producer's traceparent of its own trace
+        `insert into messages (id, app_id, event_type, payload, ordering_key, traceparent)
+         select id, app, $3::text, payload, k,
+                case when $6::boolean
+                     then '00-' || md5(id) || '-' || left(md5(id || '.'), 16) || '-01' end
          from unnest($1::text[], $2::text[], $4::text[], $5::text[]) as t(id, app, payload, k)`,
         [
           ids,
@@ -117,6 +121,7 @@ export async function seedMessages(
           EVENT_TYPE,
           m.payloads.slice(start, start + chunk),
           keys,
+          traced,
         ],
       );
       // "with ordinality ... order by n": the rows' ids follow the messages' order

@@ -44,6 +44,13 @@ export interface DeliveryParams {
   orderingKeys?: number;
   /** stop waiting after this long and take the rate of what arrived (default: deadlineFor) */
   maxWaitMs?: number;
+  /** scenario 14: more environment for the worker processes (HOOKRELAY_ADAPTIVE_CONCURRENCY) */
+  env?: Record<string, string>;
+  /**
+   * scenario 15: every message carries a producer's traceparent and every endpoint
+   * propagates it (propagateTrace on)
+   */
+  traced?: boolean;
 }
 
 export interface DeliveryRun {
@@ -78,6 +85,7 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
   const workers: HookrelayProcess[] = [];
   try {
     const tenants = await createTenants(db.pool, receiver.urls, ctx.secret, p.timeoutMs ?? null);
+    if (p.traced) await db.pool.query("update endpoints set propagate_trace = 'on'");
     const messages = makeMessages(p.messages, tenants.length, 0, p.orderingKeys ?? null);
     const expectedHealthy = messages.endpoint.filter((e) => !hanging.has(e)).length;
     await receiver.configure({
@@ -92,7 +100,7 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
           startHookrelay(
             "worker",
             db.url,
-            { HOOKRELAY_WORKER_CONCURRENCY: String(opts.concurrency) },
+            { HOOKRELAY_WORKER_CONCURRENCY: String(opts.concurrency), ...p.env },
             p.runtime,
           ),
         ),
@@ -101,7 +109,7 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
     await receiver.reset();
 
     const t0 = nowMs();
-    await seedMessages(db.pool, tenants, messages);
+    await seedMessages(db.pool, tenants, messages, 5, { traced: p.traced ?? false });
     const seedMs = nowMs() - t0;
     const cpu = startCpuMeter({
       worker: () => workers.map((w) => w.pid),
