@@ -303,6 +303,7 @@ export async function startRuntime(
         schema: config.dbSchema,
         migrate: config.migrateOnStart,
         migrationDatabaseUrl: config.migrationDatabaseUrl,
+        pooled: mode.pooler === "transaction",
         logger,
       });
     });

@@ -377,6 +377,25 @@ describe("the migration runner's no-transaction steps", () => {
     expect(await migrate(db.pool, { migrationsDir: dir })).toEqual([]);
   });
 
+  test("through a transaction pooler (sessionless), each step runs in a transaction of its own; a step that cannot is refused with the fix", async () => {
+    await writeFile(
+      path.join(dir, "0005_check.sql"),
+      "-- hookrelay:no-transaction\nalter table t add constraint t_a_positive check (a > 0) not valid;\nalter table t validate constraint t_a_positive;\n",
+    );
+    expect(await migrate(db.pool, { migrationsDir: dir, sessionless: true })).toEqual([
+      "0005_check.sql",
+    ]);
+    await writeFile(
+      path.join(dir, "0006_idx.sql"),
+      "-- hookrelay:no-transaction\ncreate index concurrently if not exists t_a3_idx on t (a);\n",
+    );
+    await expect(migrate(db.pool, { migrationsDir: dir, sessionless: true })).rejects.toThrow(
+      /0006_idx.sql has a step PostgreSQL runs only outside a transaction, which a transaction pooler cannot give: migrate through a direct connection/,
+    );
+    // on a session of its own it goes
+    expect(await migrate(db.pool, { migrationsDir: dir })).toEqual(["0006_idx.sql"]);
+  });
+
   test("a no-transaction step that fails is not recorded, and runs again from its start", async () => {
     await writeFile(
       path.join(dir, "0004_steps.sql"),

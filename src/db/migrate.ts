@@ -129,6 +129,14 @@ export interface MigrateOptions {
   schema?: string;
   /** where the migration files are; default this module's ./migrations (tests set it) */
   migrationsDir?: string;
+  /**
+   * true: the pool may hand each statement to another server session (a transaction
+   * pooler), so a no-transaction migration runs each statement in a transaction of its
+   * own instead (under the transaction lock), and one that PostgreSQL refuses inside a
+   * transaction (`create index concurrently`) is refused with a sentence naming the fix.
+   * Default false.
+   */
+  sessionless?: boolean;
 }
 
 async function appliedIn(client: PoolClient, schema: string) {
@@ -224,6 +232,51 @@ async function applyOutsideTransaction(
 }
 
 /**
+ * A no-transaction migration through a pool without sessions of its own: each statement
+ * in its own transaction, under the transaction-scoped lock and schema; then its record.
+ */
+async function applyStepByStep(
+  pool: Pool,
+  migration: Migration,
+  schema: string,
+  known: readonly Migration[],
+): Promise<boolean> {
+  const step = (fn: (client: PoolClient) => Promise<boolean>) =>
+    withTransaction(pool, async (client) => {
+      await client.query("select pg_advisory_xact_lock($1::bigint)", [MIGRATION_LOCK]);
+      await enterSchema(client, schema);
+      const applied = await appliedIn(client, schema);
+      refuseNewerSchema(applied, known);
+      if (applied.some((a) => a.id === migration.id)) return false;
+      return fn(client);
+    });
+  for (const statement of splitStatements(migration.sql)) {
+    const went = await step(async (client) => {
+      try {
+        await client.query(statement);
+      } catch (err) {
+        if (isPrivilegeError(err)) throw err;
+        if ((err as { code?: string }).code === "25001")
+          throw new ConfigError(
+            `migration ${migration.name} has a step PostgreSQL runs only outside a transaction, which a transaction pooler cannot give: migrate through a direct connection (HOOKRELAY_MIGRATION_DATABASE_URL, or \`hookrelay migrate --database-url\`), docs/database.md`,
+            { cause: err },
+          );
+        throw new DatabaseError(`migration ${migration.name} failed`, { cause: err });
+      }
+      return true;
+    });
+    if (!went) return false;
+  }
+  return step(async (client) => {
+    await client.query(
+      "insert into hookrelay_migrations (id, name) values ($1::integer, $2::text)",
+      [migration.id, migration.name],
+    );
+    return true;
+  });
+}
+
+/**
  * Brings the schema up to date; returns the names of the migrations this call applied.
  * Refuses (SchemaTooNewError, nothing changed) a database a newer hookrelay migrated, and
  * answers a role that may not make a change with one sentence (PrivilegeError). A schema
@@ -255,8 +308,8 @@ export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise
     const applied: string[] = [];
     for (const migration of pending) {
       if (!migration.transactional) {
-        if (await applyOutsideTransaction(pool, migration, where.schema, migrations))
-          applied.push(migration.name);
+        const apply = options.sessionless ? applyStepByStep : applyOutsideTransaction;
+        if (await apply(pool, migration, where.schema, migrations)) applied.push(migration.name);
         continue;
       }
       const done = await withTransaction(pool, async (client) => {

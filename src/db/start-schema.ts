@@ -24,6 +24,8 @@ export interface SchemaStartOptions {
   migrate: "auto" | "skip";
   /** HOOKRELAY_MIGRATION_DATABASE_URL: migrate through this role rather than `pool`'s */
   migrationDatabaseUrl: string | undefined;
+  /** `pool` goes through a transaction pooler (migrate's `sessionless`); default false */
+  pooled?: boolean;
   logger?: Logger;
 }
 
@@ -51,7 +53,10 @@ export async function prepareSchema(pool: Pool, options: SchemaStartOptions): Pr
       }
     } else {
       try {
-        applied = await migrate(pool, { schema: state.schema });
+        applied = await migrate(pool, {
+          schema: state.schema,
+          sessionless: options.pooled === true,
+        });
       } catch (err) {
         if (!(err instanceof PrivilegeError)) throw err;
         throw notMigrated(state.schema, pending, `role "${state.role}" may not migrate it`);
