@@ -22,6 +22,7 @@ import {
   startScriptedReceiver,
 } from "./helpers/deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { openPortal } from "./helpers/portal-client.ts";
 import { type Squid, squidInstalled, startSquid } from "./helpers/squid.ts";
 import { makeCertificates } from "./helpers/tls-certificates.ts";
 
@@ -117,6 +118,20 @@ describe("GET /api/v1/egress", () => {
       defaultRoute: "direct",
     });
     expect(JSON.stringify(res.body)).not.toContain("127.0.0.1");
+  });
+});
+
+describe("the portal's Egress IPs page", () => {
+  test("shows each pool's public IPs to the app's tenant", async () => {
+    const appId = await calls.newApp();
+    const res = await h.call("POST", `/api/v1/auth/app-portal-access/${appId}`, {});
+    expect(res.status).toBe(200);
+    const portal = await openPortal(h.api, res.body.token);
+    const page = await portal.get("/portal/egress");
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain("<code>203.0.113.10</code>");
+    expect(page.body).toContain("through the NAT gateway");
+    expect(page.body).not.toContain("127.0.0.1");
   });
 });
 

@@ -223,6 +223,8 @@ test("every read route answers, through its schema, all that its handler returne
   expect(task.data.filters.eventTypes).toEqual(["order.created"]);
   await read("/api/v1/background-task/:taskId", { taskId: running.body.id });
 
+  await read("/api/v1/egress", {});
+
   expect(mismatches).toEqual([]);
   expect([...compared.keys()].sort()).toEqual(Object.keys(READ_ROUTES).sort());
 });

@@ -34,6 +34,7 @@ import {
   messagePageResponse,
   messageResponse,
 } from "./response-schemas.ts";
+import { egressListResponse } from "./routes/egress.ts";
 import type { FromSchema } from "./schema-type.ts";
 import { taskPageResponse, taskResponse } from "./task-responses.ts";
 
@@ -71,6 +72,7 @@ export const READ_ROUTES = {
   "/api/v1/app/:appId/msg": messagePageResponse,
   "/api/v1/app/:appId/msg/:msgId": messageResponse,
   "/api/v1/event-type": eventTypePageResponse,
+  "/api/v1/egress": egressListResponse,
   "/api/v1/background-task": taskPageResponse,
   "/api/v1/background-task/:taskId": taskResponse,
 } as const;

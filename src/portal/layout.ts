@@ -11,6 +11,7 @@ export const PORTAL_NAV: readonly NavItem[] = [
   { href: "/portal/endpoints", label: "Endpoints" },
   { href: "/portal/messages", label: "Delivery log" },
   { href: "/portal/event-types", label: "Event types" },
+  { href: "/portal/egress", label: "Egress IPs" },
 ];
 
 /**
