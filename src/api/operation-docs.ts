@@ -424,7 +424,8 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
   },
   "POST /api/v1/background-task/{taskId}/cancel": {
     summary: "Cancel a background task",
-    description: "Cancels a running task between two of its batches; what it already queued stays queued.",
+    description:
+      "Cancels a running task between two of its batches; what it already queued stays queued.",
   },
   "GET /api/v1/egress": {
     description:
