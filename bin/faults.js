@@ -1,10 +1,15 @@
 #!/usr/bin/env node
 // Entry for `npm run faults`. The suite is TypeScript; tsx compiles it on load (see faults/main.ts).
-// `--scenario failover` runs the Patroni failover scenario (faults/failover.ts) instead of the
+// `--scenario failover` runs the Patroni failover scenario (faults/failover.ts), `--scenario
+// ordered` the ordering check at full size (faults/ordered.ts), instead of the
 // default `restart` suite; every other option goes to the scenario.
 import { register } from "tsx/esm/api";
 
-const SCENARIOS = { restart: "../faults/main.ts", failover: "../faults/failover.ts" };
+const SCENARIOS = {
+  restart: "../faults/main.ts",
+  failover: "../faults/failover.ts",
+  ordered: "../faults/ordered.ts",
+};
 const at = process.argv.findIndex((a) => a === "--scenario" || a.startsWith("--scenario="));
 let scenario = "restart";
 if (at >= 0) {
