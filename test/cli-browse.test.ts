@@ -154,9 +154,20 @@ describe.concurrent("msg list, msg get, attempts", { timeout: 60_000 }, () => {
     const r = await cli(["msg", "list", "browse-acme", "--status", "lost"]);
     expect(r.code, show(r)).toBe(2);
     expect(r.stderr).toMatch(/expected delivery states among pending, in_flight, delivered/);
-    const l = await cli(["msg", "list", "browse-acme", "--limit", "251"]);
-    expect(l.code).toBe(2);
-    expect(l.stderr).toMatch(/expected 1 to 250 \(the server's bounds\), got 251/);
+    // every --limit takes the API's page bounds, and dlq list --status-code its filter's
+    for (const args of [
+      ["msg", "list", "browse-acme"],
+      ["attempts", "browse-acme", "--endpoint", "ok"],
+      ["dlq", "list"],
+      ["tasks", "list"],
+    ]) {
+      const l = await cli([...args, "--limit", "251"]);
+      expect(l.code, show(l)).toBe(2);
+      expect(l.stderr).toMatch(/expected 1 to 250 \(the server's bounds\), got 251/);
+    }
+    const code = await cli(["dlq", "list", "--status-code", "99"]);
+    expect(code.code).toBe(2);
+    expect(code.stderr).toMatch(/expected 100 to 599 \(the server's bounds\), got 99/);
   });
 
   test("msg get: the payload, each endpoint's delivery, the attempts", async () => {

@@ -54,6 +54,11 @@ export const boundedArg =
     return n;
   };
 
+/** The API's page size bounds (api/pagination.ts: 1..MAX_LIMIT). */
+export const PAGE_LIMIT = { min: 1, max: 250 } as const;
+/** `--limit`: a page size the API takes. */
+export const limitArg = boundedArg(intArg, PAGE_LIMIT.min, PAGE_LIMIT.max, String);
+
 /**
  * For `endpoint update`: `default` clears the setting (back to the server's default). The
  * word itself is kept (commander turns a null into ""); the caller sends null for it.

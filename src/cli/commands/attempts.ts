@@ -4,10 +4,10 @@
  * (GET /api/v1/app/{app}/attempt/msg/{msg}, .../attempt/endpoint/{endpoint}).
  */
 import { type Command, InvalidArgumentError } from "commander";
-import { enc, timeArg } from "../args.ts";
+import { enc, limitArg, timeArg } from "../args.ts";
 import { ExitCode, type OutputOptions, print } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
-import { attemptsTable, limitArg, nextPageHint, query } from "./message-lookup.ts";
+import { attemptsTable, nextPageHint, query } from "./message-lookup.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: API responses are rendered field by field
 type Json = any;

@@ -1,6 +1,6 @@
 /** dlq list | analyze | requeue: dead letters, read and handed back to the queue. */
 import { type Command, InvalidArgumentError } from "commander";
-import { intArg, qs, timeArg } from "../args.ts";
+import { boundedArg, intArg, limitArg, qs, timeArg } from "../args.ts";
 import { cliIo } from "../io.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
@@ -26,11 +26,14 @@ const filterQs = (o: DlqFilter) => ({
   until: o.until,
 });
 
+/** An HTTP status, within the bounds of the API's status_code filter. */
+const statusCodeArg = boundedArg(intArg, 100, 599, String);
+
 const withFilters = (c: Command) =>
   c
     .option("--app <app>", "application id or uid")
     .option("--endpoint <endpoint>", "endpoint id or uid")
-    .option("--status-code <code>", "last HTTP status", intArg)
+    .option("--status-code <code>", "last HTTP status (100..599)", statusCodeArg)
     .option("--error-kind <kind>", "e.g. timeout, credentials, http")
     .option("--since <time>", "ISO time or age (30m, 2h, 7d)", timeArg)
     .option("--until <time>", "ISO time or age", timeArg);
@@ -51,12 +54,12 @@ export function registerDeadLetterCommands(program: Command): void {
   const dlq = program.command("dlq").description("dead letters: list, analyze, requeue");
 
   withFilters(serverCommand(dlq, "list", "dead letters, newest first"))
-    .option("--limit <n>", "at most this many", intArg, 50)
+    .option("--limit <n>", "at most this many (1..250)", limitArg, 50)
     .action(
       onServer(async (server, o: OutputOptions & DlqFilter & { limit: number }) => {
         const page: Json = await server.call(
           "GET",
-          `/api/v1/dead-letters${qs({ ...filterQs(o), limit: Math.min(o.limit, 250) })}`,
+          `/api/v1/dead-letters${qs({ ...filterQs(o), limit: o.limit })}`,
         );
         print(o, page.data, () =>
           page.data.length === 0

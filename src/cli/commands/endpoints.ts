@@ -8,6 +8,7 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { DISABLE_HELP, ENABLE_HELP } from "../../domain/while-disabled.ts";
 import { enc, headerArg, intArg, list, orDefault, RESET } from "../args.ts";
+import { egressBody, withEgressFields } from "../egress-flags.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { checkAtLeast, optionKey, POLICY } from "../policy-flags.ts";
 import { onServer, serverCommand } from "../server-command.ts";
@@ -32,6 +33,8 @@ function withEndpointFields(c: Command, update: boolean): Command {
       update ? orDefault(parse) : parse,
     );
   }
+  // egress: pool, proxy, mTLS (docs/egress.md)
+  withEgressFields(c, update);
   // postback endpoints
   return withPostbackFields(c, update);
 }
@@ -150,6 +153,8 @@ function endpointBody(o: Record<string, unknown>): Record<string, unknown> {
   checkAtLeast(body);
   // postback endpoints
   Object.assign(body, postbackBody(o));
+  // egress
+  Object.assign(body, egressBody(o));
   return body;
 }
 

@@ -6,17 +6,13 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { DeliveryStatus } from "../../domain/delivery-states.ts";
 import { appNames } from "../app-names.ts";
-import { boundedArg, enc, intArg, list, timeArg } from "../args.ts";
+import { enc, limitArg, list, PAGE_LIMIT, timeArg } from "../args.ts";
 import type { ServerConnection } from "../connection.ts";
 import { duration, ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: API responses are rendered field by field
 type Json = any;
-
-/** The API's page bounds (api/pagination.ts). */
-export const PAGE_LIMIT = { min: 1, max: 250 } as const;
-export const limitArg = boundedArg(intArg, PAGE_LIMIT.min, PAGE_LIMIT.max, String);
 
 const STATUSES: readonly string[] = Object.values(DeliveryStatus);
 /** Comma-separated and repeatable delivery states, each checked against the state table. */

@@ -1,7 +1,7 @@
 /** tasks list | get | cancel: the server's background tasks (replays), docs/recovery.md. */
 import type { Command } from "commander";
 import { type AppNames, appNames } from "../app-names.ts";
-import { enc, intArg, qs } from "../args.ts";
+import { enc, limitArg, qs } from "../args.ts";
 import { cliIo } from "../io.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { onServer, serverCommand } from "../server-command.ts";
@@ -53,7 +53,7 @@ export function registerTaskCommands(program: Command): void {
       "--task <kind>",
       "endpoint.recover, endpoint.replay (replay-missing) or endpoint.bulk-replay",
     )
-    .option("--limit <n>", "at most this many", intArg, 50)
+    .option("--limit <n>", "at most this many (1..250)", limitArg, 50)
     .action(
       onServer(
         async (server, o: OutputOptions & { status?: string; task?: string; limit: number }) => {
@@ -62,7 +62,7 @@ export function registerTaskCommands(program: Command): void {
             `/api/v1/background-task${qs({
               status: o.status,
               task: o.task,
-              limit: Math.min(Math.max(o.limit, 1), 250),
+              limit: o.limit,
             })}`,
           );
           print(o, page.data, () =>
