@@ -23,6 +23,7 @@ import { killAllChildren, profiling, REPO_ROOT } from "./lib/procs.ts";
 import { type ReceiverControl, startReceiver } from "./lib/receiver.ts";
 import { figures, type RunResult, table } from "./lib/report.ts";
 import { type Backlog, dropBacklog, measureBacklog, prepareBacklog } from "./scenarios/backlog.ts";
+import { runBrokers } from "./scenarios/brokers.ts";
 import { runCeiling } from "./scenarios/ceiling.ts";
 import { type DashboardData, measureDashboard, prepareDashboard } from "./scenarios/dashboard.ts";
 import { runDelivery } from "./scenarios/delivery.ts";
@@ -169,6 +170,7 @@ async function main(): Promise<void> {
       }
       if (only.has(13)) r.ordered = await step("13 ordered", () => runOrdered(ctx));
       if (only.has(15)) r.tracing = await step("15 tracing", () => runTracing(ctx, run));
+      if (only.has(17)) r.brokers = await step("17 brokers", () => runBrokers(ctx));
       runs.push(r);
     }
   } finally {

@@ -4,6 +4,7 @@
  * this run met it.
  */
 import type { BacklogRun } from "../scenarios/backlog.ts";
+import type { BrokersRun } from "../scenarios/brokers.ts";
 import type { CeilingRun } from "../scenarios/ceiling.ts";
 import type { DashboardRun } from "../scenarios/dashboard.ts";
 import type { DeliveryRun } from "../scenarios/delivery.ts";
@@ -32,6 +33,7 @@ export interface RunResult {
   replay?: ReplayRun;
   ordered?: OrderedRun;
   tracing?: TracingRun;
+  brokers?: BrokersRun;
 }
 
 export interface Figure {
@@ -238,6 +240,26 @@ export function figures(runs: RunResult[]): Figure[] {
   add("15 tracing", "tracing off, 1 worker", "/s", (r) => r.tracing?.off.rate);
   add("15 tracing", "on / off", "x", (r) => r.tracing?.ratio, atLeast(0.9));
   add("15 tracing", "OTLP exports (tracing on)", "n", (r) => r.tracing?.exports);
+  for (const [kind, name] of [
+    ["nats", "NATS JetStream"],
+    ["amqp", "RabbitMQ"],
+  ] as const) {
+    add("17 brokers", `${name}: bare client, confirmed`, "/s", (r) => r.brokers?.[kind]?.bare);
+    add("17 brokers", `${name}: hookrelay, 1 worker`, "/s", (r) => r.brokers?.[kind]?.hookrelay);
+    add(
+      "17 brokers",
+      `${name}: hookrelay's publish to confirm, median`,
+      "ms",
+      (r) => r.brokers?.[kind]?.publishP50Ms,
+    );
+    add(
+      "17 brokers",
+      `${name}: hookrelay / bare`,
+      "x",
+      (r) => r.brokers?.[kind]?.ratio,
+      atLeast(0.6),
+    );
+  }
   return out;
 }
 
