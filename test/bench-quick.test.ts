@@ -22,6 +22,8 @@ const SCENARIOS = [
   "12 replay",
   "13 ordered",
   "16 history",
+  // the NATS JetStream half (RabbitMQ takes too long to start for the smoke test)
+  "17 brokers",
 ];
 
 /** Through the CLI, as `npx hookrelay bench` runs it (it starts bin/bench.js). */
