@@ -22,6 +22,7 @@ import { parseOptions } from "./lib/options.ts";
 import { killAllChildren, profiling, REPO_ROOT } from "./lib/procs.ts";
 import { type ReceiverControl, startReceiver } from "./lib/receiver.ts";
 import { figures, type RunResult, table } from "./lib/report.ts";
+import { runAdaptive } from "./scenarios/adaptive.ts";
 import { type Backlog, dropBacklog, measureBacklog, prepareBacklog } from "./scenarios/backlog.ts";
 import { runBrokers } from "./scenarios/brokers.ts";
 import { runCeiling } from "./scenarios/ceiling.ts";
@@ -179,6 +180,7 @@ async function main(): Promise<void> {
     if (replay) await dropReplay(replay).catch(() => undefined);
   }
 
+      if (only.has(14)) r.adaptive = await step("14 adaptive", () => runAdaptive(ctx, run));
   const figs = figures(runs);
   const loadAtEnd = os.loadavg();
   const notes = [
@@ -230,7 +232,15 @@ async function main(): Promise<void> {
 /** Signature and durability checks over every hookrelay fast-receiver run. */
 function checks(runs: RunResult[]): string {
   const all = runs
-    .flatMap((r) => [r.hookrelay1, r.hookrelay2, r.source1, r.slowHookrelay, r.isolation])
+    .flatMap((r) => [
+      r.hookrelay1,
+      r.hookrelay2,
+      r.source1,
+      r.slowHookrelay,
+      r.isolation,
+      r.adaptive?.on,
+      r.adaptive?.off,
+    ])
     .filter((d) => d !== undefined);
   const sum = (f: (d: (typeof all)[number]) => number) => all.reduce((n, d) => n + f(d), 0);
   if (all.length === 0) return "";

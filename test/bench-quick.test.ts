@@ -21,6 +21,7 @@ const SCENARIOS = [
   "11 dashboard",
   "12 replay",
   "13 ordered",
+  "14 adaptive",
   "16 history",
   // the NATS JetStream half (RabbitMQ takes too long to start for the smoke test)
   "17 brokers",

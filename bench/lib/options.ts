@@ -130,7 +130,7 @@ export function parseOptions(argv: string[]): BenchOptions {
   };
   const quick = values.quick;
   const only = new Set(
-    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,15,17")
+    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,17")
       .split(",")
       .map((s) => Number(s.trim()))
       .filter((n) => n >= 1 && n <= 17),

@@ -3,6 +3,7 @@
  * ratios taken within one run. Prints them as a table, with the issue's target and whether
  * this run met it.
  */
+import type { AdaptiveRun } from "../scenarios/adaptive.ts";
 import type { BacklogRun } from "../scenarios/backlog.ts";
 import type { BrokersRun } from "../scenarios/brokers.ts";
 import type { CeilingRun } from "../scenarios/ceiling.ts";
@@ -34,6 +35,7 @@ export interface RunResult {
   ordered?: OrderedRun;
   tracing?: TracingRun;
   brokers?: BrokersRun;
+  adaptive?: AdaptiveRun;
 }
 
 export interface Figure {
@@ -240,6 +242,9 @@ export function figures(runs: RunResult[]): Figure[] {
   add("15 tracing", "tracing off, 1 worker", "/s", (r) => r.tracing?.off.rate);
   add("15 tracing", "on / off", "x", (r) => r.tracing?.ratio, atLeast(0.9));
   add("15 tracing", "OTLP exports (tracing on)", "n", (r) => r.tracing?.exports);
+  add("14 adaptive", "limiter on, 1 worker", "/s", (r) => r.adaptive?.on.rate);
+  add("14 adaptive", "limiter off, 1 worker", "/s", (r) => r.adaptive?.off.rate);
+  add("14 adaptive", "on / off", "x", (r) => r.adaptive?.ratio, atLeast(0.95));
   for (const [kind, name] of [
     ["nats", "NATS JetStream"],
     ["amqp", "RabbitMQ"],

@@ -25,7 +25,7 @@ export const ADAPTIVE_RULE = {
   /** answers slower than the floor times this are "latency rising" ... */
   latencyTolerance: 2,
   /** ... and only when at least this many ms slower (local jitter is not a trend) */
-  latencySlackMs: 50,
+  latencySlackMs: 250,
   /** the latency cut: floor x tolerance / latency, within these */
   latencyCutMin: 0.5,
   latencyCutMax: 0.9,

@@ -9,7 +9,7 @@
  *   rate_limited    a 429 without a pause, adaptive                                x 0.5
  *   timeouts        a timed-out request, adaptive                                  x 0.5
  *   latency_rising  delivered answers slower on average than the latency floor     x 0.5 .. 0.9
- *                   by the tolerance (2 x, and at least 50 ms more), adaptive
+ *                   by the tolerance (2 x, and at least 250 ms more), adaptive
  *   growing         delivered answers while at least half the limit was in use     + 1 per round
  *                   (starting and resuming: + 1 per answer, doubling per round)    trip
  *   at_max          grown to maxInFlight                                           maxInFlight
@@ -118,7 +118,10 @@ conc as (
          -- off: null at maxInFlight, as 0021's resume room was once grown back
          case when not n.adaptive and n.lim >= n.max_limit then null else n.lim end as new_limit,
          n.new_reason,
+         -- a slow-start step starts a new round too: the next step reads only answers to
+         -- requests sent under the new limit (one doubling per round trip, as TCP's)
          case when n.move in ('pause', 'rate_limited', 'timeouts', 'latency_rising')
+                   or (n.move = 'grow' and n.slow_start)
                    or n.new_reason is distinct from n.reason
               then coalesce(n.last_answer_at, n.concurrency_since)
               else n.concurrency_since end as new_since,

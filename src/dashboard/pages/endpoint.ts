@@ -190,7 +190,7 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
         ]
       : "none"
   }; at most ${hl.limits.maxInFlight} in flight</dd>
-  <dt>In-flight limit</dt><dd><span data-testid="concurrency">in-flight limit: ${count(conc.current)} of ${count(conc.max)} (${conc.reason}${
+  <dt>In-flight limit</dt><dd><span data-testid="concurrency">${count(conc.current)} of ${count(conc.max)} (${conc.reason}${
     conc.since ? html` since ${time(conc.since)}` : ""
   })</span>${conc.adaptive ? "" : html` <span class="muted">(adaptive concurrency off: maxInFlight alone)</span>`}</dd>
 </dl>
