@@ -24,6 +24,7 @@ import { registerEventTypeRoutes } from "./routes/event-types.ts";
 import { registerHealthRoutes, registerMetricsRoute } from "./routes/health.ts";
 import { registerMaintenanceRoutes } from "./routes/maintenance.ts";
 import { registerMessageContentRoute } from "./routes/message-content.ts";
+import { registerMessageExportRoute } from "./routes/message-export.ts";
 import { registerMessageRoutes } from "./routes/messages.ts";
 import { registerOperationRoutes } from "./routes/operations.ts";
 import { registerOrderingKeyRoutes } from "./routes/ordering-keys.ts";
@@ -60,6 +61,7 @@ export async function registerApiRoutes(
       registerApplicationRoutes(api, ctx);
       registerEndpointRoutes(api, ctx);
       registerMessageRoutes(api, ctx);
+      registerMessageExportRoute(api, ctx);
       registerAttemptRoutes(api, ctx);
       registerEndpointHealthRoutes(api, ctx);
       registerOrderingKeyRoutes(api, ctx);

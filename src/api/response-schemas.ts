@@ -200,6 +200,8 @@ export const messageResponse = {
     orderingKey: nullableText,
     timestamp: text,
     payload: anyJson,
+    /** the list's with_status=true only: how many of its deliveries are in each state */
+    deliveryStatusCounts: { type: "object", additionalProperties: { type: "integer" } },
   },
   required: ["id", "eventType", "eventId", "channels", "tags", "timestamp", "payload"],
 } as const;

@@ -87,6 +87,12 @@ const attemptQuery = {
     // Svix's: attempts started before / after this time
     before: { type: "string", format: "date-time" },
     after: { type: "string", format: "date-time" },
+    // Svix's: 0 (no response), 100, 200, 300, 400 or 500 (the response status's hundred)
+    status_code_class: { type: "integer", enum: [0, 100, 200, 300, 400, 500] },
+    // Svix's: attempts of messages of these event types (comma-joined or repeated), in
+    // this channel
+    event_types: { type: "array", items: str, maxItems: 64 },
+    channel: str,
   },
 } as const;
 
@@ -95,6 +101,9 @@ type AttemptQuery = PageQuery & {
   endpoint_id?: string;
   before?: string;
   after?: string;
+  status_code_class?: number;
+  event_types?: string[];
+  channel?: string;
 };
 
 export function registerAttemptRoutes(
@@ -117,6 +126,7 @@ export function registerAttemptRoutes(
           : q.status === 2
             ? "failure"
             : "none";
+    const types = q.event_types?.flatMap((t) => t.split(",")).filter(Boolean);
     const rows = await listAttempts(
       pool,
       {
@@ -125,6 +135,9 @@ export function registerAttemptRoutes(
         outcome,
         before: timeInput(q.before, "before"),
         after: timeInput(q.after, "after"),
+        statusCodeClass: q.status_code_class ?? null,
+        eventTypes: types?.length ? types : null,
+        channel: q.channel ?? null,
       },
       { ...plan.window, cursor },
     );

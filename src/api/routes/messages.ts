@@ -1,13 +1,13 @@
 /** /api/v1/app/{appId}/msg: accepting and reading messages. */
 import type { FastifyInstance } from "fastify";
 import type { Queryable } from "../../db/pool.ts";
+import { deliveryCountsOf } from "../../db/queries/message-delivery-counts.ts";
 import {
   findMessage,
   getMessage,
   listMessages,
   type MessageRow,
 } from "../../db/queries/messages.ts";
-import { DeliveryStatus } from "../../domain/delivery-states.ts";
 import { EXPUNGED_PAYLOAD_SHOWN, isExpunged } from "../../domain/expunged-payload.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import { makeDisabledTracing } from "../../ops/tracing.ts";
@@ -15,9 +15,10 @@ import { timeInput } from "../body-check.ts";
 import type { ApiContext } from "../context.ts";
 import { badRequest, isNotFound, notFound } from "../errors.ts";
 import { rawMember } from "../json-member.ts";
+import { type MessageFilterQuery, messageFilterOf, messageFilterQuery } from "../message-filter.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { type RawSlots, rawSlots } from "../raw-json.ts";
-import { resolveAppId, resolveEndpointId } from "../resolve.ts";
+import { resolveAppId } from "../resolve.ts";
 import { messagePageResponse, messageResponse } from "../response-schemas.ts";
 import { appParams, checkPathUid, iso, nameListSchema, nameSchema } from "../schemas.ts";
 import { type AppIn, appIn, createApp } from "./applications.ts";
@@ -181,16 +182,7 @@ export function registerMessageRoutes(app: FastifyInstance, ctx: ApiContext): vo
 
   app.get<{
     Params: { appId: string };
-    Querystring: PageQuery & {
-      with_content: boolean;
-      event_types?: string[];
-      channel?: string;
-      tag?: string;
-      before?: string;
-      after?: string;
-      delivery_status?: string[];
-      endpoint_id?: string;
-    };
+    Querystring: PageQuery & MessageFilterQuery & { with_content: boolean; with_status?: boolean };
   }>(
     "/app/:appId/msg",
     {
@@ -202,19 +194,9 @@ export function registerMessageRoutes(app: FastifyInstance, ctx: ApiContext): vo
           properties: {
             ...pageQuerySchema,
             ...contentQuery,
-            event_types: { type: "array", items: { type: "string", maxLength: 256 }, maxItems: 64 },
-            channel: { type: "string", maxLength: 256 },
-            tag: { type: "string", maxLength: 256 },
-            before: { type: "string", format: "date-time" },
-            after: { type: "string", format: "date-time" },
-            // hookrelay's: messages with a delivery (to endpoint_id when given) in one of these
-            // states (the parameter repeated); endpoint_id alone: messages sent to that endpoint
-            delivery_status: {
-              type: "array",
-              items: { type: "string", enum: Object.values(DeliveryStatus) },
-              maxItems: 6,
-            },
-            endpoint_id: { type: "string", minLength: 1, maxLength: 256 },
+            ...messageFilterQuery,
+            // hookrelay's: each message also shows deliveryStatusCounts (docs/browse.md)
+            with_status: { type: "boolean", default: false },
           },
         },
         response: { 200: messagePageResponse },
@@ -224,29 +206,23 @@ export function registerMessageRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       const q = request.query;
       const plan = planPage(q, "descending", ID_PREFIX.message);
-      // event_types arrives comma-joined from the svix client.
-      const types = q.event_types?.flatMap((t) => t.split(",")).filter(Boolean);
-      const endpointId = q.endpoint_id ? await resolveEndpointId(pool, appId, q.endpoint_id) : null;
-      const rows = await listMessages(
-        pool,
-        appId,
-        {
-          eventTypes: types?.length ? types : null,
-          channel: q.channel ?? null,
-          before: timeInput(q.before, "before"),
-          after: timeInput(q.after, "after"),
-          tag: q.tag ?? null,
-          deliveryStatuses: q.delivery_status?.length ? q.delivery_status : null,
-          endpointId,
-        },
-        plan.window,
-      );
+      const filter = await messageFilterOf(pool, appId, q);
+      const rows = await listMessages(pool, appId, filter, plan.window);
+      const counts = q.with_status
+        ? await deliveryCountsOf(
+            pool,
+            rows.map((r) => r.id),
+          )
+        : null;
       const slots = rawSlots();
       const page = toPage(
         rows,
         plan,
         (r) => r.id,
-        (r) => messageOut(r, slots, q.with_content),
+        (r) => {
+          const out = messageOut(r, slots, q.with_content);
+          return counts ? { ...out, deliveryStatusCounts: counts.get(r.id) ?? {} } : out;
+        },
       );
       return reply.type("application/json").send(slots.stringify(page));
     },

@@ -36,6 +36,14 @@ export interface AttemptFilter {
   /** started before / after (Svix's `before`, `after`) */
   before?: Date | null;
   after?: Date | null;
+  /**
+   * Svix's status_code_class: 0 is no response (a network error, a timeout), 100-500 the
+   * hundred the response's status is in
+   */
+  statusCodeClass?: number | null;
+  /** attempts of messages of these event types / in this channel */
+  eventTypes?: string[] | null;
+  channel?: string | null;
 }
 
 /**
@@ -67,7 +75,16 @@ export async function listAttempts(
        and ($5::text is null or outcome = $5::text)
        and ($6::timestamptz is null or started_at < $6::timestamptz)
        and ($7::timestamptz is null or started_at > $7::timestamptz)
-       ${since === null ? "" : `and ${attemptsSinceSql("attempts", "$8::timestamptz")}`}
+       and ($8::integer is null or case when $8::integer = 0 then status_code is null
+             else status_code >= $8::integer and status_code < $8::integer + 100 end)
+       -- a probe per candidate attempt through messages' primary key, as the page walks
+       -- the endpoint's (or message's) attempts in id order and stops at the limit
+       and ($9::text[] is null and $10::text is null or exists (
+             select 1 from messages m
+             where m.id = attempts.message_id
+               and ($9::text[] is null or m.event_type = any ($9::text[]))
+               and ($10::text is null or $10::text = any (m.channels))))
+       ${since === null ? "" : `and ${attemptsSinceSql("attempts", "$11::timestamptz")}`}
      order by id ${page.direction} limit $4::integer`,
     [
       filter.messageId,
@@ -77,6 +94,9 @@ export async function listAttempts(
       filter.outcome,
       filter.before ?? null,
       filter.after ?? null,
+      filter.statusCodeClass ?? null,
+      filter.eventTypes ?? null,
+      filter.channel ?? null,
       ...(since === null ? [] : [since]),
     ],
   );
