@@ -16,6 +16,7 @@ import type { TLSSocket } from "node:tls";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { reencryptSecrets } from "../src/security/reencrypt.ts";
 import { makeSecretBox } from "../src/security/secret-box.ts";
+import { dashboardClient } from "./helpers/dashboard-client.ts";
 import {
   deliveryCalls,
   type ScriptedReceiver,
@@ -132,6 +133,61 @@ describe("the portal's Egress IPs page", () => {
     expect(page.body).toContain("<code>203.0.113.10</code>");
     expect(page.body).toContain("through the NAT gateway");
     expect(page.body).not.toContain("127.0.0.1");
+  });
+});
+
+describe("the dashboard's endpoint form", () => {
+  test("sets a pool, a proxy and a client certificate; shows them masked; a refusal is the form again", async () => {
+    const appId = await calls.newApp();
+    const endpointId = await calls.newEndpoint(appId, `${rx.url}/dash`);
+    const admin = dashboardClient(h.api);
+    await admin.signIn(h.adminKey);
+    const form = await admin.get(`/dashboard/endpoints/${endpointId}/edit`);
+    expect(form.body).toContain('name="egressFields"');
+    const fields = {
+      url: `${rx.url}/dash`,
+      egressFields: "1",
+      egressPool: "fixed",
+      proxyUrl: "http://relay:f0rm-pass@127.0.0.1:3128",
+      tlsClientCert: pem.cert,
+      tlsClientKey: pem.key,
+      tlsCa: "",
+    };
+    const saved = await admin.post(`/dashboard/endpoints/${endpointId}/edit`, fields);
+    expect(saved.statusCode, saved.body).toBe(303);
+    const url = `${endpointPath(appId)}/${endpointId}`;
+    expect((await h.call("GET", url)).body).toMatchObject({
+      egressPool: "fixed",
+      proxyUrl: "http://relay:***@127.0.0.1:3128",
+      tlsClientCert: "***",
+    });
+    const page = await admin.get(`/dashboard/endpoints/${endpointId}`);
+    expect(page.body).toMatch(
+      /data-testid="egress">proxy <code>http:\/\/relay:\*\*\*@127.0.0.1:3128<\/code>; client certificate set</,
+    );
+    const again = await admin.get(`/dashboard/endpoints/${endpointId}/edit`);
+    expect(again.body).not.toContain("f0rm-pass");
+    expect(again.body).not.toContain("PRIVATE KEY");
+    // the masked proxy URL posted back as shown keeps the password; empty certificate fields keep it
+    const kept = await admin.post(`/dashboard/endpoints/${endpointId}/edit`, {
+      ...fields,
+      proxyUrl: "http://relay:***@127.0.0.1:3128",
+      tlsClientCert: "",
+      tlsClientKey: "",
+      hadClientCert: "1",
+    });
+    expect(kept.statusCode, kept.body).toBe(303);
+    const { rows } = await h.db.pool.query(
+      "select proxy_secret is not null as p, tls_client_cert is not null as c from endpoints where id = $1",
+      [endpointId],
+    );
+    expect(rows[0]).toEqual({ p: true, c: true });
+    const refused = await admin.post(`/dashboard/endpoints/${endpointId}/edit`, {
+      ...fields,
+      egressPool: "nope",
+    });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.body).toContain("is not configured on this server");
   });
 });
 

@@ -9,9 +9,19 @@
  * The URL token is never sent to the browser: the form shows whether one is set, an empty
  * token field keeps it, and "remove" clears it (as a PUT that leaves it out keeps it).
  *
- * The dashboard's form also shows the delivery policy (dashboard/endpoint-policy-form.ts).
+ * The dashboard's form also shows the delivery policy (dashboard/endpoint-policy-form.ts);
+ * both forms show egress: the pool, a proxy, mTLS (dashboard/endpoint-egress-form.ts).
  */
 import { brokerDestinationText } from "../api/destination-input.ts";
+import {
+  type EgressFormValues,
+  egressBodyOfForm,
+  egressFacts,
+  egressFieldset,
+  egressValuesOfEndpoint,
+  egressValuesOfForm,
+  NO_EGRESS,
+} from "./endpoint-egress-form.ts";
 import {
   type PolicyFormValues,
   policyBodyOfForm,
@@ -44,6 +54,8 @@ export interface EndpointFormValues {
   signatureScheme: string;
   /** the delivery policy as typed (dashboard/endpoint-policy-form.ts) */
   policy: PolicyFormValues;
+  /** pool, proxy, mTLS (dashboard/endpoint-egress-form.ts) */
+  egress: EgressFormValues;
 }
 
 export const NEW_ENDPOINT: EndpointFormValues = {
@@ -60,6 +72,7 @@ export const NEW_ENDPOINT: EndpointFormValues = {
   onFailure: "retry",
   signatureScheme: "v1",
   policy: {},
+  egress: NO_EGRESS,
 };
 
 /**
@@ -102,6 +115,7 @@ export function valuesOfEndpoint(e: ShownEndpoint): EndpointFormValues {
     onFailure: rule.onFailure ?? "retry",
     signatureScheme: e.signatureScheme ?? "v1",
     policy: policyValuesOfEndpoint(e),
+    egress: egressValuesOfEndpoint(e),
   };
 }
 
@@ -128,6 +142,7 @@ export function valuesOfForm(body: unknown): EndpointFormValues {
     onFailure: field(body, "onFailure") || "retry",
     signatureScheme: field(body, "signatureScheme") || "v1",
     policy: policyValuesOfForm(body),
+    egress: egressValuesOfForm(body),
   };
 }
 
@@ -161,6 +176,8 @@ export function endpointBodyOfForm(body: unknown): Record<string, unknown> {
       : null;
   // the delivery policy, when the form showed it
   Object.assign(out, policyBodyOfForm(body));
+  // egress, when the form showed it
+  Object.assign(out, egressBodyOfForm(body));
   return out;
 }
 
@@ -264,6 +281,7 @@ ${select("onFailure", "A 2xx that breaks the rule", ON_FAILURE, v.onFailure)}</p
 <p>${select("signatureScheme", "Signatures", SCHEMES, v.signatureScheme)}<br>
 <span class="muted">A change keeps the old key signing beside the new one for 24 hours.</span></p>
 </details>
+${egressFieldset(v.egress)}
 ${o.policy ? policyFieldset(v.policy) : ""}
 <p><button type="submit" class="primary">Save</button> <a href="${o.cancelHref}">Cancel</a></p>
 </form>`;
@@ -305,7 +323,8 @@ export function deliveryFacts(e: ShownEndpoint): Html {
       ? `a 2xx body ${ruleText}${rule.ignoreCase ? " (ignoring case)" : ""}; otherwise ${rule.onFailure === "permanent" ? "a dead letter" : "retried"}`
       : "any 2xx"
   }</dd>
-<dt>Signatures</dt><dd data-testid="signature-scheme">${SCHEMES.find(([s]) => s === e.signatureScheme)?.[1] ?? e.signatureScheme ?? "v1"}</dd>`;
+<dt>Signatures</dt><dd data-testid="signature-scheme">${SCHEMES.find(([s]) => s === e.signatureScheme)?.[1] ?? e.signatureScheme ?? "v1"}</dd>
+${egressFacts(e)}`;
 }
 
 /** The query of the event-type catalogue's first page (GET /api/v1/event-type), the form's checkboxes. */
