@@ -457,7 +457,7 @@ describe.each([
       const api = apiOf(runtime);
       const app = await api("POST", "/app", { name: "otlp-down" });
       await api("POST", `/app/${app.body.id}/endpoint`, { url: `${rx.url}/ok` });
-      const messages = 30;
+      const messages = 24;
       for (let i = 0; i < messages; i++) {
         const sent = await api("POST", `/app/${app.body.id}/msg`, {
           eventType: "a.b",
@@ -471,8 +471,10 @@ describe.each([
           runtime,
           new RegExp(`^hookrelay_trace_spans_dropped_total\\{reason="${reason}"\\} (\\S+)$`, "m"),
         );
-      // 60 spans (an ingest and an attempt per message), a queue of 4: most never wait
-      expect(await dropped("queue_full")).toBeGreaterThan(0);
+      // 48 spans (an ingest and an attempt per message), a queue of 4, and one export at a
+      // time held for its whole timeout: most spans never wait. (A refused export fails at
+      // once, so that queue drains and may never fill.)
+      if (mode === "hang") expect(await dropped("queue_full")).toBeGreaterThan(0);
       await waitFor(async () => (await dropped("export_failed")) > 0, 15_000, "a failed export");
       expect(await scrapeCounter(runtime, /^hookrelay_trace_spans_exported_total (\S+)$/m)).toBe(0);
     } finally {
