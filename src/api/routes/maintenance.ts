@@ -43,7 +43,7 @@ export function registerMaintenanceRoutes(
         tags: ["operations"],
         summary: "Apply the retention settings now",
         description:
-          "Deletes attempts, dead letters and delivered messages older than the server's retention settings, in small batches.",
+          "Applies the server's retention settings: drops the attempt partitions whose attempts are all past their age (listed in droppedPartitions), and deletes in small batches the dead letters, delivered messages and other attempts past theirs (docs/history.md).",
         body: {
           type: ["object", "null"],
           additionalProperties: false,
