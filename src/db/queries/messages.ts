@@ -55,6 +55,31 @@ export async function findMessage(
   return rows[0] ?? null;
 }
 
+/**
+ * Which deliveries a page keeps its messages by (MessageFilter's deliveryStatuses and
+ * endpointId). In general a probe per candidate message through deliveries' unique
+ * (message_id, endpoint_id) index: the page walks the app's messages in id order and stops
+ * at its limit, cheap when the state is common, slow when it is rare (docs/cli.md). Dead
+ * letters alone are found through their partial indexes instead (the app's, or the
+ * endpoint's, migration 0019), so a page of them costs what the app's dead letters number.
+ */
+function deliveryPart(filter: MessageFilter): string {
+  const statuses = filter.deliveryStatuses ?? null;
+  // every variant names $9 and $10, so PostgreSQL always knows their types
+  if (statuses === null && !filter.endpointId)
+    return "and $9::text[] is null and $10::text is null";
+  if (statuses?.length === 1 && statuses[0] === "dead_letter")
+    return `and id in (
+             select d.message_id from deliveries d
+             where d.app_id = $1::text and d.dead_lettered and $9::text[] is not null
+               and ($10::text is null or d.endpoint_id = $10::text))`;
+  return `and exists (
+             select 1 from deliveries d
+             where d.message_id = messages.id
+               and ($10::text is null or d.endpoint_id = $10::text)
+               and ($9::text[] is null or d.status = any ($9::text[])))`;
+}
+
 /** A page of the app's messages in id (creation) order. */
 export async function listMessages(
   db: Queryable,
@@ -70,13 +95,7 @@ export async function listMessages(
        and ($6::timestamptz is null or created_at < $6::timestamptz)
        and ($7::timestamptz is null or created_at > $7::timestamptz)
        and ($8::text is null or $8::text = any (tags))
-       -- a probe per candidate row through deliveries' unique (message_id, endpoint_id)
-       -- index: the page walks the app's messages in id order and stops at the limit
-       and ($9::text[] is null and $10::text is null or exists (
-             select 1 from deliveries d
-             where d.message_id = messages.id
-               and ($10::text is null or d.endpoint_id = $10::text)
-               and ($9::text[] is null or d.status = any ($9::text[]))))
+       ${deliveryPart(filter)}
      order by id ${page.direction} limit $3::integer`,
     [
       appId,
