@@ -102,6 +102,18 @@ describe.concurrent("msg list, msg get, attempts", { timeout: 60_000 }, () => {
       `${V1}/app/${X.app}/msg?delivery_status=dead_letter&delivery_status=delivered&endpoint_id=ok`,
     );
     expect(both.body.data).toHaveLength(5);
+    // dead letters alone take their own path (the partial indexes): by app and by endpoint
+    const deadOnOk = await h.call(
+      "GET",
+      `${V1}/app/${X.app}/msg?delivery_status=dead_letter&endpoint_id=ok`,
+    );
+    expect(deadOnOk.body.data).toEqual([]);
+    const deadOnBad = await h.call(
+      "GET",
+      `${V1}/app/${X.app}/msg?delivery_status=dead_letter&endpoint_id=bad&limit=1`,
+    );
+    expect(deadOnBad.body.data.map((m: { id: string }) => m.id)).toEqual([X.refunded[1]]);
+    expect(deadOnBad.body.done).toBe(false);
     const bad = await h.call("GET", `${V1}/app/${X.app}/msg?endpoint_id=bad`);
     expect(bad.body.data.map((m: { id: string }) => m.id).sort()).toEqual([...X.refunded].sort());
     const unknown = await h.call("GET", `${V1}/app/${X.app}/msg?delivery_status=lost`);
