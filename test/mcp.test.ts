@@ -338,10 +338,17 @@ describe("hookrelay mcp over stdio", { timeout: 60_000 }, () => {
     expect(typeof (await loadMcp()).serveMcpOnStdio).toBe("function");
   });
 
-  test("a refused key stops it at once, saying which key", async () => {
+  test("a refused key or an unreachable server stops it at once, saying so", async () => {
     const r = await runCli(["mcp", "--url", url, "--key", "hr_admin_wrong"], { stdin: "" });
     expect(r.code, show(r)).toBe(1);
     expect(r.stderr).toMatch(/refused the key given by --key \(401/);
     expect(r.stdout).toBe("");
+    const down = await runCli(["mcp", "--url", "http://127.0.0.1:9", "--key", adminKey], {
+      stdin: "",
+    });
+    expect(down.code, show(down)).toBe(1);
+    expect(down.stderr).toBe(
+      "hookrelay: cannot reach hookrelay at http://127.0.0.1:9 (ECONNREFUSED)\n",
+    );
   });
 });
