@@ -227,6 +227,8 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ["DELETE", `${V1}/api-keys/:keyId`, { kind: "admin" }],
   // event types: a global catalogue
   ["GET HEAD", `${V1}/event-type`, { kind: "catalogue" }],
+  // the egress pools' public IPs (docs/egress.md): global, any key reads
+  ["GET HEAD", `${V1}/egress`, { kind: "catalogue" }],
   [
     "POST",
     `${V1}/event-type`,
@@ -318,6 +320,7 @@ export const TABLE: [methods: string, path: string, rule: Rule][] = [
   ],
   ["POST", "/portal/messages/:msgId/endpoints/:endpointId/resend", { kind: "portal" }],
   ["GET HEAD", "/portal/event-types", { kind: "portal" }],
+  ["GET HEAD", "/portal/egress", { kind: "portal" }],
 ];
 
 export const RULES = new Map<string, Rule & { method: string; path: string }>();
