@@ -89,6 +89,13 @@ export async function prepareHistory(ctx: BenchContext): Promise<HistoryData> {
     ctx.log(`16 history: day ${d + 1}/${days} seeded (${rowsPerDay} attempts in each layout)`);
   }
   await db.pool.query("vacuum (analyze) attempts, attempts_flat");
+  // no autovacuum during the measurements: its work on one layout would be counted in the
+  // other's CPU; the explicit VACUUM after the deletes stands in for it
+  const { rows: parts } = await db.pool.query<{ name: string }>(
+    "select inhrelid::regclass::text as name from pg_inherits where inhparent = 'attempts'::regclass",
+  );
+  for (const t of [...parts.map((p) => p.name), "attempts_flat"])
+    await db.pool.query(`alter table ${t} set (autovacuum_enabled = false)`);
   const seedMs = nowMs() - t0;
   const { rows } = await db.pool.query(
     `select pg_relation_size(c.oid)::bigint as heap, pg_indexes_size(c.oid)::bigint as idx,
@@ -99,6 +106,10 @@ export async function prepareHistory(ctx: BenchContext): Promise<HistoryData> {
     [`FROM ('${attemptIdAt(first)}')`],
   );
   const day = rows[0] ?? { heap: 0, idx: 0, total: 0 };
+  const mb = (b: unknown) => (Number(b) / 1_048_576).toFixed(1);
+  ctx.log(
+    `16 history: one day (${rowsPerDay} attempts): table ${mb(day.heap)} MB, indexes ${mb(day.idx)} MB, total with TOAST ${mb(day.total)} MB`,
+  );
   return {
     db,
     days,
