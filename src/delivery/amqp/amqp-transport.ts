@@ -57,7 +57,9 @@ export function amqpFailure(err: unknown): BrokerFailure {
   const code = (err as { code?: unknown })?.code;
   // (a virtual host the user may not open, or that does not exist, closes the handshake)
   if (
-    /ACCESS.REFUSED|NOT_ALLOWED|\b403\b|\b530\b|ConnectionOpenOk; got <ConnectionClose/.test(text) ||
+    /ACCESS.REFUSED|NOT_ALLOWED|\b403\b|\b530\b|ConnectionOpenOk; got <ConnectionClose/.test(
+      text,
+    ) ||
     code === 403 ||
     code === 530
   ) {
