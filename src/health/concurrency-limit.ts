@@ -24,13 +24,16 @@ import { ADAPTIVE_RULE } from "../domain/adaptive-concurrency.ts";
 import { ErrorKind } from "../domain/retry-policy.ts";
 
 /**
- * The in-flight limit the claim applies to health row `h` (an SQL integer expression):
- * the floor of its adaptive limit, within `max` (maxInFlight); with nothing learned, 1 when
- * `adaptive` (an SQL boolean) holds, else `max`.
+ * The in-flight limit the claim applies to health row `h` (an SQL integer expression),
+ * within `max` (maxInFlight): when `adaptive` (an SQL boolean) holds, the floor of its
+ * adaptive limit (1 with nothing learned yet); when not, maxInFlight, but while it resumes
+ * after a pause. So switching adaptive concurrency off takes effect at the next claim.
  */
 export const claimLimitSql = (h: string, max: string, adaptive: string) =>
-  `least(${max}, coalesce(floor(${h}.concurrency_limit)::int,
-                         case when ${adaptive} then ${ADAPTIVE_RULE.initialLimit} else ${max} end))`;
+  `least(${max}, case
+    when ${adaptive} then coalesce(floor(${h}.concurrency_limit)::int, ${ADAPTIVE_RULE.initialLimit})
+    when ${h}.concurrency_reason = 'resuming' then coalesce(floor(${h}.concurrency_limit)::int, ${max})
+    else ${max} end)`;
 
 /**
  * The CTEs that compute each endpoint's next limit, for the statement that writes a batch

@@ -33,7 +33,8 @@ export interface ClaimOptions {
   defaultMaxInFlight: number;
   /**
    * Whether endpoints without their own adaptiveConcurrency adapt their in-flight limit
-   * (HOOKRELAY_ADAPTIVE_CONCURRENCY; health/concurrency-limit.ts). Default "on".
+   * (health/concurrency-limit.ts). The worker passes HOOKRELAY_ADAPTIVE_CONCURRENCY's value;
+   * absent: "off", maxInFlight alone (what a claim took before adaptive concurrency).
    */
   defaultAdaptiveConcurrency?: "on" | "off";
   defaultTimeoutMs: number;
@@ -265,7 +266,7 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     claimToken: o.claimToken,
     limit: o.limit,
     defaultMaxInFlight: o.defaultMaxInFlight,
-    defaultAdaptiveConcurrency: o.defaultAdaptiveConcurrency ?? "on",
+    defaultAdaptiveConcurrency: o.defaultAdaptiveConcurrency ?? "off",
     defaultTimeoutMs: o.defaultTimeoutMs,
     leaseMarginMs: o.leaseMarginMs,
     now: o.now ?? null,

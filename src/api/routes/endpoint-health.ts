@@ -31,11 +31,19 @@ import { iso } from "../schemas.ts";
  */
 function concurrencyOut(r: EndpointHealthRow, max: number, adaptive: "on" | "off") {
   const learned = r.concurrency_limit === null ? null : Math.floor(r.concurrency_limit);
+  if (adaptive === "off" && r.concurrency_reason !== "resuming")
+    return {
+      adaptive: false,
+      current: max,
+      max,
+      reason: "at_max",
+      since: iso(r.concurrency_since),
+    };
   return {
     adaptive: adaptive === "on",
     current: Math.min(max, learned ?? (adaptive === "on" ? ADAPTIVE_RULE.initialLimit : max)),
     max,
-    reason: r.concurrency_reason ?? (adaptive === "on" ? "starting" : "at_max"),
+    reason: r.concurrency_reason ?? "starting",
     since: iso(r.concurrency_since),
   };
 }
