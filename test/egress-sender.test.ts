@@ -143,6 +143,15 @@ describe.skipIf(!squidInstalled)("through squid (HTTP CONNECT)", () => {
     expect((await squid.logUntil((ls) => ls.some(connect))).some(connect)).toBe(true);
   });
 
+  test("https to an IP literal through the tunnel checks the certificate against that IP", async () => {
+    // the receiver's certificate names localhost only: it must not pass for 127.0.0.1
+    const tls = { cert: pem.clientCert, key: pem.clientKey, ca: pem.ca };
+    const url = `https://127.0.0.1:${mtlsPort}/ip`;
+    const result = await post(sender(), url, route({ proxyUrl: squidUrl(), tls }));
+    expect(result).toMatchObject({ verdict: "transient", errorKind: "tls" });
+    expect(result.error).toContain("does not name its host");
+  });
+
   test("the process-wide proxy (HOOKRELAY_EGRESS_PROXY) carries requests without settings of their own", async () => {
     const before = (await squid.accessLog()).length;
     const result = await post(
@@ -197,6 +206,22 @@ describe.skipIf(!squidInstalled)("through squid (HTTP CONNECT)", () => {
     );
     expect(result).toMatchObject({ verdict: "transient", errorKind: "proxy" });
     expect(result.error).toContain("refused the credentials");
+  });
+});
+
+describe("a pool's local source address", () => {
+  test("connections bind to it; one the host does not have fails as a connection error", async () => {
+    const pool = (localAddress: string) => ({
+      proxy: null,
+      pools: { bound: { proxy: null, localAddress, publicIps: [], description: "" } },
+    });
+    const url = `http://hooks.test:${plainPort}/b`;
+    const bound = await post(sender(pool("127.0.0.1")), url, route({ pool: "bound" }));
+    expect(bound).toMatchObject({ verdict: "success", statusCode: 200 });
+    // 192.0.2.1 (TEST-NET-1) is on no interface here
+    const missing = await post(sender(pool("192.0.2.1")), url, route({ pool: "bound" }));
+    expect(missing).toMatchObject({ verdict: "transient", errorKind: "connection" });
+    expect(missing.error).toContain("EADDRNOTAVAIL");
   });
 });
 

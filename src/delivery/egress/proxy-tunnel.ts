@@ -130,7 +130,10 @@ export function makeTunnelConnector(options: TunnelOptions): buildConnector.conn
         const secure = tls.connect({
           ...options.tls,
           socket,
+          // SNI and the certificate check on the name; an IP literal's certificate is
+          // checked against the IP (as undici's own connector does)
           servername: opts.servername || undefined,
+          host: opts.hostname,
           ALPNProtocols: ["http/1.1"],
         });
         secure.once("secureConnect", () => {
