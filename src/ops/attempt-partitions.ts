@@ -10,8 +10,9 @@
  * insert. A period created for rows already in the default partition takes them over.
  *
  * Locks: a new period is a table of its own, filled from the default partition and then
- * attached (SHARE UPDATE EXCLUSIVE on attempts: reads and writes go on; the default
- * partition is locked meanwhile, which only rows without a period wait for). Dropping a
+ * attached (SHARE UPDATE EXCLUSIVE on attempts: writes to other partitions go on; the
+ * default partition is locked meanwhile, so rows without a period and reads that include
+ * it wait those milliseconds). Dropping a
  * period takes an exclusive lock on attempts for milliseconds; both wait at most
  * LOCK_TIMEOUT for statements under way, and give up until the next run rather than queue
  * the writers behind them any longer.
