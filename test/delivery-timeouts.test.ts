@@ -53,8 +53,11 @@ describe("timeouts and response limits", () => {
       const hangId = await newEndpoint(appId, `${hangRx.url}/hang`, {
         timeoutMs: 1_000,
         maxAttempts: 1,
+        // all eight at once on both endpoints, as a claim takes them without adaptive
+        // concurrency (with it, each limit starts at one: test/adaptive-concurrency.test.ts)
+        adaptiveConcurrency: "off",
       });
-      const okId = await newEndpoint(appId, `${rx.url}${okPath}`);
+      const okId = await newEndpoint(appId, `${rx.url}${okPath}`, { adaptiveConcurrency: "off" });
 
       // All messages commit together, so the worker claims both endpoints' rows in one batch.
       const n = 8;

@@ -285,7 +285,11 @@ test("after kill -9 mid-batch a worker started afterwards delivers everything, n
 test("SIGTERM lets in-flight requests finish, records them and exits 0", async () => {
   const rx = await startTrackingReceiver(800);
   closers.push(() => rx.close());
-  const [app] = await makeApps(1, () => `${rx.url}/drain`, { maxInFlight: 10 });
+  // ten at once from the first claim: adaptive concurrency (on by default) would start at one
+  const [app] = await makeApps(1, () => `${rx.url}/drain`, {
+    maxInFlight: 10,
+    adaptiveConcurrency: "off",
+  });
   const appIds = [app!.appId];
 
   const worker = await startWorker();
