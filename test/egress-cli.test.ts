@@ -106,6 +106,17 @@ test("endpoint add with a pool, a proxy and a client certificate; update removes
   });
 });
 
+test("egress lists the pools' public IPs; app create takes --egress-pool", {
+  timeout: 60_000,
+}, async () => {
+  const list = await cli(["egress"]);
+  expect(list.code, show(list)).toBe(0);
+  expect(list.stdout).toMatch(/fixed\s+203\.0\.113\.9/);
+  const app = await cli(["app", "create", "pooled", "--egress-pool", "fixed", "--json"]);
+  expect(app.code, show(app)).toBe(0);
+  expect(JSON.parse(app.stdout).egressPool).toBe("fixed");
+});
+
 test("the server's refusals: a bad proxy URL, an unknown pool", { timeout: 60_000 }, async () => {
   const bad = await cli([
     "endpoint",

@@ -7,6 +7,7 @@ import { registerAttemptCommands } from "./commands/attempts.ts";
 import { registerBenchCommand } from "./commands/bench.ts";
 import { registerDatabaseCommands } from "./commands/database.ts";
 import { registerDeadLetterCommands } from "./commands/dead-letters.ts";
+import { registerEgressCommand } from "./commands/egress.ts";
 import { registerEndpointHeadersCommand } from "./commands/endpoint-headers.ts";
 import { registerEndpointReplayCommands } from "./commands/endpoint-replay.ts";
 import { registerEndpointCommands } from "./commands/endpoints.ts";
@@ -52,6 +53,7 @@ export function buildProgram(options: { json?: boolean } = {}): Command {
   registerEndpointCommands(program);
   registerEndpointHeadersCommand(program);
   registerEndpointReplayCommands(program);
+  registerEgressCommand(program);
   registerTaskCommands(program);
   registerMessageCommands(program);
   registerMessageLookupCommands(program);

@@ -12,15 +12,22 @@ export function registerApplicationCommands(program: Command): void {
 
   serverCommand(app, "create <name>", "create an application")
     .option("--uid <uid>", "your own identifier for it")
+    .option(
+      "--egress-pool <name>",
+      "the egress pool its endpoints leave through unless they name their own (hookrelay egress lists them)",
+    )
     .action(
-      onServer(async (server, name: string, o: OutputOptions & { uid?: string }) => {
-        const a: Json = await server.call("POST", "/api/v1/app", {
-          name,
-          ...(o.uid && { uid: o.uid }),
-        });
-        print(o, a, () => `created ${a.id}${a.uid ? ` (uid ${a.uid})` : ""}`);
-        return ExitCode.ok;
-      }),
+      onServer(
+        async (server, name: string, o: OutputOptions & { uid?: string; egressPool?: string }) => {
+          const a: Json = await server.call("POST", "/api/v1/app", {
+            name,
+            ...(o.uid && { uid: o.uid }),
+            ...(o.egressPool && { egressPool: o.egressPool }),
+          });
+          print(o, a, () => `created ${a.id}${a.uid ? ` (uid ${a.uid})` : ""}`);
+          return ExitCode.ok;
+        },
+      ),
     );
 
   serverCommand(app, "list", "every application").action(
