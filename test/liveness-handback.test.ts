@@ -56,9 +56,17 @@ async function endpointState(endpointId: string) {
 
 test("a dead worker's claims are handed back at once, slots and probe freed, with a NOTIFY; a live worker's are left alone", async () => {
   const appId = await newApp(h);
-  const plain = await newEndpoint(h, appId, { url: `${DEAD_URL}/plain` });
+  // adaptive concurrency off: the next test's worker then tries all of their rows at once
+  // (they fail and wait for a retry), so none is still due when the last test claims
+  const plain = await newEndpoint(h, appId, {
+    url: `${DEAD_URL}/plain`,
+    adaptiveConcurrency: "off",
+  });
   const appId2 = await newApp(h);
-  const probed = await newEndpoint(h, appId2, { url: `${DEAD_URL}/probed` });
+  const probed = await newEndpoint(h, appId2, {
+    url: `${DEAD_URL}/probed`,
+    adaptiveConcurrency: "off",
+  });
   await h.db.pool.query(
     "update endpoint_health set circuit_state = 'open', opened_at = now(), open_until = now() where endpoint_id = $1",
     [probed.id],
