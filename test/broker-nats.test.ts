@@ -9,6 +9,10 @@
  */
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { makeNatsTransport } from "../src/delivery/nats/nats-transport.ts";
+import type { OutboundDelivery } from "../src/delivery/transport.ts";
+import { makeSecretBox } from "../src/security/secret-box.ts";
+import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
 import { deliveryCalls } from "./helpers/deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type NatsServer, natsInstalled, startNats } from "./helpers/nats.ts";
@@ -151,5 +155,48 @@ describe.skipIf(!natsInstalled)("NATS JetStream destinations", () => {
     });
     expect(res.status).toBe(422);
     expect(res.body.detail).toMatch(/subject and stream, not "exchange"/);
+  });
+
+  test("a connection no publish used for idleCloseMs is closed; the next publish opens one", async () => {
+    const transport = makeNatsTransport({
+      secretBox: makeSecretBox(undefined),
+      ssrfGuard: makeSsrfGuard({ allowlist: ["127.0.0.0/8"] }),
+      idleCloseMs: 200,
+    });
+    try {
+      const delivery: OutboundDelivery = {
+        id: 1,
+        messageId: "msg_idle_1",
+        endpointId: "ep_idle",
+        attemptCount: 0,
+        eventType: "hooks.idle",
+        eventId: null,
+        payload: "{}",
+        url: `nats://${nats.user}@127.0.0.1:${nats.port}`,
+        headers: {},
+        timeoutMs: 5_000,
+        secrets: [],
+        method: "POST",
+        bodyFormat: "json",
+        urlToken: null,
+        missingFields: "fail",
+        successRule: null,
+        destinationKind: "nats",
+        destinationSecret: nats.password,
+      };
+      const before = await nats.connections("hookrelay");
+      const send = async (messageId: string) => {
+        const prepared = transport.prepare({ ...delivery, messageId });
+        if (!prepared.ok) throw new Error(prepared.note);
+        return transport.send(prepared.request, transport.newAbort());
+      };
+      expect((await send("msg_idle_1")).verdict).toBe("success");
+      expect(await nats.connections("hookrelay")).toBe(before + 1);
+      await waitFor(async () => (await nats.connections("hookrelay")) === before, 5_000);
+      expect((await send("msg_idle_2")).verdict).toBe("success");
+      expect(await nats.connections("hookrelay")).toBe(before + 1);
+    } finally {
+      await transport.close();
+    }
   });
 });

@@ -1,7 +1,8 @@
 /**
  * Debian's nats-server with JetStream for the broker destination tests
  * (docs/destinations.md): one per test file, on a free 127.0.0.1 port, its store in a temp
- * directory, one user (`user`/`password`), stopped by its PID. It starts in well under a
+ * directory, one user (`user`/`password`), its monitoring endpoint on another free port,
+ * stopped by its PID. It starts in well under a
  * second; `restart()` stops it and starts it again on the same port and store (the
  * streams survive).
  */
@@ -24,6 +25,11 @@ export interface NatsServer {
   url(options?: { password?: string; rest?: string }): string;
   /** a client connection of the test's own (closed by stop()) */
   client(): Promise<NatsConnection>;
+  /**
+   * client connections the server has open now with this client name (its monitoring
+   * endpoint's /connz; hookrelay's are named "hookrelay")
+   */
+  connections(name: string): Promise<number>;
   /** stops the server (its clients see it go) */
   down(): Promise<void>;
   /** starts it again on the same port and store */
@@ -34,6 +40,7 @@ export interface NatsServer {
 export async function startNats(): Promise<NatsServer> {
   const dir = await mkdtemp(path.join(tmpdir(), "hookrelay-nats-"));
   const port = await freePort();
+  const monitorPort = await freePort();
   const user = "hookrelay";
   const password = "nats-secret-1";
   const config = path.join(dir, "nats.conf");
@@ -41,6 +48,7 @@ export async function startNats(): Promise<NatsServer> {
     config,
     [
       `listen: 127.0.0.1:${port}`,
+      `http: 127.0.0.1:${monitorPort}`,
       `jetstream { store_dir: "${path.join(dir, "store")}" }`,
       `authorization { user: "${user}", password: "${password}" }`,
       "",
@@ -90,6 +98,11 @@ export async function startNats(): Promise<NatsServer> {
       const c = await connect({ servers: `127.0.0.1:${port}`, user, pass: password });
       clients.push(c);
       return c;
+    },
+    async connections(name) {
+      const res = await fetch(`http://127.0.0.1:${monitorPort}/connz?limit=1024`);
+      const body = (await res.json()) as { connections?: Array<{ name?: string }> };
+      return (body.connections ?? []).filter((c) => c.name === name).length;
     },
     down,
     up,

@@ -16,6 +16,7 @@ import type { AmqpDetail } from "../../domain/attempt-outcome.ts";
 import { ErrorKind, Verdict } from "../../domain/retry-policy.ts";
 import type { SecretBox } from "../../security/secret-box.ts";
 import type { SsrfGuard } from "../../security/ssrf-guard.ts";
+import { makeLinkUse } from "../broker-link-use.ts";
 import { type BrokerMessage, makeBrokerMessagePreparer } from "../broker-message.ts";
 import {
   BrokerAttemptError,
@@ -36,6 +37,11 @@ export interface AmqpTransportOptions {
   ssrfGuard: SsrfGuard;
   /** connectTimeoutMs: how long a TCP connect to the broker may take, default 5_000 */
   connectTimeoutMs?: number;
+  /**
+   * idleCloseMs: a connection no publish used for this long, with none running, is closed
+   * (delivery/broker-link-use.ts); the next publish opens a new one. Default 300_000
+   */
+  idleCloseMs?: number;
 }
 
 export type AmqpMessage = BrokerMessage<AmqpTarget>;
@@ -89,6 +95,11 @@ export function makeAmqpTransport(options: AmqpTransportOptions): Transport<Amqp
   /** per endpoint: its link (or the link being opened) and what it was opened for */
   const links = new Map<string, Held>();
   let closed = false;
+  const use = makeLinkUse(options.idleCloseMs ?? 300_000, (endpointId) => {
+    const held = links.get(endpointId);
+    links.delete(endpointId);
+    void held?.link.then((l) => l.close()).catch(() => {});
+  });
 
   function linkFor(message: AmqpMessage): Promise<AmqpLink> {
     const key = `${message.url}\n${message.target.password ?? ""}`;
@@ -174,17 +185,21 @@ export function makeAmqpTransport(options: AmqpTransportOptions): Transport<Amqp
       const startedAt = new Date();
       const t0 = performance.now();
       const detail = detailOf(message.target, message.eventType);
+      use.begin(message.endpointId);
       try {
         await underDeadline(publish(message, detail), message.timeoutMs, abort as AttemptAbort);
         return brokerOutcome(startedAt, t0, null, null, detail);
       } catch (err) {
         // (a link that died is replaced by the next publish: linkFor)
         return brokerOutcome(startedAt, t0, amqpFailure(err), null, detail);
+      } finally {
+        use.end(message.endpointId);
       }
     },
     newAbort: () => new AttemptAbort(),
     async close() {
       closed = true;
+      use.stop();
       const held = [...links.values()];
       links.clear();
       await Promise.all(held.map((h) => h.link.then((l) => l.close()).catch(() => {})));

@@ -22,6 +22,7 @@ import type { NatsDetail } from "../../domain/attempt-outcome.ts";
 import { ErrorKind, Verdict } from "../../domain/retry-policy.ts";
 import type { SecretBox } from "../../security/secret-box.ts";
 import type { SsrfGuard } from "../../security/ssrf-guard.ts";
+import { makeLinkUse } from "../broker-link-use.ts";
 import { type BrokerMessage, makeBrokerMessagePreparer } from "../broker-message.ts";
 import {
   BrokerAttemptError,
@@ -42,6 +43,11 @@ export interface NatsTransportOptions {
   ssrfGuard: SsrfGuard;
   /** connectTimeoutMs: how long connecting to the server may take, default 5_000 */
   connectTimeoutMs?: number;
+  /**
+   * idleCloseMs: a connection no publish used for this long, with none running, is closed
+   * (delivery/broker-link-use.ts); the next publish opens a new one. Default 300_000
+   */
+  idleCloseMs?: number;
 }
 
 export type NatsMessage = BrokerMessage<NatsTarget>;
@@ -112,6 +118,11 @@ export function makeNatsTransport(options: NatsTransportOptions): Transport<Nats
   });
   const links = new Map<string, Held>();
   let closed = false;
+  const use = makeLinkUse(options.idleCloseMs ?? 300_000, (endpointId) => {
+    const held = links.get(endpointId);
+    links.delete(endpointId);
+    void held?.link.then((l) => l.connection.close()).catch(() => {});
+  });
 
   async function openLink(target: NatsTarget): Promise<Link> {
     const addresses = await brokerAddresses(options.ssrfGuard, target.hostname);
@@ -183,6 +194,7 @@ export function makeNatsTransport(options: NatsTransportOptions): Transport<Nats
       const startedAt = new Date();
       const t0 = performance.now();
       const detail = detailOf(message.target, message.eventType);
+      use.begin(message.endpointId);
       try {
         await underDeadline(
           publish(message, detail, t0 + message.timeoutMs),
@@ -192,11 +204,14 @@ export function makeNatsTransport(options: NatsTransportOptions): Transport<Nats
         return brokerOutcome(startedAt, t0, null, null, detail);
       } catch (err) {
         return brokerOutcome(startedAt, t0, natsFailure(err, detail.subject), null, detail);
+      } finally {
+        use.end(message.endpointId);
       }
     },
     newAbort: () => new AttemptAbort(),
     async close() {
       closed = true;
+      use.stop();
       const held = [...links.values()];
       links.clear();
       await Promise.all(held.map((h) => h.link.then((l) => l.connection.close()).catch(() => {})));
