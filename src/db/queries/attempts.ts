@@ -78,12 +78,15 @@ export async function listAttempts(
        and ($8::integer is null or case when $8::integer = 0 then status_code is null
              else status_code >= $8::integer and status_code < $8::integer + 100 end)
        -- a probe per candidate attempt through messages' primary key, as the page walks
-       -- the endpoint's (or message's) attempts in id order and stops at the limit
+       -- the endpoint's (or message's) attempts in id order and stops at the limit; the
+       -- "offset 0" keeps PostgreSQL from turning the probe into a hash of every message
+       -- of those types (a sequential scan of messages, test/browse-explain.test.ts)
        and ($9::text[] is null and $10::text is null or exists (
              select 1 from messages m
              where m.id = attempts.message_id
                and ($9::text[] is null or m.event_type = any ($9::text[]))
-               and ($10::text is null or $10::text = any (m.channels))))
+               and ($10::text is null or $10::text = any (m.channels))
+             offset 0))
        ${since === null ? "" : `and ${attemptsSinceSql("attempts", "$11::timestamptz")}`}
      order by id ${page.direction} limit $4::integer`,
     [
