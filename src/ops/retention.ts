@@ -44,26 +44,31 @@ const PURGES: ReadonlyArray<{
   {
     what: "attempts",
     age: (r) => r.attemptsMs,
-    // The rows no partition drop takes (the module comment): the legacy partition's by
-    // its BRIN index on created_at; rows whose created_at is older than their id, through
-    // each period's partial index (migration 0026); the default partition's. Never the
-    // rows of a period partition whose id says they are older than the age: those wait for
-    // their partition's drop. By id: ctid is not unique across partitions.
+    // The rows no partition drop takes (the module comment), in four disjoint parts: the
+    // legacy partition's (its BRIN index on created_at); rows of the periods whose
+    // created_at is older than their id (each period's partial index, migration 0026); the
+    // default partition's; and, only for a role that may not drop partitions ($3), the
+    // periods' other rows past the age. Never the rows of a period whose id says they are
+    // older than the age when the drop will take them. UNION ALL under the limit: the scan
+    // stops at `batch` rows (a UNION would read every match first). By id: ctid is not
+    // unique across partitions.
     sql: `delete from attempts where id = any (array(
             select id from attempts
             where id < ${LEGACY_ATTEMPT_ID_END} and created_at < now() - $1::bigint * interval '1 millisecond'
-            union
+            union all
             select id from attempts
             where id >= ${LEGACY_ATTEMPT_ID_END} and created_at < now() - $1::bigint * interval '1 millisecond'
               and created_at < hookrelay_attempt_time(id - 7549747200)
-            union
+              and tableoid <> 'attempts_default'::regclass
+            union all
             select id from attempts_default
             where created_at < now() - $1::bigint * interval '1 millisecond'
-            union
-            -- only for a role that may not drop partitions ($3): their rows past the age
+            union all
             select id from attempts
             where $3::boolean and id >= ${LEGACY_ATTEMPT_ID_END}
               and id < hookrelay_attempt_id_at(now() - $1::bigint * interval '1 millisecond')
+              and created_at >= hookrelay_attempt_time(id - 7549747200)
+              and tableoid <> 'attempts_default'::regclass
             limit $2::integer))`,
   },
   {
