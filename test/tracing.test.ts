@@ -226,7 +226,6 @@ describe("tracing on (OTLP/JSON)", () => {
       expect(a).toMatchObject({ traceId: PRODUCER_TRACE, parentSpanId: ingest.spanId, kind: 3 });
       expect(a.attributes).toMatchObject({
         "hookrelay.message_id": msgId,
-        "hookrelay.app_id": appId,
         "hookrelay.attempt_number": 1,
       });
       expect(typeof a.attributes["hookrelay.latency_ms"]).toBe("number");

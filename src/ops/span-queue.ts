@@ -94,7 +94,8 @@ export function makeSpanQueue(
         return;
       }
       queue.push(span);
-      if (queue.length >= options.maxExportBatchSize) exportNext();
+      // a full batch is exported right after this turn, not inside the attempt's own call
+      if (queue.length === options.maxExportBatchSize) setImmediate(exportNext);
       else schedule();
     },
     forceFlush: flush,

@@ -37,6 +37,8 @@ import { makeSpanQueue } from "./span-queue.ts";
 import { checkProducerParent, type Tracing } from "./tracing.ts";
 
 const VERSION = "0.1.0";
+/** a version-00 traceparent as hookrelay writes it (ids never all zeros: checked on the way in) */
+const VERSION_00 = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 function samplerOf(config: TracingConfig): Sampler {
   switch (config.sampler) {
@@ -57,7 +59,16 @@ function samplerOf(config: TracingConfig): Sampler {
 
 /** The context a stored or given traceparent names; the root when there is none. */
 function contextOf(traceparent: string | null | undefined): Context {
-  const tp = traceparent ? parseTraceparent(traceparent) : null;
+  if (!traceparent) return ROOT_CONTEXT;
+  // What hookrelay stores is checked and written in version-00 form (tracing.ts), so the
+  // fields are read by position; anything else goes through the parser.
+  const tp = VERSION_00.test(traceparent)
+    ? {
+        traceId: traceparent.slice(3, 35),
+        spanId: traceparent.slice(36, 52),
+        flags: Number.parseInt(traceparent.slice(53), 16),
+      }
+    : parseTraceparent(traceparent);
   if (tp === null) return ROOT_CONTEXT;
   return trace.setSpanContext(ROOT_CONTEXT, {
     traceId: tp.traceId,
@@ -80,16 +91,12 @@ function endAttempt(span: Span, outcome: AttemptOutcome | null): void {
     span.end();
     return;
   }
-  const attributes: Attributes = {
-    "hookrelay.verdict": outcome.verdict,
-    "hookrelay.latency_ms": Math.round(outcome.latencyMs),
-  };
+  // (few attributes: each costs on every attempt, in the span and in its export; the
+  // ingest span, its parent, carries the app and the event type)
+  const attributes: Attributes = { "hookrelay.latency_ms": Math.round(outcome.latencyMs) };
   const status = outcome.detail.transport === "http" ? outcome.detail.statusCode : null;
   if (status !== null) attributes["http.response.status_code"] = status;
-  if (outcome.errorKind !== null) {
-    attributes["hookrelay.error_kind"] = outcome.errorKind;
-    attributes["error.type"] = outcome.errorKind;
-  }
+  if (outcome.errorKind !== null) attributes["hookrelay.error_kind"] = outcome.errorKind;
   span.setAttributes(attributes);
   if (outcome.verdict !== "success")
     span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.errorKind ?? outcome.verdict });
@@ -153,10 +160,8 @@ export function makeSdkTracing(config: TracingConfig, counters: TracingCounters)
           {
             kind: SpanKind.CLIENT,
             attributes: {
-              "hookrelay.app_id": delivery.appId,
               "hookrelay.endpoint_id": delivery.endpointId,
               "hookrelay.message_id": delivery.messageId,
-              "hookrelay.event_type": delivery.eventType,
               "hookrelay.attempt_number": delivery.attemptCount + 1,
             },
           },
