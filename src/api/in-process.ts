@@ -10,6 +10,7 @@
  * tries is treated as carrying no credentials at all.
  */
 import { randomBytes } from "node:crypto";
+import type { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError, errorCodeOf } from "../errors.ts";
 import type { Principal } from "./auth.ts";
@@ -110,6 +111,12 @@ export function readUrl<R extends ReadRoute>(
   return q ? `${path}?${q}` : path;
 }
 
+/** A 2xx answer of `stream`: its headers, and its body as a stream. */
+export interface StreamedAnswer {
+  headers: Record<string, string | string[] | number | undefined>;
+  body: Readable;
+}
+
 export interface InProcessCalls {
   /** the principal of an in-process call, if `request` is one (its pass is then spent) */
   principalOf(request: FastifyRequest): Principal | null;
@@ -120,6 +127,11 @@ export interface InProcessCalls {
     url: string,
     body?: unknown,
   ): Promise<InProcessResult>;
+  /**
+   * A GET as `principal` whose answer's body is passed on as it arrives (an export),
+   * never read into memory here; a 4xx or 5xx answer is read and thrown as its ApiError.
+   */
+  stream(principal: Principal, url: string): Promise<StreamedAnswer>;
   /**
    * A GET of one of READ_ROUTES as `principal`: its answer, typed by the route's response
    * schema; a 4xx or 5xx answer is thrown as the ApiError it stands for.
@@ -180,6 +192,31 @@ export function makeInProcessCalls(app: () => FastifyInstance): InProcessCalls {
           }
         }
         return { status: res.statusCode, body: parsed, text: res.body };
+      } finally {
+        passes.delete(pass);
+      }
+    },
+    async stream(principal, url) {
+      const pass = randomBytes(16).toString("hex");
+      passes.set(pass, principal);
+      try {
+        const res = await app().inject({
+          method: "GET",
+          url,
+          headers: { [IN_PROCESS_HEADER]: pass },
+          payloadAsStream: true,
+        });
+        const body = res.stream();
+        if (res.statusCode >= 400) {
+          let text = "";
+          for await (const chunk of body) text += String(chunk);
+          let parsed: unknown = text;
+          try {
+            parsed = JSON.parse(text);
+          } catch {}
+          throw answerError({ status: res.statusCode, body: parsed, text });
+        }
+        return { headers: res.headers, body };
       } finally {
         passes.delete(pass);
       }

@@ -52,6 +52,7 @@ export const DASHBOARD_NAV: readonly NavItem[] = [
   { href: "/dashboard", label: "Overview" },
   { href: "/dashboard/endpoints", label: "Endpoints" },
   { href: "/dashboard/dead-letters", label: "Dead letters" },
+  { href: "/dashboard/message-list", label: "Messages" },
   { href: "/dashboard/messages", label: "Message lookup" },
 ];
 

@@ -20,6 +20,7 @@ import { registerEndpointEditPage } from "./pages/endpoint-edit.ts";
 import { registerEndpointOrderingActions } from "./pages/endpoint-ordering.ts";
 import { registerEndpointReplayPages } from "./pages/endpoint-replay.ts";
 import { registerEndpointListPage } from "./pages/endpoints.ts";
+import { registerMessageListPages } from "./pages/message-list.ts";
 import { registerMessagePages } from "./pages/messages.ts";
 import { registerOverviewPage } from "./pages/overview.ts";
 import { registerSignInPages } from "./pages/sign-in.ts";
@@ -117,6 +118,7 @@ export async function registerDashboard(
       registerEndpointOrderingActions(dash, deps);
       registerDeadLetterPages(dash, deps);
       registerMessagePages(dash, deps);
+      registerMessageListPages(dash, deps);
     },
     { prefix: "/dashboard" },
   );

@@ -1,7 +1,10 @@
 /**
  * The portal's delivery log (docs/portal.md, "Pages"), read through the API as the
  * session's app:
- *   GET  /portal/messages                         the app's messages, newest first
+ *   GET  /portal/messages                         the app's messages, newest first,
+ *                                                 filtered, with a status column
+ *                                                 (dashboard/message-browse.ts)
+ *   GET  /portal/message-export?format=csv|json   the filtered list as a file, streamed
  *   GET  /portal/messages/{msg}                   one message (id or eventId): its payload,
  *                                                 masked, and its delivery to each endpoint
  *                                                 with every attempt
@@ -10,8 +13,19 @@
  * The payload is shown bounded in size and depth (dashboard/payload-view.ts).
  */
 import type { FastifyInstance } from "fastify";
+import { answerError } from "../../api/in-process.ts";
 import { deliveryStateText } from "../../dashboard/format.ts";
 import { type Html, html } from "../../dashboard/html.ts";
+import {
+  filterParams,
+  listFooter,
+  messageApiQuery,
+  messageFilterForm,
+  messageFiltersOf,
+  messageTable,
+  refused,
+  sendExport,
+} from "../../dashboard/message-browse.ts";
 import { sendPayload, storedPayload } from "../../dashboard/payload-download.ts";
 import { clippedText, payloadView } from "../../dashboard/payload-view.ts";
 import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
@@ -46,34 +60,72 @@ export function registerMessagePages(app: FastifyInstance, deps: PortalDeps): vo
     async (request, reply) => {
       const session = sessionOf(request);
       const it = request.query.iterator;
-      const page = await deps.read(
+      const iterator = typeof it === "string" ? it : undefined;
+      const filters = messageFiltersOf(request.query);
+      const endpoints = await deps.read(
         session,
-        "/api/v1/app/:appId/msg",
+        "/api/v1/app/:appId/endpoint",
         { appId: session.appId },
-        { limit: 50, with_content: "false", iterator: typeof it === "string" ? it : undefined },
+        { limit: 250 },
       );
-      return deps.page(reply, {
-        session,
-        csrfToken: session.csrfToken,
-        title: "Delivery log",
-        active: "/portal/messages",
-        body: html`<h1>Delivery log</h1>
-${
-  page.data.length === 0
-    ? html`<p class="muted">No messages yet.</p>`
-    : html`<div class="table-wrap"><table>
-<thead><tr><th>Time</th><th>Event type</th><th>Message</th><th class="hide-narrow">Event id</th></tr></thead>
-<tbody>${page.data.map(
-        (m) => html`<tr>
-<td>${when(m.timestamp)}</td>
-<td>${m.eventType}</td>
-<td><a href="${portalPath(["messages", m.id])}"><code>${m.id}</code></a></td>
-<td class="text hide-narrow">${m.eventId ?? ""}</td>
-</tr>`,
-      )}</tbody></table></div>`
-}
-${!page.done && html`<p class="pager"><a href="${portalPath(["messages"], { iterator: page.iterator })}">Older</a></p>`}`,
+      const form = messageFilterForm({
+        action: "/portal/messages",
+        filters,
+        endpoints: endpoints.data.map((e) => ({ id: e.id, label: e.url })),
       });
+      const apiQuery = messageApiQuery(filters);
+      apiQuery.set("limit", "50");
+      apiQuery.set("with_content", "false");
+      apiQuery.set("with_status", "true");
+      if (iterator) apiQuery.set("iterator", iterator);
+      const res = await deps.calls.call(
+        session.principal,
+        "GET",
+        `${appApi(session, "msg")}?${apiQuery}`,
+      );
+      const shell = (body: Html, status = 200) =>
+        deps.page(
+          reply,
+          {
+            session,
+            csrfToken: session.csrfToken,
+            title: "Delivery log",
+            active: "/portal/messages",
+            body: html`<h1>Delivery log</h1>${body}`,
+          },
+          status,
+        );
+      if (res.status === 422 || res.status === 400)
+        return shell(refused(form, res.body?.detail), res.status);
+      if (res.status >= 400) throw answerError(res);
+      const page = res.body;
+      const here = (extra: Record<string, string>) =>
+        portalPath(["messages"], { ...filterParams(filters), ...extra });
+      return shell(html`${form}
+${messageTable(page.data, (id) => portalPath(["messages", id]))}
+${listFooter(
+  page,
+  iterator && page.prevIterator ? here({ iterator: page.prevIterator }) : null,
+  page.iterator ? here({ iterator: page.iterator }) : null,
+  (format) => portalPath(["message-export"], { ...filterParams(filters), format }),
+)}`);
+    },
+  );
+
+  app.get<{ Querystring: { format?: string } }>(
+    "/message-export",
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const format = typeof request.query.format === "string" ? request.query.format : undefined;
+      return sendExport(
+        reply,
+        deps.calls,
+        session.principal,
+        appApi(session, "export", "msg"),
+        messageFiltersOf(request.query),
+        format,
+      );
     },
   );
 
