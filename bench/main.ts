@@ -28,6 +28,8 @@ import { runBrokers } from "./scenarios/brokers.ts";
 import { runCeiling } from "./scenarios/ceiling.ts";
 import { type DashboardData, measureDashboard, prepareDashboard } from "./scenarios/dashboard.ts";
 import { runDelivery } from "./scenarios/delivery.ts";
+import { runEgress } from "./scenarios/egress.ts";
+import { type HistoryData, measureHistory, prepareHistory } from "./scenarios/history.ts";
 import { runIngest } from "./scenarios/ingest.ts";
 import { runLatency } from "./scenarios/latency.ts";
 import { runOrdered } from "./scenarios/ordered.ts";
@@ -86,6 +88,7 @@ async function main(): Promise<void> {
   let backlog: Backlog | null = null;
   let dashboard: DashboardData | null = null;
   let replay: ReplayData | null = null;
+  let history: HistoryData | null = null;
   const runs: RunResult[] = [];
   // pg_stat_statements per scenario of the first run: which statements dominate.
   const statements: Record<string, StatementStat[]> = {};
@@ -107,6 +110,13 @@ async function main(): Promise<void> {
       ctx.log(`12 replay: seeding ${opts.replayRows} delivered deliveries of one endpoint`);
       replay = await prepareReplay(ctx);
       ctx.log(`12 replay: seeded in ${Math.round(replay.seedMs)} ms`);
+    }
+    if (only.has(16)) {
+      ctx.log(
+        `16 history: seeding ${opts.historyAttempts} attempts over ${opts.historyDays} days, partitioned and not`,
+      );
+      history = await prepareHistory(ctx);
+      ctx.log(`16 history: seeded in ${Math.round(history.seedMs)} ms`);
     }
     for (let run = 1; run <= opts.runs; run++) {
       const r: RunResult = {};
@@ -170,17 +180,23 @@ async function main(): Promise<void> {
         r.replay = await step("12 replay", () => measureReplay(ctx, d));
       }
       if (only.has(13)) r.ordered = await step("13 ordered", () => runOrdered(ctx));
+      if (only.has(14)) r.adaptive = await step("14 adaptive", () => runAdaptive(ctx, run));
       if (only.has(15)) r.tracing = await step("15 tracing", () => runTracing(ctx, run));
+      if (history) {
+        const d = history;
+        r.history = await step("16 history", () => measureHistory(ctx, d));
+      }
       if (only.has(17)) r.brokers = await step("17 brokers", () => runBrokers(ctx));
+      if (only.has(18)) r.egress = await step("18 egress", () => runEgress(ctx, run));
       runs.push(r);
     }
   } finally {
     if (backlog) await dropBacklog(backlog).catch(() => undefined);
     await dashboard?.db.drop().catch(() => undefined);
     if (replay) await dropReplay(replay).catch(() => undefined);
+    await history?.db.drop().catch(() => undefined);
   }
 
-      if (only.has(14)) r.adaptive = await step("14 adaptive", () => runAdaptive(ctx, run));
   const figs = figures(runs);
   const loadAtEnd = os.loadavg();
   const notes = [

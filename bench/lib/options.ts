@@ -20,7 +20,7 @@ export interface BenchOptions {
   quick: boolean;
   runs: number;
   write: boolean;
-  /** scenario numbers to run (1-17); 9 needs 3, 7 compares with 3 */
+  /** scenario numbers to run (1-18); 9 needs 3, 7 compares with 3 */
   only: Set<number>;
   /** endpoints (and apps, one endpoint each); each has its own receiver port */
   endpoints: number;
@@ -64,6 +64,9 @@ export interface BenchOptions {
   /** scenario 13: messages of the few-keys run, and how long it may take at most */
   orderedFewMessages: number;
   orderedFewSeconds: number;
+  /** scenario 16: attempts seeded in each layout, spread over historyDays days */
+  historyAttempts: number;
+  historyDays: number;
   /** scenario 17: messages per broker, for the bare client and for hookrelay */
   brokerMessages: number;
   /** give up on the whole bench after this long */
@@ -75,7 +78,7 @@ const HELP = `npm run bench -- [options]
   --quick              tiny sizes, 1 run: proves the harness works (no meaningful figures)
   --runs <n>           runs per figure; each figure is the median (default 3)
   --no-write           do not write bench/results/<timestamp>.json
-  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-17)
+  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-18)
   --messages <n>       scenario 3 messages (default 50000)
   --concurrency <n>    requests in flight per hookrelay worker and in the ceiling (default 1024)
   --clients <n>        scenario 5 concurrent clients (default 64)
@@ -85,6 +88,8 @@ const HELP = `npm run bench -- [options]
   --replay-rows <n>    scenario 12 rows of the bulk replay (default 1000000)
   --replay-rate <n>    scenario 12 replay pace, rows/s (default 500)
   --ordered-messages <n>  scenario 13 messages, unordered and under 1,000 keys (default 50000)
+  --history-attempts <n>  scenario 16 attempts seeded in each layout (default 2000000)
+  --history-days <n>   scenario 16 days they are spread over; one is purged per run (default 10)
   --broker-messages <n>  scenario 17 messages per broker (default 20000)
   --pgboss <w,b,p,n>   pg-boss tuning: work() loops, batchSize, polling s, notify (1/0)
   --tune-pgboss        sweep pg-boss settings (scenario 2 sizes) and print the results
@@ -110,6 +115,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       "replay-rate": { type: "string" },
       "ordered-messages": { type: "string" },
       "broker-messages": { type: "string" },
+      "history-attempts": { type: "string" },
+      "history-days": { type: "string" },
       pgboss: { type: "string" },
       "tune-pgboss": { type: "boolean", default: false },
       pg: { type: "string", multiple: true },
@@ -130,10 +137,10 @@ export function parseOptions(argv: string[]): BenchOptions {
   };
   const quick = values.quick;
   const only = new Set(
-    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,17")
+    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18")
       .split(",")
       .map((s) => Number(s.trim()))
-      .filter((n) => n >= 1 && n <= 17),
+      .filter((n) => n >= 1 && n <= 18),
   );
   // 9 (memory) is sampled during 3; 7 and 10 are ratios of 3.
   if (only.has(9) || only.has(7) || only.has(10)) only.add(3);
@@ -187,6 +194,10 @@ export function parseOptions(argv: string[]): BenchOptions {
     tunePgBoss: values["tune-pgboss"],
     pgSettings: values.pg ?? [],
     cpuProf: values["cpu-prof"],
+    historyAttempts: Math.round(
+      num(values["history-attempts"], quick ? 20_000 : 2_000_000, "history-attempts"),
+    ),
+    historyDays: Math.round(num(values["history-days"], quick ? 4 : 10, "history-days")),
     orderedMessages: Math.round(
       num(values["ordered-messages"], quick ? 400 : 50_000, "ordered-messages"),
     ),

@@ -9,6 +9,8 @@ import type { BrokersRun } from "../scenarios/brokers.ts";
 import type { CeilingRun } from "../scenarios/ceiling.ts";
 import type { DashboardRun } from "../scenarios/dashboard.ts";
 import type { DeliveryRun } from "../scenarios/delivery.ts";
+import type { EgressRun } from "../scenarios/egress.ts";
+import type { HistoryRun } from "../scenarios/history.ts";
 import type { IngestRun } from "../scenarios/ingest.ts";
 import type { LatencyRun } from "../scenarios/latency.ts";
 import type { OrderedRun } from "../scenarios/ordered.ts";
@@ -33,9 +35,11 @@ export interface RunResult {
   dashboard?: DashboardRun;
   replay?: ReplayRun;
   ordered?: OrderedRun;
+  adaptive?: AdaptiveRun;
   tracing?: TracingRun;
   brokers?: BrokersRun;
-  adaptive?: AdaptiveRun;
+  history?: HistoryRun;
+  egress?: EgressRun;
 }
 
 export interface Figure {
@@ -238,6 +242,9 @@ export function figures(runs: RunResult[]): Figure[] {
       ? (r.ordered.manyKeys.orderViolations ?? 0) + (r.ordered.fewKeys.orderViolations ?? 0)
       : undefined,
   );
+  add("14 adaptive", "limiter on, 1 worker", "/s", (r) => r.adaptive?.on.rate);
+  add("14 adaptive", "limiter off, 1 worker", "/s", (r) => r.adaptive?.off.rate);
+  add("14 adaptive", "on / off", "x", (r) => r.adaptive?.ratio, atLeast(0.95));
   add("15 tracing", "tracing on, 1 worker", "/s", (r) => r.tracing?.on.rate);
   add("15 tracing", "tracing off, 1 worker", "/s", (r) => r.tracing?.off.rate);
   add("15 tracing", "on / off", "x", (r) => r.tracing?.ratio, atLeast(0.9));
@@ -248,9 +255,52 @@ export function figures(runs: RunResult[]): Figure[] {
   add("15 tracing", "worker CPU per 1,000 deliveries, on", "ms", workerCpu("on"));
   add("15 tracing", "worker CPU per 1,000 deliveries, off", "ms", workerCpu("off"));
   add("15 tracing", "worker CPU on / off", "x", (r) => r.tracing?.cpuRatio);
-  add("14 adaptive", "limiter on, 1 worker", "/s", (r) => r.adaptive?.on.rate);
-  add("14 adaptive", "limiter off, 1 worker", "/s", (r) => r.adaptive?.off.rate);
-  add("14 adaptive", "on / off", "x", (r) => r.adaptive?.ratio, atLeast(0.95));
+  const perRow = (pick: (h: HistoryRun) => number, scale: number) => (r: RunResult) =>
+    r.history ? (pick(r.history) * scale) / r.history.rows : undefined;
+  add(
+    "16 history",
+    "purge a day by drop: ms / 1M rows",
+    "ms",
+    perRow((h) => h.drop.ms, 1e6),
+  );
+  add(
+    "16 history",
+    "by DELETE + VACUUM: ms / 1M rows",
+    "ms",
+    perRow((h) => h.delete.ms + h.vacuum.ms, 1e6),
+  );
+  add(
+    "16 history",
+    "PG CPU ms / 1M rows, drop (>= 1 tick)",
+    "ms",
+    perRow((h) => Math.max(h.drop.cpuMs, 10), 1e6),
+  );
+  add(
+    "16 history",
+    "PG CPU ms / 1M rows, DELETE + VACUUM",
+    "ms",
+    perRow((h) => h.delete.cpuMs + h.vacuum.cpuMs, 1e6),
+  );
+  add(
+    "16 history",
+    "WAL bytes / row, drop",
+    "B",
+    perRow((h) => h.drop.walBytes, 1),
+  );
+  add(
+    "16 history",
+    "WAL bytes / row, DELETE + VACUUM",
+    "B",
+    perRow((h) => h.delete.walBytes + h.vacuum.walBytes, 1),
+  );
+  add("16 history", "time: DELETE + VACUUM / drop", "x", (r) => r.history?.timeRatio, atLeast(100));
+  add(
+    "16 history",
+    "PG CPU: DELETE + VACUUM / drop",
+    "x",
+    (r) => r.history?.cpuRatio,
+    atLeast(100),
+  );
   for (const [kind, name] of [
     ["nats", "NATS JetStream"],
     ["amqp", "RabbitMQ"],
@@ -271,6 +321,9 @@ export function figures(runs: RunResult[]): Figure[] {
       atLeast(0.6),
     );
   }
+  add("18 egress", "direct, 1 worker", "/s", (r) => r.egress?.direct.rate);
+  add("18 egress", "through squid (CONNECT), 1 worker", "/s", (r) => r.egress?.proxied.rate);
+  add("18 egress", "proxied / direct", "x", (r) => r.egress?.ratio);
   return out;
 }
 
