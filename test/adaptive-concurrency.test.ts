@@ -5,8 +5,11 @@
  * Every assertion is on counts (requests at once, timeouts, deliveries) and on the limit
  * and reason the health resource shows, never on how long something took.
  */
+
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
+import { type DeliveryResult, recordResults } from "../src/queue/record-results.ts";
 import { dashboardClient } from "./helpers/dashboard-client.ts";
 import {
   deliveryCalls,
@@ -245,6 +248,72 @@ test("adaptiveConcurrency off: the old behaviour, maxInFlight at once from the f
     current: MESSAGES,
     reason: "at_max",
   });
+});
+
+test("a timeout halves the limit once: a timeout of a request sent before the cut is not read again, one sent after cuts again; off, nothing is cut", async () => {
+  const appId = await newApp();
+  // disabled: their deliveries wait (whileDisabled hold) and no worker sends them; the
+  // results below are written as a worker would, with tokens that move no row
+  const on = await newEndpoint(appId, "http://127.0.0.1:9/on", { maxInFlight: 8, disabled: true });
+  const off = await newEndpoint(appId, "http://127.0.0.1:9/off", {
+    maxInFlight: 8,
+    disabled: true,
+    adaptiveConcurrency: "off",
+  });
+  await send(appId);
+  const { rows: rowsOf } = await h.db.pool.query(
+    "select id, endpoint_id, message_id from deliveries where endpoint_id = any ($1::text[])",
+    [[on, off]],
+  );
+  await h.db.pool.query(
+    `update endpoint_health set concurrency_limit = 8, concurrency_reason = 'at_max',
+       concurrency_since = now() - interval '1 minute' where endpoint_id = any ($1::text[])`,
+    [[on, off]],
+  );
+  const timedOut = (endpointId: string, startedAt: Date): DeliveryResult => {
+    const row = rowsOf.find((r) => r.endpoint_id === endpointId)!;
+    return {
+      deliveryId: row.id,
+      claimToken: randomUUID(),
+      messageId: row.message_id,
+      endpointId,
+      appId,
+      trigger: "scheduled",
+      url: "http://127.0.0.1:9/",
+      attemptNumber: 1,
+      nextStatus: "failed",
+      retryDelayMs: 1_000,
+      startedAt,
+      latencyMs: 2_000,
+      success: false,
+      statusCode: null,
+      errorKind: "timeout",
+      error: "timed out",
+      responseBody: null,
+      isProbe: false,
+      pauseMs: null,
+    };
+  };
+  const limitOf = async (endpointId: string) =>
+    (
+      await h.db.pool.query(
+        "select concurrency_limit as limit, concurrency_reason as reason from endpoint_health where endpoint_id = $1",
+        [endpointId],
+      )
+    ).rows[0];
+  const write = (results: DeliveryResult[]) =>
+    recordResults(h.db.pool, results, h.config.health, null, null, 8);
+
+  const sentAt = new Date(Date.now() - 5_000);
+  await write([timedOut(on, sentAt), timedOut(off, sentAt)]);
+  expect(await limitOf(on)).toEqual({ limit: 4, reason: "timeouts" });
+  expect(await limitOf(off)).toEqual({ limit: null, reason: "at_max" });
+  // another request of the same round (sent before the cut) timing out is old news
+  await write([timedOut(on, new Date(sentAt.getTime() + 100))]);
+  expect(await limitOf(on)).toEqual({ limit: 4, reason: "timeouts" });
+  // one sent after the cut (its answer came 2 s after it was sent) cuts again
+  await write([timedOut(on, new Date(sentAt.getTime() + 2_500))]);
+  expect(await limitOf(on)).toEqual({ limit: 2, reason: "timeouts" });
 });
 
 test("HOOKRELAY_ADAPTIVE_CONCURRENCY is on by default, takes on and off, and refuses anything else", () => {
