@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   invalid_certificate: "a client certificate, key or CA bundle that does not parse",
   certificate_key_mismatch: "a client certificate whose key is not the key given",
   certificate_expired: "a client certificate past its end date, or not valid yet",
+  invalid_oauth: "OAuth2 settings with a bad token URL, a missing field or an unknown auth method",
   // ------------------------------------------------------------ thrown in-process
   invalid_config: "a setting, option or flag is missing or malformed",
   database_error: "the database refused or failed an operation hookrelay needs",

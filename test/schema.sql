@@ -333,6 +333,8 @@ table endpoints (
   tls_ca text,
   destination_kind text not null default 'http'::text,
   destination_secret text,
+  oauth2 jsonb,
+  oauth2_secret text,
   propagate_trace text,
   constraint endpoints_adaptive_concurrency_check CHECK ((adaptive_concurrency = ANY (ARRAY['on'::text, 'off'::text]))),
   constraint endpoints_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,

@@ -16,6 +16,7 @@ import {
 import { checkBrokerUrl, isBrokerUrl } from "./destination-input.ts";
 import { type EgressIn, egressProperties } from "./egress-input.ts";
 import { badRequest, validationError } from "./errors.ts";
+import { type OAuth2In, oauth2Properties } from "./oauth2-input.ts";
 import {
   type PostbackIn,
   postbackColumns,
@@ -26,8 +27,7 @@ import { metadataSchema, nameListSchema, uidSchema } from "./schemas.ts";
 
 export type EndpointIn = PostbackIn &
   EgressIn &
-  PolicyIn &
-  Partial<{
+  PolicyIn & { oauth2?: OAuth2In | null } & Partial<{
     url: string;
     description: string;
     eventTypes: string[] | null;
@@ -74,6 +74,8 @@ const endpointProperties = {
   ...postbackProperties,
   // egress: egressPool, proxyUrl, tlsClientCert, tlsClientKey, tlsCa (docs/egress.md)
   ...egressProperties,
+  // OAuth2 client credentials (docs/oauth2.md)
+  ...oauth2Properties,
 } as const;
 export const endpointIn = {
   type: "object",

@@ -46,6 +46,7 @@ export const API_ERRORS = {
   invalid_certificate: 422,
   certificate_key_mismatch: 422,
   certificate_expired: 422,
+  invalid_oauth: 422,
 } as const satisfies { [code in ErrorCode]?: number };
 
 export type ApiErrorCode = keyof typeof API_ERRORS;

@@ -9,6 +9,7 @@
  * (test/response-schemas.test.ts compares).
  */
 import { egressResponseProperties } from "./egress-input.ts";
+import { oauth2ResponseProperties } from "./oauth2-input.ts";
 import {
   anyJson,
   count,
@@ -134,6 +135,8 @@ export const endpointResponse = {
     metadata: { type: "object", additionalProperties: true },
     // egress (docs/egress.md): secrets answered as ***
     ...egressResponseProperties,
+    // OAuth2 client credentials (docs/oauth2.md): the secret answered as ***
+    ...oauth2ResponseProperties,
   },
   required: [
     "id",

@@ -16,7 +16,7 @@
  * (`transportFor`): "http" (delivery/http/http-transport.ts), "amqp"
  * (delivery/amqp/amqp-transport.ts) or "nats" (delivery/nats/nats-transport.ts).
  */
-import type { SuccessRuleRow } from "../db/queries/endpoints.ts";
+import type { OAuth2Column, SuccessRuleRow } from "../db/queries/endpoints.ts";
 import type { AttemptOutcome, TransportDetail } from "../domain/attempt-outcome.ts";
 import type { ErrorKind, Verdict } from "../domain/retry-policy.ts";
 
@@ -71,6 +71,17 @@ export interface OutboundDelivery {
    * egress settings and its application no pool.
    */
   egress?: EndpointEgress;
+  /**
+   * OAuth2 client credentials (docs/oauth2.md), as stored (the secret sealed); absent or
+   * null: none.
+   */
+  oauth2?: EndpointOAuth2 | null;
+}
+
+/** An endpoint's OAuth2 client credentials as the claim reads them (migration 0030). */
+export interface EndpointOAuth2 extends OAuth2Column {
+  /** the client secret, sealed */
+  clientSecret: string;
 }
 
 /** An endpoint's egress settings as the claim reads them (migration 0028). */

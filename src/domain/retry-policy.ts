@@ -49,6 +49,12 @@ export const ErrorKind = {
   proxy: "proxy",
   /** the TLS handshake with the receiver failed (its certificate, or ours for mTLS) */
   tls: "tls",
+  /**
+   * no OAuth2 token (docs/oauth2.md): the token endpoint could not be reached, did not answer
+   * in time, answered without a token or refused the credentials; nothing was sent to the
+   * receiver. Retried, and the circuit counts it (the token endpoint is the receiver's).
+   */
+  oauth: "oauth",
   // broker destinations (docs/destinations.md)
   /**
    * the broker did not take the message: a nack, an unroutable publish (no queue bound), an

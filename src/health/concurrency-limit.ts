@@ -68,7 +68,7 @@ conc_in as (
     where r.endpoint_id = h.endpoint_id
       and (r.error_kind is null
            or r.error_kind not in ('${ErrorKind.missingField}', '${ErrorKind.expunged}',
-                                   '${ErrorKind.proxy}'))
+                                   '${ErrorKind.proxy}', '${ErrorKind.oauth}'))
   ) f
 ),
 conc_state as (

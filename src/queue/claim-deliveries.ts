@@ -234,6 +234,8 @@ select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attem
        coalesce(e.egress_pool,
                 (select a.egress_pool from applications a where a.id = c.app_id)) as egress_pool,
        e.proxy_url, e.proxy_secret, e.tls_client_cert, e.tls_client_key, e.tls_ca,
+       -- OAuth2 client credentials (docs/oauth2.md): the settings, the secret sealed
+       e.oauth2, e.oauth2_secret,
        -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
        to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
        (h.before is not null and h.before <> 'closed') as is_probe
@@ -245,7 +247,8 @@ cross join lateral (
   select url, headers, timeout_ms, retry_base_ms, retry_cap_ms, propagate_trace,
          method, body_format, url_token, missing_fields, success_rule,
          destination_kind, destination_secret,
-         egress_pool, proxy_url, proxy_secret, tls_client_cert, tls_client_key, tls_ca
+         egress_pool, proxy_url, proxy_secret, tls_client_cert, tls_client_key, tls_ca,
+         oauth2, oauth2_secret
   from endpoints where id = c.endpoint_id offset 0
 ) e
 left join signing s on s.endpoint_id = c.endpoint_id
@@ -312,6 +315,9 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
         tlsCa: r.tls_ca,
       },
     }),
+    // (a JSON null is no OAuth2 either: the column map writes null as one)
+    ...(r.oauth2 !== null &&
+      r.oauth2_secret !== null && { oauth2: { ...r.oauth2, clientSecret: r.oauth2_secret } }),
   }));
 }
 

@@ -161,10 +161,11 @@ samples as (
   insert into latency_samples (endpoint_id, at, latency_ms, ok)
   select r.endpoint_id, r.started_at, r.latency_ms, r.outcome = 'success' from r
   -- no request, no latency (a payload without a field the endpoint's URL template needs,
-  -- an expunged message's, or an egress proxy that failed: docs/egress.md)
+  -- an expunged message's, an egress proxy that failed: docs/egress.md; no OAuth2 token:
+  -- docs/oauth2.md)
   where r.error_kind is null
      or r.error_kind not in ('${ErrorKind.missingField}', '${ErrorKind.expunged}',
-                             '${ErrorKind.proxy}')
+                             '${ErrorKind.proxy}', '${ErrorKind.oauth}')
 ),
 inserted as (
   insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,

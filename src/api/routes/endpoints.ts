@@ -44,6 +44,7 @@ import {
   withSigningFields,
 } from "../endpoint-signing.ts";
 import { apiError, badRequest, isNotFound, notFound } from "../errors.ts";
+import { checkTokenUrl, oauth2Columns, oauth2Out, tokenUrlToCheck } from "../oauth2-input.ts";
 import { type PageQuery, pageQuerySchema, planPage, toPage } from "../pagination.ts";
 import { checkPostbackState, postbackOut, stateAfter, urlToCheck } from "../postback-input.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
@@ -83,6 +84,8 @@ export const endpointOut = (r: EndpointRow) => ({
   metadata: r.metadata,
   // egress (docs/egress.md): secrets as ***
   ...egressOut(r),
+  // OAuth2 client credentials (docs/oauth2.md): the secret as ***
+  ...oauth2Out(r),
   // the delivery policy (domain/endpoint-policy.ts)
   ...policyOut(r),
   // postback endpoints
@@ -118,6 +121,9 @@ export function registerEndpointRoutes(
     if (typeof fields.url_token === "string") fields.url_token = secretBox.seal(fields.url_token);
     // egress: a pool, a proxy, mTLS (docs/egress.md), checked and sealed
     Object.assign(fields, egressColumns(body, current, config.egress, secretBox));
+    // OAuth2 client credentials (docs/oauth2.md), checked, the secret sealed
+    const kind = fields.destination_kind ?? current?.destination_kind ?? "http";
+    Object.assign(fields, oauth2Columns(body, current, kind, secretBox));
     return fields;
   };
 
@@ -171,6 +177,7 @@ export function registerEndpointRoutes(
   /** The SSRF guard at save time (it runs again at connect time, against DNS rebinding). */
   async function guardUrl(body: EndpointIn): Promise<void> {
     await guardProxy(body);
+    await guardTokenUrl(body);
     if (body.url === undefined) return;
     checkUrl(body.url);
     try {
@@ -219,6 +226,28 @@ export function registerEndpointRoutes(
         );
       }
       // a name that does not resolve yet is accepted: the worker's dial decides
+    }
+  }
+
+  /**
+   * An OAuth2 token URL is a stranger's address like the endpoint's URL: the guard checks
+   * it when saved, and again each time the worker connects to it (docs/oauth2.md).
+   */
+  async function guardTokenUrl(body: EndpointIn): Promise<void> {
+    const url = tokenUrlToCheck(body);
+    if (url === null) return;
+    checkTokenUrl(url);
+    try {
+      await ssrfGuard.checkUrl(url);
+    } catch (err) {
+      if (err instanceof SsrfBlockedError) {
+        throw apiError(
+          "url_not_allowed",
+          `oauth2.tokenUrl is not allowed: ${err.message} (the server's HOOKRELAY_SSRF_ALLOWLIST can exempt it)`,
+          { cause: err },
+        );
+      }
+      throw err;
     }
   }
 

@@ -39,6 +39,19 @@ export interface EndpointFields extends PolicyColumns {
   tls_client_cert: string | null;
   tls_client_key: string | null;
   tls_ca: string | null;
+  // OAuth2 client credentials (migration 0030; docs/oauth2.md)
+  oauth2: OAuth2Column | null;
+  /** the client secret, sealed; never read back by the API */
+  oauth2_secret: string | null;
+}
+
+/** endpoints.oauth2 as stored: every OAuth2 setting but the secret (api/oauth2-input.ts). */
+export interface OAuth2Column {
+  tokenUrl: string;
+  clientId: string;
+  scope: string | null;
+  audience: string | null;
+  authMethod: "client_secret_basic" | "client_secret_post";
 }
 
 /** endpoints.success_rule as stored; what it means is delivery/success-rule.ts. */
@@ -77,6 +90,9 @@ const FIELD_TYPES: ColumnMap<EndpointFields> = {
   tls_client_cert: "text",
   tls_client_key: "text",
   tls_ca: "text",
+  // OAuth2
+  oauth2: "jsonb",
+  oauth2_secret: "text",
 };
 
 const INSERT_TYPES: ColumnMap<EndpointFields & { id: string; app_id: string }> = {
@@ -98,6 +114,7 @@ export interface EndpointRow
     | "proxy_secret"
     | "tls_client_cert"
     | "tls_client_key"
+    | "oauth2_secret"
   > {
   has_url_token: boolean;
   /** a broker url's password is kept (answers show it as ***) */
@@ -105,6 +122,8 @@ export interface EndpointRow
   /** egress: a proxy password and a client certificate are kept (answers show ***) */
   has_proxy_secret: boolean;
   has_tls_client_cert: boolean;
+  /** OAuth2: a client secret is kept (answers show ***) */
+  has_oauth2_secret: boolean;
   id: string;
   app_id: string;
   /** the schemes of its current signing keys: "v1", "v1a" or "v1+v1a" (endpoint-secrets.ts) */
@@ -119,6 +138,7 @@ const COLUMNS = `id, app_id, uid, url, description, event_types, channels, disab
   destination_kind, destination_secret is not null as has_destination_secret,
   egress_pool, proxy_url, proxy_secret is not null as has_proxy_secret,
   tls_client_cert is not null as has_tls_client_cert, tls_ca,
+  oauth2, oauth2_secret is not null as has_oauth2_secret,
   created_at, updated_at,
   (select string_agg(distinct s.scheme, '+' order by s.scheme) from endpoint_secrets s
    where s.endpoint_id = endpoints.id and s.expires_at is null) as signature_scheme`;

@@ -33,12 +33,15 @@ import {
   type UrlTemplate,
 } from "../url-template.ts";
 import { makeEgressRoutes } from "./egress-route.ts";
+import type { OAuth2Credentials } from "./oauth2-token.ts";
 
 export const USER_AGENT = "hookrelay/0.1 (+webhook delivery)";
 
 /** A prepared HTTP attempt: the request as the sender takes it, and the endpoint's success rule. */
 export interface HttpRequest extends Omit<OutboundRequest, "abort"> {
   successRule: SuccessRule | null;
+  /** OAuth2 client credentials, the secret opened: send gets a token (docs/oauth2.md) */
+  oauth2?: OAuth2Credentials;
 }
 
 export interface RequestPreparer {
@@ -74,6 +77,7 @@ export function makeRequestPreparer(deps: {
   const keyCache = new Map<string, SigningKey>();
   const egressRoutes = makeEgressRoutes(deps.secretBox);
   const tokenCache = new Map<string, string>();
+  const oauth2Secrets = new Map<string, string>();
   const templates = new Map<string, UrlTemplate | Error>();
   const isSensitive = deps.isSensitive ?? (() => false);
   const droppedLogged = new Set<string>();
@@ -200,6 +204,30 @@ export function makeRequestPreparer(deps: {
       } catch (error) {
         return signingFailure("egress setting (proxy URL or client certificate)", error);
       }
+      // OAuth2 client credentials (docs/oauth2.md): send fetches or reuses the token
+      let oauth2: OAuth2Credentials | undefined;
+      if (claim.oauth2) {
+        const o = claim.oauth2;
+        try {
+          const clientSecret = cached(oauth2Secrets, o.clientSecret, () =>
+            deps.secretBox.open(o.clientSecret),
+          );
+          const key = [
+            claim.endpointId,
+            o.tokenUrl,
+            o.clientId,
+            o.clientSecret,
+            o.scope ?? "",
+            o.audience ?? "",
+            o.authMethod,
+          ].join("\u0000");
+          oauth2 = { ...o, clientSecret, key };
+          // (an answer or error that echoes the secret shows *** in the attempt row)
+          secrets = [...secrets, clientSecret];
+        } catch (error) {
+          return signingFailure("OAuth2 client secret", error);
+        }
+      }
       // the attempt's trace context, when the endpoint propagates it (docs/telemetry.md)
       if (claim.sendTraceparent) headers.traceparent = claim.sendTraceparent;
       return {
@@ -212,6 +240,7 @@ export function makeRequestPreparer(deps: {
           body,
           timeoutMs: claim.timeoutMs,
           ...(egress && { egress }),
+          ...(oauth2 && { oauth2 }),
           successRule: claim.successRule,
         },
         shown: { shownUrl, secrets },
