@@ -133,6 +133,8 @@ export function makeNatsTransport(options: NatsTransportOptions): Transport<Nats
       reconnect: false,
       ignoreClusterUpdates: true,
       noRandomize: true,
+      // no Error (and its stack) made per publish for async traces: errors are read by code
+      noAsyncTraces: true,
       ...(target.username !== null && { user: target.username }),
       ...(target.password !== null && { pass: target.password }),
     });
