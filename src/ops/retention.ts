@@ -2,7 +2,7 @@
  * Retention: attempts go a whole partition at a time (src/ops/attempt-partitions.ts,
  * docs/history.md): a period is dropped once every id it can hold is older than the age,
  * so an attempt is kept between attemptsMs and attemptsMs + one partition interval, and
- * dropping a day costs the same whatever it holds. What no period drop can take is
+ * dropping a day writes next to no WAL and leaves nothing to vacuum. What no drop takes is
  * deleted in small batches: rows of the legacy partition (written before the layout),
  * rows of the default partition, and rows written with a created_at older than their id.
  *
