@@ -86,12 +86,19 @@ const KEY_HEADS_SQL = `
        for update of d skip locked`;
 
 /**
- * An endpoint's rows to take (docs/delivery.md, "Ordering"), its oldest due first, up to its
- * room, each locked as it is taken (skipping rows another transaction holds):
+ * Whether the endpoint has a keyed row queued: one probe of deliveries_ordered_queued_idx,
+ * written as the index's first entry, so it is a probe of the index, never a scan.
+ */
+const HAS_KEYS_SQL = `
+      (select q.id from deliveries q
+       where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
+       order by q.ordering_key, q.id
+       limit 1) is not null`;
+
+/**
+ * The rows of an endpoint with a keyed row queued:
  *
- * - an endpoint without a keyed row queued (one probe of deliveries_ordered_queued_idx):
- *   UNORDERED_SQL, as cheap as ever;
- * - else its first in_flight + 2 x room due rows in due order through deliveries_due_idx
+ * - its first in_flight + 2 x room due rows in due order through deliveries_due_idx
  *   (in-flight ones among them: they keep their place), the unordered rows and keys' heads
  *   of them (ORDER_HEAD_SQL) taken: where keys are many and shallow, the heads come first;
  * - if those few rows were not all its due rows and gave less than the room (fewer
@@ -100,20 +107,12 @@ const KEY_HEADS_SQL = `
  *   one probe per key whatever the backlog's depth. The walk's rows are among these (the
  *   oldest claimable), so none it locked is left out.
  */
-export const PICK_SQL = `
-    with keyed as (
-      -- written as the index's first entry, so it is a probe of the index, never a scan
-      select (select q.id from deliveries q
-              where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
-              order by q.ordering_key, q.id
-              limit 1) is not null as has_keys
-    ),
-    scan as (
+const KEYED_SQL = `
+    with scan as (
       select d.id, d.next_attempt_at,
              d.status <> 'in_flight' and (d.ordering_key is null or (${ORDER_HEAD_SQL})) as takes
       from deliveries d
-      where (select has_keys from keyed)
-        and d.endpoint_id = r.endpoint_id
+      where d.endpoint_id = r.endpoint_id
         and d.queued
         and d.next_attempt_at <= ${NOW_SQL}
       order by d.next_attempt_at
@@ -132,18 +131,30 @@ export const PICK_SQL = `
       for update of d skip locked
     ),
     way as (
-      select not (select has_keys from keyed) as unordered,
-             (select has_keys from keyed)
-               and (select count(*) from scan) = r.in_flight + 2 * greatest(r.room, 0)
+      select (select count(*) from scan) = r.in_flight + 2 * greatest(r.room, 0)
                and (select count(*) from walked) < greatest(r.room, 0) as per_key
     )
     select w.id, w.endpoint_id, w.next_attempt_at from walked w
-    where not (select unordered or per_key from way)
+    where not (select per_key from way)
     union all
     select u.id, u.endpoint_id, u.next_attempt_at from (${UNORDERED_SQL}) u
-    where (select unordered or per_key from way)
+    where (select per_key from way)
     union all
     select k.id, k.endpoint_id, k.next_attempt_at from (${KEY_HEADS_SQL}) k
     where (select per_key from way)
     order by 3
     limit greatest(r.room, 0)`;
+
+/**
+ * An endpoint's rows to take (docs/delivery.md, "Ordering"), its oldest due first, up to its
+ * room, each locked as it is taken (skipping rows another transaction holds): an endpoint
+ * without a keyed row queued takes UNORDERED_SQL's rows, as cheap as ever (the keyed part's
+ * steps are never run for it: each branch is gated by the probe, evaluated before it);
+ * one with keyed rows, KEYED_SQL's.
+ */
+export const PICK_SQL = `
+    select u.id, u.endpoint_id, u.next_attempt_at from (${UNORDERED_SQL}) u
+    where not ${HAS_KEYS_SQL}
+    union all
+    select p.id, p.endpoint_id, p.next_attempt_at from (${KEYED_SQL}) p
+    where ${HAS_KEYS_SQL}`;
