@@ -9,6 +9,7 @@ import { type Command, InvalidArgumentError } from "commander";
 import { DISABLE_HELP, ENABLE_HELP } from "../../domain/while-disabled.ts";
 import { enc, headerArg, intArg, list, orDefault, RESET } from "../args.ts";
 import { egressBody, withEgressFields } from "../egress-flags.ts";
+import { oauth2Body, withOAuth2Fields } from "../oauth2-flags.ts";
 import { ExitCode, type OutputOptions, print, table } from "../output.ts";
 import { checkAtLeast, optionKey, POLICY } from "../policy-flags.ts";
 import { onServer, serverCommand } from "../server-command.ts";
@@ -35,6 +36,8 @@ function withEndpointFields(c: Command, update: boolean): Command {
   }
   // egress: pool, proxy, mTLS (docs/egress.md)
   withEgressFields(c, update);
+  // OAuth2 client credentials (docs/oauth2.md)
+  withOAuth2Fields(c, update);
   // postback endpoints
   return withPostbackFields(c, update);
 }
@@ -155,6 +158,8 @@ function endpointBody(o: Record<string, unknown>): Record<string, unknown> {
   Object.assign(body, postbackBody(o));
   // egress
   Object.assign(body, egressBody(o));
+  // OAuth2
+  Object.assign(body, oauth2Body(o));
   return body;
 }
 
