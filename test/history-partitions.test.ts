@@ -260,6 +260,23 @@ describe("retention drops whole partitions", () => {
     ).toEqual([]);
   });
 
+  test("a period detached by a run that stopped before dropping it is dropped by the next", async () => {
+    const pool = db.pool;
+    const [oldest] = (await listAttemptPartitions(pool)).filter(
+      (p) => p.lo >= LEGACY_ATTEMPT_ID_END,
+    );
+    await pool.query(`alter table attempts detach partition ${oldest!.name}`);
+    const retention: RetentionConfig = {
+      payloadMs: 30 * DAY,
+      attemptsMs: 30 * DAY,
+      deadLetterMs: 30 * DAY,
+      batch: 100,
+    };
+    const result = await purgeExpiredUntil(pool, retention, Number.POSITIVE_INFINITY);
+    expect(result.droppedPartitions).toEqual([{ name: oldest!.name, rows: null }]);
+    expect((await pool.query("select to_regclass($1) as t", [oldest!.name])).rows[0].t).toBeNull();
+  });
+
   test("lowering the retention at run time drops more at the next run", async () => {
     const pool = db.pool;
     const retention: RetentionConfig = {

@@ -12,10 +12,10 @@
  * Locks: a new period is a table of its own, filled from the default partition and then
  * attached (SHARE UPDATE EXCLUSIVE on attempts: writes to other partitions go on; the
  * default partition is locked meanwhile, so rows without a period and reads that include
- * it wait those milliseconds). Dropping a
- * period takes an exclusive lock on attempts for milliseconds; both wait at most
- * LOCK_TIMEOUT for statements under way, and give up until the next run rather than queue
- * the writers behind them any longer.
+ * it wait those milliseconds). Dropping a period detaches it first, an exclusive lock on
+ * attempts for milliseconds, then drops the detached table with no lock on attempts. Both
+ * changes wait at most LOCK_TIMEOUT for statements under way, and give up until the next
+ * run rather than queue the writers behind them any longer.
  */
 import type { Config, PartitionConfig } from "../config.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
@@ -210,19 +210,36 @@ export async function dropAttemptPartitionsBefore(
   const dropped: DroppedPartition[] = [];
   for (const p of await listAttemptPartitions(pool)) {
     if (p.lo < LEGACY_ATTEMPT_ID_END || p.hi > limit) continue;
+    // Detached first, in a transaction of its own: the exclusive lock on attempts is held
+    // for that catalog change only, not while the drop below unlinks the files (a second
+    // or more for a big day, during which writers of attempts would wait).
     const rows = await withTransaction(pool, async (client) => {
       await client.query(`set local lock_timeout = '${LOCK_TIMEOUT}'`);
       await client.query("select pg_advisory_xact_lock($1::bigint)", [PARTITION_LOCK]);
       const { rows: est } = await client.query<{ n: number }>(
-        "select reltuples::bigint as n from pg_class where oid = to_regclass($1::text)",
+        `select c.reltuples::bigint as n from pg_class c join pg_inherits i on i.inhrelid = c.oid
+         where c.oid = to_regclass($1::text) and i.inhparent = 'attempts'::regclass`,
         [p.name],
       );
-      if (est.length === 0) return undefined; // dropped by another process meanwhile
-      await client.query(`drop table ${p.name}`);
+      if (est.length === 0) return undefined; // detached by another process meanwhile
+      await client.query(`alter table attempts detach partition ${p.name}`);
       const n = est[0]!.n;
       return n < 0 ? null : n;
     });
-    if (rows !== undefined) dropped.push({ name: p.name, rows });
+    if (rows === undefined) continue;
+    await pool.query(`drop table if exists ${p.name}`);
+    dropped.push({ name: p.name, rows });
+  }
+  // periods detached by a run that stopped before it dropped them
+  const { rows: left } = await pool.query<{ name: string }>(
+    `select c.relname as name from pg_class c
+     where c.relnamespace = (select relnamespace from pg_class where oid = 'attempts'::regclass)
+       and c.relkind = 'r' and c.relname ~ '^attempts_p[0-9]+$'
+       and not exists (select from pg_inherits i where i.inhrelid = c.oid)`,
+  );
+  for (const { name } of left) {
+    await pool.query(`drop table if exists ${name}`);
+    dropped.push({ name, rows: null });
   }
   return dropped;
 }
