@@ -111,6 +111,17 @@ export function registerMessageRoutes(app: FastifyInstance, ctx: ApiContext): vo
         params: appParams,
         body: messageIn,
         querystring: { type: "object", properties: contentQuery },
+        // documented, never refused: a malformed one is ignored and counted (docs/telemetry.md)
+        headers: {
+          type: "object",
+          properties: {
+            traceparent: {
+              type: "string",
+              description:
+                "The producer's W3C trace context; the message's deliveries continue its trace. A malformed one is ignored (and counted in hookrelay_traceparent_malformed_total).",
+            },
+          },
+        },
       },
     },
     async (request, reply) => {
