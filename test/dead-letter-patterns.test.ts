@@ -64,7 +64,7 @@ const n = <T>(count: number, x: T): T[] => Array.from({ length: count }, () => x
 const diedOfKind = (
   endpointId: string,
   at: Date,
-  kind: "missing_field" | "body_rule",
+  kind: "missing_field" | "body_rule" | "proxy" | "tls",
 ): SeedRow => ({
   endpointId,
   status: "dead_letter",
@@ -95,6 +95,18 @@ const cases: Record<string, { pattern: string; history: (ep: string) => SeedRow[
       diedOfKind(ep, ago(MIN), "body_rule"),
       ...deaths(ep, ago(HOUR), 5 * MIN, [500, 502]),
     ],
+  },
+  // ---- egress (docs/egress.md)
+  "the egress proxy down for most of them": {
+    pattern: "proxy",
+    history: (ep) => [
+      ...[0, 1].map((i) => diedOfKind(ep, ago((i + 1) * MIN), "proxy")),
+      died(ep, ago(5 * MIN), 500),
+    ],
+  },
+  "TLS handshakes failing": {
+    pattern: "tls",
+    history: (ep) => [0, 1, 2].map((i) => diedOfKind(ep, ago((i + 1) * MIN), "tls")),
   },
   // ---- gone
   "410 Gone to every delivery": {

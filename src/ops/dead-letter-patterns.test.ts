@@ -43,6 +43,14 @@ describe("one fixture per pattern", () => {
     expect(p.suggestedAction).toMatch(/401\/403/);
   });
 
+  test("proxy and tls: most deaths on the egress proxy, or in the TLS handshake", () => {
+    expect(detectPattern(shape({ count: 4, proxy: 2 })).pattern).toBe("proxy");
+    expect(detectPattern(shape({ count: 4, proxy: 1 })).pattern).toBe("mixed");
+    const tls = detectPattern(shape({ count: 4, tls: 3 }));
+    expect(tls.pattern).toBe("tls");
+    expect(tls.suggestedAction).toMatch(/tlsCa/);
+  });
+
   test("rate_limited: most deaths answered 429", () => {
     const p = detectPattern(shape({ count: 4, rateLimited: 3 }));
     expect(p.pattern).toBe("rate_limited");
@@ -110,6 +118,8 @@ describe("precedence: the first row of the table that matches wins", () => {
     expect(PATTERNS.map((p) => p.pattern)).toEqual([
       "missing_field",
       "body_rule",
+      "proxy",
+      "tls",
       "gone",
       "credentials",
       "rate_limited",

@@ -34,11 +34,18 @@ export interface DeadLetterShape {
   missingField?: number;
   /** ... whose 2xx body broke the endpoint's success rule (error kind body_rule) */
   bodyRule?: number;
+  // egress (docs/egress.md)
+  /** ... whose egress proxy was down or refused the tunnel (error kind proxy) */
+  proxy?: number;
+  /** ... whose TLS handshake failed (error kind tls) */
+  tls?: number;
 }
 
 export const PATTERN_NAMES = [
   "missing_field",
   "body_rule",
+  "proxy",
+  "tls",
   "gone",
   "credentials",
   "rate_limited",
@@ -92,6 +99,20 @@ export const PATTERNS: ReadonlyArray<PatternRule> = [
     matches: (s) => share(s.bodyRule, s) >= HALF,
     suggestedAction:
       "The receiver answered 2xx with a refusal in the body (the endpoint's successRule): read the stored responses (a duplicate, an unknown click id, a bad token), fix the cause, then requeue the ones worth sending again.",
+  },
+  {
+    pattern: "proxy",
+    when: "at least half died on the egress proxy (error kind `proxy`: the endpoint was never reached)",
+    matches: (s) => share(s.proxy, s) >= HALF,
+    suggestedAction:
+      "The egress proxy was down or refused the tunnel (its credentials, its rules), so the endpoint was never reached: fix the proxy, the endpoint's proxyUrl or the pool in HOOKRELAY_EGRESS_POOLS (docs/egress.md), then requeue.",
+  },
+  {
+    pattern: "tls",
+    when: "at least half failed the TLS handshake (error kind `tls`)",
+    matches: (s) => share(s.tls, s) >= HALF,
+    suggestedAction:
+      "The TLS handshake failed (the attempts' errors say why: the receiver's certificate expired, names another host or comes from a CA hookrelay does not trust; or the receiver refused our client certificate): fix the certificate, or set the endpoint's tlsCa, tlsClientCert and tlsClientKey (docs/egress.md), then requeue.",
   },
   {
     pattern: "gone",

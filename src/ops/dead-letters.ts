@@ -161,6 +161,8 @@ const ANALYZE_SQL = namedSql<FilterParams & { limit: number | null; offset: numb
             (count(*) filter (where d.last_error_kind = '${ErrorKind.timeout}'))::int as timeouts,
             (count(*) filter (where d.last_error_kind = '${ErrorKind.missingField}'))::int as missing_field,
             (count(*) filter (where d.last_error_kind = '${ErrorKind.bodyRule}'))::int as body_rule,
+            (count(*) filter (where d.last_error_kind = '${ErrorKind.proxy}'))::int as proxy,
+            (count(*) filter (where d.last_error_kind = '${ErrorKind.tls}'))::int as tls,
             count(distinct date_trunc('hour', d.updated_at))::int as distinct_hours,
             w.max_in_15,
             count(*) over ()::int as endpoint_total
@@ -229,6 +231,8 @@ function analysisOfRow(r: any): EndpointDeadLetterAnalysis {
       distinctHours: r.distinct_hours,
       missingField: r.missing_field,
       bodyRule: r.body_rule,
+      proxy: r.proxy,
+      tls: r.tls,
     }),
   };
 }
