@@ -107,6 +107,7 @@ test("an unknown status or a bad date is a 422 with the field named", async () =
     `${V1}/app/${appId}/msg?delivery_status=lost`,
     `${V1}/app/${appId}/msg?before=yesterday`,
     `${V1}/app/${appId}/msg?after=2026-13-40T00:00:00Z`,
+    `${V1}/app/${appId}/msg?before=2026-02-30T10:00:00Z`,
     `${V1}/app/${appId}/attempt/endpoint/${okEp}?status_code_class=250`,
     `${V1}/app/${appId}/attempt/endpoint/${okEp}?status=9`,
     `${V1}/app/${appId}/attempt/endpoint/${okEp}?before=soon`,

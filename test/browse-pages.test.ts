@@ -77,6 +77,10 @@ describe("the dashboard's message list", () => {
     const utc = (msAgo: number) => new Date(Date.now() - msAgo).toISOString().slice(0, 19);
     const window = await list(`after=${utc(10.5 * 60_000)}&before=${utc(60_000)}`);
     expect(rowsOf(window.body)).toHaveLength(9);
+    // as a browser sends a whole minute: no seconds
+    const minutes = await list(`after=${utc(30 * 60_000).slice(0, 16)}&event_types=seeded.event`);
+    expect(minutes.statusCode).toBe(200);
+    expect(rowsOf(minutes.body).length).toBeGreaterThan(20);
 
     // 55 dead letters: a page of 50, then the older 5 through the iterator
     // newest first by id (ids sort as they were made)

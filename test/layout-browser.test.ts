@@ -75,9 +75,9 @@ async function check(page: Page, url: string, shot: string): Promise<string[]> {
   const res = await page.goto(`${base}${url}`);
   expect(res?.status(), url).toBe(200);
   await chartsDrawn(page);
-  for (const summary of await page.locator("details:not([open]) > summary").all()) {
-    await summary.click();
-  }
+  // one at a time, first to last: each click takes the opened one out of the selector
+  const folded = page.locator("details:not([open]) > summary");
+  for (let n = await folded.count(); n > 0; n--) await folded.first().click();
   await page.screenshot({ path: `/tmp/layout-${shot}.png`, fullPage: true });
   return (await layoutProblems(page)).map((p) => `${url}: ${p}`);
 }
@@ -113,6 +113,7 @@ describe.each(WIDTHS)("at $width px", (size) => {
       [`/portal/endpoints/${postback}/replay`, "portal-replay"],
       ["/portal/endpoints/new", "portal-new"],
       ["/portal/messages", "portal-messages"],
+      ["/portal/messages?event_types=order.paid&status=pending", "portal-messages-filtered"],
       [`/portal/messages/${msgId}`, "portal-message"],
       ["/portal/event-types", "portal-event-types"],
     ] as const) {
@@ -138,6 +139,7 @@ describe.each(WIDTHS)("at $width px", (size) => {
       [`/dashboard/endpoints/${postback}/replay`, "dash-replay"],
       ["/dashboard/dead-letters", "dash-dead-letters"],
       [`/dashboard/messages?q=${msgId}`, "dash-message"],
+      ["/dashboard/message-list", "dash-message-list"],
     ] as const) {
       found.push(...(await check(page, url, `${shot}-${size.name}`)));
     }

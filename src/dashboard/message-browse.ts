@@ -53,8 +53,14 @@ export function filterParams(f: MessageFilters): Record<string, string> {
   return out;
 }
 
-/** A datetime-local value ("2026-12-06T08:30") is UTC; anything else goes as typed. */
-const utc = (t: string) => (/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?$/.test(t) ? `${t}Z` : t);
+/**
+ * A datetime-local value ("2026-12-06T08:30", seconds only when not 0) is UTC; anything
+ * else goes as typed, for the API to take or refuse.
+ */
+function utc(t: string): string {
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d)(:\d\d(\.\d+)?)?$/.exec(t);
+  return m ? `${m[1]}${m[2] ?? ":00"}Z` : t;
+}
 
 /** The API's query for the filters (the message list's and the export's). */
 export function messageApiQuery(f: MessageFilters): URLSearchParams {
