@@ -23,6 +23,15 @@ import {
   NO_EGRESS,
 } from "./endpoint-egress-form.ts";
 import {
+  NO_OAUTH2,
+  type OAuth2FormValues,
+  oauth2BodyOfForm,
+  oauth2Facts,
+  oauth2Fieldset,
+  oauth2ValuesOfEndpoint,
+  oauth2ValuesOfForm,
+} from "./endpoint-oauth2-form.ts";
+import {
   type PolicyFormValues,
   policyBodyOfForm,
   policyFieldset,
@@ -56,6 +65,8 @@ export interface EndpointFormValues {
   policy: PolicyFormValues;
   /** pool, proxy, mTLS (dashboard/endpoint-egress-form.ts) */
   egress: EgressFormValues;
+  /** OAuth2 client credentials (dashboard/endpoint-oauth2-form.ts) */
+  oauth2: OAuth2FormValues;
 }
 
 export const NEW_ENDPOINT: EndpointFormValues = {
@@ -73,6 +84,7 @@ export const NEW_ENDPOINT: EndpointFormValues = {
   signatureScheme: "v1",
   policy: {},
   egress: NO_EGRESS,
+  oauth2: NO_OAUTH2,
 };
 
 /**
@@ -116,6 +128,7 @@ export function valuesOfEndpoint(e: ShownEndpoint): EndpointFormValues {
     signatureScheme: e.signatureScheme ?? "v1",
     policy: policyValuesOfEndpoint(e),
     egress: egressValuesOfEndpoint(e),
+    oauth2: oauth2ValuesOfEndpoint(e),
   };
 }
 
@@ -143,6 +156,7 @@ export function valuesOfForm(body: unknown): EndpointFormValues {
     signatureScheme: field(body, "signatureScheme") || "v1",
     policy: policyValuesOfForm(body),
     egress: egressValuesOfForm(body),
+    oauth2: oauth2ValuesOfForm(body),
   };
 }
 
@@ -178,6 +192,8 @@ export function endpointBodyOfForm(body: unknown): Record<string, unknown> {
   Object.assign(out, policyBodyOfForm(body));
   // egress, when the form showed it
   Object.assign(out, egressBodyOfForm(body));
+  // OAuth2, when the form showed it
+  Object.assign(out, oauth2BodyOfForm(body));
   return out;
 }
 
@@ -282,6 +298,7 @@ ${select("onFailure", "A 2xx that breaks the rule", ON_FAILURE, v.onFailure)}</p
 <span class="muted">A change keeps the old key signing beside the new one for 24 hours.</span></p>
 </details>
 ${egressFieldset(v.egress)}
+${oauth2Fieldset(v.oauth2)}
 ${o.policy ? policyFieldset(v.policy) : ""}
 <p><button type="submit" class="primary">Save</button> <a href="${o.cancelHref}">Cancel</a></p>
 </form>`;
@@ -324,7 +341,8 @@ export function deliveryFacts(e: ShownEndpoint): Html {
       : "any 2xx"
   }</dd>
 <dt>Signatures</dt><dd data-testid="signature-scheme">${SCHEMES.find(([s]) => s === e.signatureScheme)?.[1] ?? e.signatureScheme ?? "v1"}</dd>
-${egressFacts(e)}`;
+${egressFacts(e)}
+${oauth2Facts(e)}`;
 }
 
 /** The query of the event-type catalogue's first page (GET /api/v1/event-type), the form's checkboxes. */
