@@ -572,12 +572,16 @@ describe("encryption at rest", () => {
     const before = await allRows();
     const res = await reencrypt({ current: randomBytes(32).toString("base64") });
     expect(res.code).toBe(1);
-    expect(res.stderr).toMatch(
-      /^hookrelay: a secret is sealed under key [0-9a-f]{8}, which is neither HOOKRELAY_ENCRYPTION_KEY nor in HOOKRELAY_ENCRYPTION_KEY_PREVIOUS \(encryption_key_missing\)\n$/,
+    // --json: the failure is one JSON line on stdout with the stable code (docs/cli.md)
+    expect(res.stderr).toBe("");
+    const { error } = JSON.parse(res.stdout);
+    expect(error.code).toBe("encryption_key_missing");
+    expect(error.message).toMatch(
+      /^a secret is sealed under key [0-9a-f]{8}, which is neither HOOKRELAY_ENCRYPTION_KEY nor in HOOKRELAY_ENCRYPTION_KEY_PREVIOUS$/,
     );
     // the error names a key id, never key material or a secret
-    expect(res.stderr).not.toContain(key2);
-    expect(res.stderr).not.toContain(s.slice(6));
+    expect(res.stdout).not.toContain(key2);
+    expect(res.stdout).not.toContain(s.slice(6));
     expect(await allRows()).toEqual(before);
   });
 });
