@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
-import { startEmbeddedPostgres } from "../../src/db/embedded.ts";
+import { type EmbeddedDatabase, startEmbeddedPostgres } from "../../src/db/embedded.ts";
 import { migrate } from "../../src/db/migrate.ts";
 import { makePool } from "../../src/db/pool.ts";
 
@@ -20,36 +20,77 @@ declare module "vitest" {
   }
 }
 
-export default async function setup(project: TestProject) {
+/** A running throwaway cluster with the migrated template, and how to remove it. */
+export interface TemplateCluster {
+  adminUrl: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the throwaway cluster in a new temporary folder and runs `prepare` (the
+ * migrations) on its template database. If anything fails after the cluster started, the
+ * cluster is stopped and its folder removed before the error is rethrown: a broken
+ * migration must not leave a postmaster behind with nobody to stop it.
+ */
+export async function startTemplateCluster(
+  prepare: (connectionString: string, clusterDir: string) => Promise<void> = migrateTemplate,
+): Promise<TemplateCluster> {
   const dataDir = await mkdtemp(path.join(tmpdir(), "hookrelay-test-"));
-  // a throwaway folder of our own: as root, the postgres user must enter it (docs/embedded.md)
-  await chmod(dataDir, 0o755);
-  const db = await startEmbeddedPostgres({
-    dataDir,
-    port: 0,
-    database: TEMPLATE_DB,
-    // Throwaway cluster: durability off for speed; connections for parallel files and workers.
-    postgresFlags: [
-      "-c",
-      "fsync=off",
-      "-c",
-      "synchronous_commit=off",
-      "-c",
-      "full_page_writes=off",
-      "-c",
-      "max_connections=300",
-    ],
-  });
-  const pool = makePool({ connectionString: db.connectionString, max: 2 });
-  await migrate(pool);
-  await pool.end();
-  const adminUrl = db.connectionString.replace(/\/[^/]+$/, "/postgres");
-  project.provide("pgAdminUrl", adminUrl);
-  project.provide("pgTemplate", TEMPLATE_DB);
-  return async () => {
-    await db.stop();
-    await rm(dataDir, { recursive: true, force: true });
+  const removeDir = () => rm(dataDir, { recursive: true, force: true });
+  let db: EmbeddedDatabase;
+  try {
+    // a throwaway folder of our own: as root, the postgres user must enter it (docs/embedded.md)
+    await chmod(dataDir, 0o755);
+    db = await startEmbeddedPostgres({
+      dataDir,
+      port: 0,
+      database: TEMPLATE_DB,
+      // Throwaway cluster: durability off for speed; connections for parallel files and workers.
+      postgresFlags: [
+        "-c",
+        "fsync=off",
+        "-c",
+        "synchronous_commit=off",
+        "-c",
+        "full_page_writes=off",
+        "-c",
+        "max_connections=300",
+      ],
+    });
+  } catch (err) {
+    await removeDir();
+    throw err;
+  }
+  const stop = async () => {
+    try {
+      await db.stop();
+    } finally {
+      await removeDir();
+    }
   };
+  try {
+    await prepare(db.connectionString, db.clusterDir);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { adminUrl: db.connectionString.replace(/\/[^/]+$/, "/postgres"), stop };
+}
+
+async function migrateTemplate(connectionString: string): Promise<void> {
+  const pool = makePool({ connectionString, max: 2 });
+  try {
+    await migrate(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const cluster = await startTemplateCluster();
+  project.provide("pgAdminUrl", cluster.adminUrl);
+  project.provide("pgTemplate", TEMPLATE_DB);
+  return cluster.stop;
 }
 
 /** Creates a database cloned from the template (used by test files through db.ts). */
