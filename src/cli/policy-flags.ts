@@ -22,7 +22,7 @@ function parserOf(f: PolicyField): (v: string) => number | string {
 }
 
 /** The bounds in the help: "(1..100)", "(100ms..5m)". */
-const rangeOf = (f: PolicyField) =>
+export const rangeOf = (f: PolicyField) =>
   f.sqlType === "text"
     ? ""
     : f.cli?.value === "duration"

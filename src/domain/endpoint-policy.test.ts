@@ -6,6 +6,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { endpointIn, endpointPatch, REPLACE_DEFAULTS, toColumns } from "../api/endpoint-input.ts";
+import { rangeOf } from "../cli/policy-flags.ts";
 import { buildProgram } from "../cli/program.ts";
 import { loadConfig } from "../config.ts";
 import { endpointBodyOfForm, endpointForm, NEW_ENDPOINT } from "../dashboard/endpoint-form.ts";
@@ -139,7 +140,7 @@ describe("the CLI", () => {
         if (!f.cli) continue;
         const option = command.options.find((o) => o.flags === f.cli!.flag);
         expect(option, `${verb} ${f.cli.flag}`).toBeDefined();
-        expect(option!.description).toBe(f.cli.help + suffix);
+        expect(option!.description).toBe(f.cli.help + rangeOf(f) + suffix);
       }
     }
   });
