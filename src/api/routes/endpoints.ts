@@ -216,7 +216,8 @@ export function registerEndpointRoutes(
     }
     if (host === null) return;
     try {
-      await ssrfGuard.vetHost(host);
+      // (checkUrl: its DNS wait is bounded, and a name that does not resolve yet passes)
+      await ssrfGuard.checkUrl(`http://${host.includes(":") ? `[${host}]` : host}/`);
     } catch (err) {
       if (err instanceof SsrfBlockedError) {
         throw apiError(
@@ -225,7 +226,7 @@ export function registerEndpointRoutes(
           { cause: err },
         );
       }
-      // a name that does not resolve yet is accepted: the worker's dial decides
+      throw err;
     }
   }
 
