@@ -1,6 +1,6 @@
 /**
  * The body of a portal endpoint's page (GET /portal/endpoints/{ep}, endpoints.ts): its
- * settings, actions, health section, signing secret, test event, replay and recent
+ * settings (its custom headers as the API shows them: sensitive values masked), actions, health section, signing secret, test event, replay and recent
  * attempts; and the POST button every portal page uses for an action.
  */
 import type { AttemptPageResponse, EndpointResponse } from "../../api/response-schemas.ts";
@@ -39,6 +39,8 @@ export function endpointDetail(
   redactUrl: (url: string) => string,
   flash: Html | null,
   replay: Html,
+  /** the custom headers, sensitive values masked by the API (dashboard/endpoint-headers-facts.ts) */
+  headers: Html,
 ): Html {
   const path = (...rest: string[]) => portalPath(["endpoints", e.id, ...rest]);
   return html`<h1>Endpoint</h1>
@@ -48,6 +50,7 @@ ${flash}
 <dt>Description</dt><dd>${e.description || "–"}</dd>
 <dt>Event types</dt><dd>${eventTypesText(e.eventTypes)}</dd>
 ${deliveryFacts(e)}
+${headers}
 <dt>State</dt><dd>${e.disabled ? badge("disabled") : badge("ok", "enabled")}${e.disabledReason ? html` <span class="muted">${e.disabledReason}</span>` : ""}</dd>
 <dt>Created</dt><dd>${when(typeof e.createdAt === "string" ? e.createdAt : null)}</dd>
 <dt>Id</dt><dd><code>${e.id}</code></dd>

@@ -24,6 +24,7 @@ import {
   valuesOfEndpoint,
   valuesOfForm,
 } from "../../dashboard/endpoint-form.ts";
+import { headersFacts } from "../../dashboard/endpoint-headers-facts.ts";
 import { type Html, html } from "../../dashboard/html.ts";
 import { ownKey } from "../../dashboard/query.ts";
 import { EITHER_MODE_TEXT } from "../../domain/while-disabled.ts";
@@ -227,6 +228,12 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
         ids,
         { limit: 20 },
       );
+      // the custom headers, sensitive values masked by the API
+      const headers = await deps.read(
+        session,
+        "/api/v1/app/:appId/endpoint/:endpointId/headers",
+        ids,
+      );
       const types = await catalog(deps, session);
       const blocked = await portalBlockedKeysSection(deps, session, e.id);
       const replay = html`${blocked}${await portalReplaySection(deps, session, {
@@ -248,6 +255,7 @@ ${!page.done && html`<p class="pager"><a href="${portalPath(["endpoints"], { ite
           redactor.url,
           notice(request.query.done),
           replay,
+          headersFacts(headers),
         ),
       });
     },
