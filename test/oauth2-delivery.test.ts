@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { makeHttpSender } from "../src/delivery/http-sender.ts";
 import { makeLogger } from "../src/logger.ts";
 import { makeRedactor } from "../src/security/redact.ts";
+import { reencryptSecrets } from "../src/security/reencrypt.ts";
 import { makeSecretBox } from "../src/security/secret-box.ts";
 import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
 import { makeWorker, type Worker } from "../src/worker/worker.ts";
@@ -274,6 +275,21 @@ describe("a token endpoint that fails", () => {
 });
 
 describe("the client secret", () => {
+  test("key rotation: re-encryption re-seals it", async () => {
+    const appId = await calls.newApp();
+    const id = await newOAuthEndpoint(appId, `${rx.url}/rotated`, tokenServer().url);
+    const read = async () =>
+      (await h.db.pool.query("select oauth2_secret from endpoints where id = $1", [id])).rows[0]
+        .oauth2_secret as string;
+    const before = await read();
+    const box = makeSecretBox(randomBytes(32).toString("base64"), [KEY]);
+    await reencryptSecrets(h.db.pool, box);
+    const after = await read();
+    expect(after).not.toBe(before);
+    expect(box.needsReseal(after)).toBe(false);
+    expect(box.open(after)).toBe(SECRET);
+  });
+
   test("echoed by the token endpoint, it is masked in the attempt's error", async () => {
     const appId = await calls.newApp();
     const token = tokenServer(() => ({

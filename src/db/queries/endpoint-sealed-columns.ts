@@ -13,6 +13,8 @@ export const SEALED_ENDPOINT_COLUMNS = [
   "proxy_secret",
   "tls_client_cert",
   "tls_client_key",
+  // OAuth2 (docs/oauth2.md): the client secret
+  "oauth2_secret",
 ] as const;
 export type SealedEndpointColumn = (typeof SEALED_ENDPOINT_COLUMNS)[number];
 
