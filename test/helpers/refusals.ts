@@ -41,6 +41,14 @@ export const REFUSAL = {
   unknownStatus: { status: 422, code: "unknown_status" },
   /** a replay of the endpoint over an overlapping window is running */
   replayInProgress: { status: 409, code: "replay_in_progress" },
+  /** egress (docs/egress.md): a proxy URL, pool or certificate refused when saved */
+  invalidProxyUrl: { status: 422, code: "invalid_proxy_url" },
+  unknownEgressPool: { status: 422, code: "unknown_egress_pool" },
+  invalidCertificate: { status: 422, code: "invalid_certificate" },
+  certificateKeyMismatch: { status: 422, code: "certificate_key_mismatch" },
+  certificateExpired: { status: 422, code: "certificate_expired" },
+  /** OAuth2 (docs/oauth2.md): settings refused when saved (a token URL, a missing field) */
+  invalidOauth: { status: 422, code: "invalid_oauth" },
 } as const satisfies Record<string, Refusal>;
 
 /** The refusals a body its route's schema accepts may still get: checks beyond the schema. */
@@ -56,6 +64,12 @@ export const REFUSALS_OF_VALID_BODIES: readonly Refusal[] = [
   REFUSAL.unknownEventType,
   REFUSAL.unknownStatus,
   REFUSAL.replayInProgress,
+  REFUSAL.invalidProxyUrl,
+  REFUSAL.unknownEgressPool,
+  REFUSAL.invalidCertificate,
+  REFUSAL.certificateKeyMismatch,
+  REFUSAL.certificateExpired,
+  REFUSAL.invalidOauth,
 ];
 
 /** An answer of parsed JSON (the harness's call()), or of inject() with its text body. */
