@@ -6,6 +6,7 @@
  */
 import { expect, test } from "vitest";
 import { runScript } from "./helpers/run-script.ts";
+import { squidInstalled } from "./helpers/squid.ts";
 
 const SCENARIOS = [
   "1 ceiling",
@@ -25,6 +26,8 @@ const SCENARIOS = [
   "16 history",
   // the NATS JetStream half (RabbitMQ takes too long to start for the smoke test)
   "17 brokers",
+  // through squid, where it is installed (.ci/run installs it)
+  ...(squidInstalled ? ["18 egress"] : []),
 ];
 
 /** Through the CLI, as `npx hookrelay bench` runs it (it starts bin/bench.js). */
