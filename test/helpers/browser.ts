@@ -3,15 +3,69 @@
  * (/usr/bin/chromium, which .ci/run installs) driven by playwright-core. Tests run as root
  * on CI, where Chromium needs --no-sandbox.
  */
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 
 export const CHROMIUM = "/usr/bin/chromium";
 
-export function launchBrowser(): Promise<Browser> {
+const SHARED = Symbol.for("hookrelay.test.chromium");
+type Holder = { [SHARED]?: Promise<Browser> };
+
+function startChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
     args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+  });
+}
+
+/**
+ * One Chromium per test process (vitest runs file after file in a process; see
+ * vitest.config.ts), started by the first file that asks and started again if it died.
+ * Kept on globalThis so it survives a reloaded module graph. Playwright ends it when the
+ * process exits.
+ */
+async function sharedChromium(): Promise<Browser> {
+  const holder = globalThis as Holder;
+  const running = await holder[SHARED]?.catch(() => null);
+  if (running?.isConnected()) return running;
+  holder[SHARED] = startChromium();
+  return holder[SHARED];
+}
+
+/**
+ * A test file's browser: the process's shared Chromium, seen through a view whose
+ * `close()` closes only the contexts this file opened (each file still starts from fresh
+ * contexts: no cookies, storage or pages of another file), and whose `contexts()` lists
+ * only those. Launching Chromium once per file cost more than most files' tests.
+ */
+export async function launchBrowser(): Promise<Browser> {
+  const browser = await sharedChromium();
+  const mine = new Set<BrowserContext>();
+  const newContext: Browser["newContext"] = async (options) => {
+    const context = await browser.newContext(options);
+    mine.add(context);
+    context.on("close", () => mine.delete(context));
+    return context;
+  };
+  const own: Partial<Browser> = {
+    newContext,
+    async newPage(options) {
+      const context = await newContext(options);
+      const page = await context.newPage();
+      page.on("close", () => void context.close().catch(() => undefined));
+      return page;
+    },
+    contexts: () => [...mine],
+    async close() {
+      await Promise.all([...mine].map((context) => context.close().catch(() => undefined)));
+    },
+  };
+  return new Proxy(browser, {
+    get(target, prop) {
+      if (Object.hasOwn(own, prop)) return own[prop as keyof Browser];
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
   });
 }
 
