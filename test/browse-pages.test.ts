@@ -47,6 +47,23 @@ beforeAll(async () => {
     await h.call("POST", `${V1}/app/${appId}/msg`, { eventType: "order.failed", payload: {} })
   ).body.id;
   otherMsg = (await seed(h.db.pool, [{ endpointId: otherEp, status: "delivered" }]))[0]!.messageId;
+  // an attempt of the newest dead letter that got a 503, and of the oldest that got none
+  await h.db.pool.query(
+    `insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,
+                           url, started_at, latency_ms, outcome, status_code, error_kind)
+     select d.id, d.message_id, d.endpoint_id, d.app_id, 1, 'scheduled', 'http://127.0.0.1:9/x',
+            now(), 12, 'failure', $2::integer, $3::text
+     from deliveries d where d.id = $1::bigint`,
+    [dead[0]!.deliveryId, 503, null],
+  );
+  await h.db.pool.query(
+    `insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,
+                           url, started_at, latency_ms, outcome, status_code, error_kind)
+     select d.id, d.message_id, d.endpoint_id, d.app_id, 1, 'scheduled', 'http://127.0.0.1:9/x',
+            now(), 12, 'failure', null, 'timeout'
+     from deliveries d where d.id = $1::bigint`,
+    [dead[54]!.deliveryId],
+  );
 }, 60_000);
 afterAll(() => h?.close());
 
@@ -147,6 +164,41 @@ describe("the dashboard's message list", () => {
         .slice(1)
         .map((l) => l.split(",")[0]),
     ).toEqual([otherMsg]);
+  });
+});
+
+describe("the attempt lists", () => {
+  test("the dashboard's: an endpoint's attempts by response class, result and event type", async () => {
+    const c = dashboardClient(h.api);
+    await c.signIn(h.adminKey);
+    const list = (q: string) => c.get(`/dashboard/attempt-list?app=${appId}&endpoint=${ep2}&${q}`);
+    const all = await list("");
+    expect(all.statusCode).toBe(200);
+    expect(rowsOf(all.body).sort()).toEqual([dead[0]!.messageId, dead[54]!.messageId].sort());
+    expect(all.body).toContain(
+      '<td data-testid="attempt-status"><span class="badge failed">fail</span>',
+    );
+    expect(rowsOf((await list("status_code_class=500")).body)).toEqual([dead[0]!.messageId]);
+    const none = await list("status_code_class=0");
+    expect(rowsOf(none.body)).toEqual([dead[54]!.messageId]);
+    expect(none.body).toContain("<td>timeout</td>");
+    expect(rowsOf((await list("result=success")).body)).toEqual([]);
+    expect(rowsOf((await list("event_types=order.paid")).body)).toEqual([]);
+    const bad = await list("status_code_class=250");
+    expect(bad.statusCode).toBe(422);
+    expect(bad.body).toContain("These filters cannot be used:");
+    expect(bad.body).toContain("status_code_class");
+  });
+
+  test("the portal's: its app's endpoints only", async () => {
+    const res = await h.call("POST", `${V1}/auth/app-portal-access/${appId}`, {});
+    const c = await openPortal(h.api, res.body.token);
+    const page = await c.get(`/portal/attempts?endpoint=${ep2}&status_code_class=500`);
+    expect(page.statusCode).toBe(200);
+    expect(rowsOf(page.body)).toEqual([dead[0]!.messageId]);
+    const bad = await c.get("/portal/attempts?after=yesterday");
+    expect(bad.statusCode).toBe(422);
+    expect(bad.body).toContain("after");
   });
 });
 

@@ -114,6 +114,7 @@ describe.each(WIDTHS)("at $width px", (size) => {
       ["/portal/endpoints/new", "portal-new"],
       ["/portal/messages", "portal-messages"],
       ["/portal/messages?event_types=order.paid&status=pending", "portal-messages-filtered"],
+      ["/portal/attempts", "portal-attempts"],
       [`/portal/messages/${msgId}`, "portal-message"],
       ["/portal/event-types", "portal-event-types"],
     ] as const) {
@@ -140,6 +141,7 @@ describe.each(WIDTHS)("at $width px", (size) => {
       ["/dashboard/dead-letters", "dash-dead-letters"],
       [`/dashboard/messages?q=${msgId}`, "dash-message"],
       ["/dashboard/message-list", "dash-message-list"],
+      ["/dashboard/attempt-list", "dash-attempt-list"],
     ] as const) {
       found.push(...(await check(page, url, `${shot}-${size.name}`)));
     }

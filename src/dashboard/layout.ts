@@ -53,6 +53,7 @@ export const DASHBOARD_NAV: readonly NavItem[] = [
   { href: "/dashboard/endpoints", label: "Endpoints" },
   { href: "/dashboard/dead-letters", label: "Dead letters" },
   { href: "/dashboard/message-list", label: "Messages" },
+  { href: "/dashboard/attempt-list", label: "Attempts" },
   { href: "/dashboard/messages", label: "Message lookup" },
 ];
 

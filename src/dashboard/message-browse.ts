@@ -83,6 +83,10 @@ export interface FilterFormOptions {
   lead?: Html;
 }
 
+/** An endpoint's URL cut short enough for a select on a phone (its own page shows it whole). */
+export const shortLabel = (label: string): string =>
+  label.length > 32 ? `${label.slice(0, 31)}…` : label;
+
 /** The filter form (GET): every filter is in the URL, so a view can be bookmarked. */
 export function messageFilterForm(o: FilterFormOptions): Html {
   const f = o.filters;
@@ -93,7 +97,7 @@ ${o.lead ?? ""}
 <label>Event types<input name="event_types" value="${f.eventTypes}" maxlength="256" placeholder="order.paid, order.failed"></label>
 <label>Channel<input name="channel" value="${f.channel}" maxlength="256"></label>
 <label>Status<select name="status">${option("", "any", f.status)}${Object.values(DeliveryStatus).map((s) => option(s, s.replace("_", " "), f.status))}</select></label>
-<label>Endpoint<select name="endpoint">${option("", "any", f.endpoint)}${o.endpoints.map((e) => option(e.id, e.label, f.endpoint))}</select></label>
+<label>Endpoint<select name="endpoint">${option("", "any", f.endpoint)}${o.endpoints.map((e) => option(e.id, shortLabel(e.label), f.endpoint))}</select></label>
 <label>After (UTC)<input type="datetime-local" step="1" name="after" value="${f.after}"></label>
 <label>Before (UTC)<input type="datetime-local" step="1" name="before" value="${f.before}"></label>
 <button type="submit">Filter</button>

@@ -13,6 +13,7 @@ import { errorStatus } from "./error-status.ts";
 import { parseForm } from "./form-body.ts";
 import { html } from "./html.ts";
 import { sendPage } from "./layout.ts";
+import { registerAttemptListPage } from "./pages/attempt-list.ts";
 import { registerChartData } from "./pages/chart-data.ts";
 import { registerDeadLetterPages } from "./pages/dead-letters.ts";
 import { registerEndpointPages } from "./pages/endpoint.ts";
@@ -119,6 +120,7 @@ export async function registerDashboard(
       registerDeadLetterPages(dash, deps);
       registerMessagePages(dash, deps);
       registerMessageListPages(dash, deps);
+      registerAttemptListPage(dash, deps);
     },
     { prefix: "/dashboard" },
   );

@@ -10,6 +10,7 @@ import type { PortalSession } from "./session.ts";
 export const PORTAL_NAV: readonly NavItem[] = [
   { href: "/portal/endpoints", label: "Endpoints" },
   { href: "/portal/messages", label: "Delivery log" },
+  { href: "/portal/attempts", label: "Attempts" },
   { href: "/portal/event-types", label: "Event types" },
   { href: "/portal/egress", label: "Egress IPs" },
 ];

@@ -15,6 +15,7 @@ import { html } from "../dashboard/html.ts";
 import type { PortalDeps, PortalOptions } from "./context.ts";
 import { sendPortalPage } from "./layout.ts";
 import { registerAccessPages } from "./pages/access.ts";
+import { registerAttemptPage } from "./pages/attempts.ts";
 import { registerEgressPage } from "./pages/egress.ts";
 import { registerEndpointActions } from "./pages/endpoint-actions.ts";
 import { registerPortalOrderingActions } from "./pages/endpoint-ordering.ts";
@@ -90,6 +91,7 @@ export async function registerPortal(app: FastifyInstance, options: PortalOption
       registerEndpointReplayPages(portal, deps);
       registerPortalOrderingActions(portal, deps);
       registerMessagePages(portal, deps);
+      registerAttemptPage(portal, deps);
       registerEventTypePage(portal, deps);
       registerEgressPage(portal, deps);
     },
