@@ -114,10 +114,34 @@ const secret = fc
   .chain((n) => fc.uint8Array({ minLength: n, maxLength: n }))
   .map((b) => `whsec_${Buffer.from(b).toString("base64")}`);
 
+/**
+ * An endpoint's OAuth2 settings (docs/oauth2.md): none, or whole ones with a token URL the
+ * SSRF allowlist takes (random ones lack their required fields or a parsable URL: refused).
+ */
+const oauth2 = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(null) },
+  {
+    weight: 1,
+    arbitrary: fc.record(
+      {
+        tokenUrl: fc.constantFrom("http://127.0.0.1:9/token", "https://127.0.0.1:9/oauth/token"),
+        clientId: fc.string({ minLength: 1, maxLength: 40 }),
+        clientSecret: fc.string({ minLength: 4, maxLength: 60 }).filter((v) => v !== "***"),
+        scope: fc.option(fc.string({ maxLength: 40 })),
+        audience: fc.option(fc.string({ maxLength: 40 })),
+        authMethod: fc.constantFrom("client_secret_basic", "client_secret_post"),
+      },
+      { requiredKeys: ["tokenUrl", "clientId", "clientSecret"] },
+    ),
+  },
+);
+
 /** Values for body properties by name (schema-valid; the generator's tests check that). */
 export const BODY_HINTS: Record<string, fc.Arbitrary<unknown>> = {
   url,
   secret,
+  oauth2,
+  tokenUrl: fc.constantFrom("http://127.0.0.1:9/token", "https://127.0.0.1:9/oauth/token"),
   key: secret,
   deliverAt: date,
   // a replay's window must lie within the payload retention (30 days): mostly recent ones
