@@ -145,6 +145,16 @@ describe("saving OAuth2 settings", () => {
     expect(list.status).toBe(200);
   });
 
+  test("the OpenAPI document describes oauth2 in the endpoint's body and answer", async () => {
+    const res = await h.api.inject({ method: "GET", url: "/docs/json" });
+    const doc = res.json();
+    const post = doc.paths["/api/v1/app/{appId}/endpoint"].post;
+    const body = JSON.stringify(post.requestBody);
+    expect(body).toContain('"oauth2"');
+    expect(body).toContain("client_secret_post");
+    expect(JSON.stringify(post.responses["201"])).toContain('"clientSecret"');
+  });
+
   test("bad settings are 422s with stable codes", async () => {
     const appId = await calls.newApp();
     const good = oauth2(tokenServer().url);
