@@ -262,6 +262,8 @@ export interface EndpointFormOptions {
   error: string | null;
   /** show the delivery policy fields (the dashboard; the portal leaves policy to the operator) */
   policy?: boolean;
+  /** more fields, after the policy (the dashboard's custom headers, endpoint-headers-form.ts) */
+  extra?: Html;
 }
 
 /** The add or edit form. */
@@ -300,6 +302,7 @@ ${select("onFailure", "A 2xx that breaks the rule", ON_FAILURE, v.onFailure)}</p
 ${egressFieldset(v.egress)}
 ${oauth2Fieldset(v.oauth2)}
 ${o.policy ? policyFieldset(v.policy) : ""}
+${o.extra ?? ""}
 <p><button type="submit" class="primary">Save</button> <a href="${o.cancelHref}">Cancel</a></p>
 </form>`;
 }
