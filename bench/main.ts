@@ -200,7 +200,7 @@ async function main(): Promise<void> {
   const figs = figures(runs);
   const loadAtEnd = os.loadavg();
   const notes = [
-    `${opts.quick ? "QUICK MODE (smoke test; sizes too small to mean anything). " : ""}runs: ${opts.runs}; messages: ${opts.throughputMessages}; ` +
+    `${opts.quick ? `QUICK MODE (smoke test; sizes too small to mean anything; PostgreSQL fsync ${cluster?.settings.fsync ?? "on"}). ` : ""}runs: ${opts.runs}; messages: ${opts.throughputMessages}; ` +
       `pg-boss: ${opts.pgboss.workers} work() x batchSize ${opts.pgboss.batchSize}, polling ${opts.pgboss.pollingIntervalSeconds} s, notifyWhenFull ${opts.pgboss.notifyWhenFull}`,
     checks(runs),
     `machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}), load average at start ${loadAtStart.map((l) => l.toFixed(2)).join(" ")}, at end ${loadAtEnd.map((l) => l.toFixed(2)).join(" ")}`,

@@ -38,4 +38,6 @@ test("npm run bench -- --quick runs every scenario and prints the table", async 
   expect(code, `bench exited ${code}\n${stderr.slice(-4000)}`).toBe(0);
   for (const name of SCENARIOS) expect(stdout).toContain(`| ${name}`);
   expect(stdout).toContain("QUICK MODE");
+  // durability off: a smoke test needs no flushes (docs/performance.md)
+  expect(stdout).toContain("PostgreSQL fsync off");
 }, 600_000);
