@@ -96,10 +96,7 @@ test("the tarball holds the compiled package and nothing outside the files allow
   // debugger in a user's project shows the TypeScript), and no map points at a missing file.
   expect(files.some((f) => f.endsWith(".d.ts.map"))).toBe(false);
   const map = JSON.parse(
-    readFileSync(
-      path.join(scratch, "node_modules/hookrelay/dist/queue/claim-deliveries.js.map"),
-      "utf8",
-    ),
+    readFileSync(path.join(scratch, "node_modules/hookrelay/dist/queue/claim-pick.js.map"), "utf8"),
   );
   expect(map.sourcesContent?.[0]).toContain("skip locked");
   expect(files.some((f) => f.includes(".test."))).toBe(false);

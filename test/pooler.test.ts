@@ -306,6 +306,8 @@ describe.skipIf(missing)("through PgBouncer in transaction mode", () => {
       HOOKRELAY_LIVENESS_JUDGE_AFTER_MS: String(JUDGE_AFTER_MS),
       HOOKRELAY_TIMEOUT_MS: "60000",
       HOOKRELAY_LOG_LEVEL: "info",
+      // five requests held at once: an adaptive limit starts at one and only grows on answers
+      HOOKRELAY_ADAPTIVE_CONCURRENCY: "off",
     };
     const [doomed] = (await startWorkers(1, db.pooledUrl, env)) as [HookrelayProcess];
     expect(doomed.stdout).toMatch(/transaction pooler \(detected\); no direct URL/);

@@ -167,7 +167,8 @@ test("a SIGKILLed worker's deliveries go out again from another worker long befo
   // A 60 s timeout: the lease is 90 s, so nothing the lease does could pass this test.
   const timeoutMs = 60_000;
   const single = await makeEndpoint(`${rx.url}/single`, { timeoutMs, maxInFlight: 1 });
-  const wide = await makeEndpoint(`${rx.url}/wide`, { timeoutMs });
+  // five held at once: an adaptive limit starts at one and grows only on answers
+  const wide = await makeEndpoint(`${rx.url}/wide`, { timeoutMs, adaptiveConcurrency: "off" });
   const probed = await makeEndpoint(`${rx.url}/probed`, { timeoutMs });
   const appIds = [single.appId, wide.appId, probed.appId];
   // The probed endpoint's circuit is open with its cooldown over: its next claim is the probe.
