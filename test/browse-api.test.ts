@@ -170,3 +170,30 @@ test("the export: JSON, capped, says it was cut; payloads on request", async () 
   });
   expect(csv.body.trimEnd().split("\r\n").at(-1)).toMatch(/^# truncated: .* cap of 1;/);
 });
+
+test("the attempt export: an endpoint's attempts, filtered, as CSV and JSON", async () => {
+  const get = (q: string) =>
+    h.api.inject({
+      method: "GET",
+      url: `${V1}/app/${appId}/export/attempt/endpoint/${okEp}?${q}`,
+      headers: { authorization: `Bearer ${h.adminKey}` },
+    });
+  const csv = await get("event_types=order.paid&status_code_class=200");
+  expect(csv.statusCode).toBe(200);
+  const lines = csv.body.trimEnd().split("\r\n");
+  expect(lines[0]).toBe(
+    "id,msgId,endpointId,timestamp,status,responseStatusCode,errorKind,error,attemptNumber,responseDurationMs,trigger,url",
+  );
+  expect(
+    lines
+      .slice(1)
+      .map((l) => l.split(",")[1])
+      .sort(),
+  ).toEqual([sent.paid, sent.paidUs].sort());
+  expect(lines[1]).toContain(",success,200,");
+  const json = JSON.parse((await get("format=json&max_rows=1")).body);
+  expect(json).toMatchObject({ truncated: true, maxRows: 1 });
+  expect(json.data).toHaveLength(1);
+  const bad = await get("status_code_class=250");
+  expect(bad.statusCode).toBe(422);
+});

@@ -184,6 +184,20 @@ describe("the attempt lists", () => {
     expect(none.body).toContain("<td>timeout</td>");
     expect(rowsOf((await list("result=success")).body)).toEqual([]);
     expect(rowsOf((await list("event_types=order.paid")).body)).toEqual([]);
+    const link = /href="(\/dashboard\/attempt-list\/export[^"]+format=csv)"/
+      .exec((await list("status_code_class=500")).body)![1]!
+      .replaceAll("&amp;", "&");
+    expect(link).toContain("status_code_class=500");
+    const exported = await c.get(link);
+    expect(exported.statusCode).toBe(200);
+    expect(exported.headers["content-type"]).toBe("text/csv; charset=utf-8");
+    expect(
+      exported.body
+        .trimEnd()
+        .split("\r\n")
+        .slice(1)
+        .map((l) => l.split(",")[1]),
+    ).toEqual([dead[0]!.messageId]);
     const bad = await list("status_code_class=250");
     expect(bad.statusCode).toBe(422);
     expect(bad.body).toContain("These filters cannot be used:");
@@ -196,6 +210,9 @@ describe("the attempt lists", () => {
     const page = await c.get(`/portal/attempts?endpoint=${ep2}&status_code_class=500`);
     expect(page.statusCode).toBe(200);
     expect(rowsOf(page.body)).toEqual([dead[0]!.messageId]);
+    const exported = await c.get(`/portal/attempt-export?endpoint=${ep2}&format=json`);
+    expect(exported.statusCode).toBe(200);
+    expect(JSON.parse(exported.body).data).toHaveLength(2);
     const bad = await c.get("/portal/attempts?after=yesterday");
     expect(bad.statusCode).toBe(422);
     expect(bad.body).toContain("after");

@@ -11,6 +11,7 @@ import type { InProcessCalls } from "./in-process.ts";
 import { makeKeyRateLimiter } from "./key-rate-limit.ts";
 import { registerApiKeyRoutes } from "./routes/api-keys.ts";
 import { registerApplicationRoutes } from "./routes/applications.ts";
+import { registerAttemptExportRoute } from "./routes/attempt-export.ts";
 import { registerAttemptRoutes } from "./routes/attempts.ts";
 import { registerBackgroundTaskRoutes } from "./routes/background-tasks.ts";
 import { registerDashboardAccessRoute } from "./routes/dashboard-access.ts";
@@ -62,6 +63,7 @@ export async function registerApiRoutes(
       registerEndpointRoutes(api, ctx);
       registerMessageRoutes(api, ctx);
       registerMessageExportRoute(api, ctx);
+      registerAttemptExportRoute(api, ctx);
       registerAttemptRoutes(api, ctx);
       registerEndpointHealthRoutes(api, ctx);
       registerOrderingKeyRoutes(api, ctx);

@@ -4,11 +4,12 @@
  * and its iterator, filtered by result, response status class, event types, channel and
  * time. What the API refuses comes back in its own words (message-browse.ts's `refused`).
  */
+import type { FastifyReply } from "fastify";
 import type { Principal } from "../api/auth.ts";
 import { answerError, type InProcessCalls } from "../api/in-process.ts";
 import { ms, time } from "./format.ts";
 import { type Html, html } from "./html.ts";
-import { refused, shortLabel } from "./message-browse.ts";
+import { refused, sendExport, shortLabel } from "./message-browse.ts";
 import { queryStrings } from "./query.ts";
 
 /** The filters as typed ("" is none). */
@@ -136,6 +137,8 @@ export async function attemptListContent(o: {
   /** the page's own URL with these query values */
   pathOf: (query: Record<string, string>) => string;
   messageLink: (msgId: string) => string;
+  /** the page's export of the list as filtered */
+  exportOf: (query: Record<string, string>) => string;
 }): Promise<{ status: number; body: Html }> {
   const q = queryStrings(o.query);
   const filters = attemptFiltersOf(o.query);
@@ -169,6 +172,27 @@ export async function attemptListContent(o: {
 ${attemptTable(page.data, o.messageLink)}
 <p class="pager">${q.iterator && page.prevIterator ? html`<a href="${here(page.prevIterator)}">Newer</a> ` : ""}${
       !page.done && page.iterator ? html`<a href="${here(page.iterator)}">Older</a>` : ""
-    }</p>`,
+    }</p>
+<p class="muted" data-testid="export-links">Export this list (up to 100,000 attempts, newest first): <a href="${o.exportOf({ ...attemptFilterParams(filters), format: "csv" })}" download>CSV</a> · <a href="${o.exportOf({ ...attemptFilterParams(filters), format: "json" })}" download>JSON</a></p>`,
   };
+}
+
+/** The attempt export of the API for a page's query, passed on as it streams. */
+export function sendAttemptExport(
+  reply: FastifyReply,
+  calls: InProcessCalls,
+  principal: Principal,
+  appId: string,
+  query: unknown,
+): Promise<FastifyReply> {
+  const filters = attemptFiltersOf(query);
+  const path = `/api/v1/app/${encodeURIComponent(appId)}/export/attempt/endpoint/${encodeURIComponent(filters.endpoint)}`;
+  return sendExport(
+    reply,
+    calls,
+    principal,
+    path,
+    attemptApiQuery(filters),
+    queryStrings(query).format,
+  );
 }

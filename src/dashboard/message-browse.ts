@@ -156,16 +156,15 @@ export function refused(form: Html, detail: unknown): Html {
   return html`${form}<p class="error" role="alert" data-testid="filter-error">These filters cannot be used: ${String(detail ?? "the API refused them")}</p>`;
 }
 
-/** The API's export of the filters passed on as it streams, with its file headers. */
+/** The API's export for `query` passed on as it streams, with its file headers. */
 export async function sendExport(
   reply: FastifyReply,
   calls: InProcessCalls,
   principal: Principal,
   exportPath: string,
-  filters: MessageFilters,
+  query: URLSearchParams,
   format: string | undefined,
 ): Promise<FastifyReply> {
-  const query = messageApiQuery(filters);
   query.set("format", format === "json" ? "json" : "csv");
   const answer = await calls.stream(principal, `${exportPath}?${query}`);
   for (const name of ["content-type", "content-disposition", "x-hookrelay-export-max-rows"]) {

@@ -8,7 +8,12 @@
  */
 
 import type { FastifyInstance } from "fastify";
-import { type AttemptRow, getAttempt, listAttempts } from "../../db/queries/attempts.ts";
+import {
+  type AttemptFilter,
+  type AttemptRow,
+  getAttempt,
+  listAttempts,
+} from "../../db/queries/attempts.ts";
 import {
   listEndpointMessages,
   listMessageDeliveries,
@@ -78,7 +83,7 @@ const params = (...names: string[]) => ({
   properties: Object.fromEntries(names.map((n) => [n, str])),
   required: names,
 });
-const attemptQuery = {
+export const attemptQuery = {
   type: "object",
   properties: {
     ...pageQuerySchema,
@@ -96,7 +101,7 @@ const attemptQuery = {
   },
 } as const;
 
-type AttemptQuery = PageQuery & {
+export type AttemptQuery = PageQuery & {
   status?: number;
   endpoint_id?: string;
   before?: string;
@@ -105,6 +110,33 @@ type AttemptQuery = PageQuery & {
   event_types?: string[];
   channel?: string;
 };
+
+/** The filter an attempt list's query asks for, beside its message or endpoint. */
+export function attemptFilterOf(
+  filter: { messageId?: string; endpointId?: string },
+  q: Omit<AttemptQuery, keyof PageQuery>,
+): AttemptFilter {
+  // Svix's status: 0 success, 2 fail; pending (1) and sending (3) are never an attempt's
+  const outcome =
+    q.status === undefined
+      ? null
+      : q.status === 0
+        ? "success"
+        : q.status === 2
+          ? "failure"
+          : "none";
+  const types = q.event_types?.flatMap((t) => t.split(",")).filter(Boolean);
+  return {
+    messageId: filter.messageId ?? null,
+    endpointId: filter.endpointId ?? null,
+    outcome,
+    before: timeInput(q.before, "before"),
+    after: timeInput(q.after, "after"),
+    statusCodeClass: q.status_code_class ?? null,
+    eventTypes: types?.length ? types : null,
+    channel: q.channel ?? null,
+  };
+}
 
 export function registerAttemptRoutes(
   app: FastifyInstance,
@@ -118,29 +150,10 @@ export function registerAttemptRoutes(
     const plan = planPage(q, "descending");
     const cursor =
       plan.cursor === null ? null : await cursorKeyOf(pool, principal, "attempt", plan.cursor);
-    const outcome =
-      q.status === undefined
-        ? null
-        : q.status === 0
-          ? "success"
-          : q.status === 2
-            ? "failure"
-            : "none";
-    const types = q.event_types?.flatMap((t) => t.split(",")).filter(Boolean);
-    const rows = await listAttempts(
-      pool,
-      {
-        messageId: filter.messageId ?? null,
-        endpointId: filter.endpointId ?? null,
-        outcome,
-        before: timeInput(q.before, "before"),
-        after: timeInput(q.after, "after"),
-        statusCodeClass: q.status_code_class ?? null,
-        eventTypes: types?.length ? types : null,
-        channel: q.channel ?? null,
-      },
-      { ...plan.window, cursor },
-    );
+    const rows = await listAttempts(pool, attemptFilterOf(filter, q), {
+      ...plan.window,
+      cursor,
+    });
     const ids = await publicIdsOf(pool);
     return toPage(rows, plan, (r) => ids.format("attempt", r.id), attemptOut(redactor, ids));
   }

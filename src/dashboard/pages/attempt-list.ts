@@ -3,9 +3,11 @@
  * &channel=&after=&before=&iterator=: an endpoint's attempts, newest first, filtered, 50
  * at a time through the API's attempt list and iterator (docs/browse.md). A filter the
  * API refuses is shown on the page in its words, with a 422.
+ * GET /dashboard/attempt-list/export?...&format=csv|json: the list as filtered, streamed
+ * from the API's attempt export.
  */
 import type { FastifyInstance } from "fastify";
-import { attemptListContent } from "../attempt-browse.ts";
+import { attemptListContent, sendAttemptExport } from "../attempt-browse.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { ownApp } from "../format.ts";
 import { dashboardPath, html } from "../html.ts";
@@ -35,6 +37,7 @@ export function registerAttemptListPage(app: FastifyInstance, { calls }: Dashboa
           lead,
           pathOf: (query) => dashboardPath(["attempt-list"], { app: appId, ...query }),
           messageLink: (id) => dashboardPath(["messages", id]),
+          exportOf: (query) => dashboardPath(["attempt-list", "export"], { app: appId, ...query }),
         })
       : { status: 200, body: html`<p class="muted">No app yet.</p>` };
     return sendPage(
@@ -48,5 +51,11 @@ export function registerAttemptListPage(app: FastifyInstance, { calls }: Dashboa
       },
       content.status,
     );
+  });
+
+  app.get("/attempt-list/export", { schema: { hide: true } }, async (request, reply) => {
+    const session = sessionOf(request);
+    const appId = ownApp(session.principal) ?? queryStrings(request.query).app ?? "";
+    return sendAttemptExport(reply, calls, session.principal, appId, request.query);
   });
 }

@@ -121,7 +121,7 @@ ${listFooter(
       calls,
       session.principal,
       `/api/v1/app/${encodeURIComponent(appId)}/export/msg`,
-      messageFiltersOf(request.query),
+      messageApiQuery(messageFiltersOf(request.query)),
       q.format,
     );
   });

@@ -123,7 +123,7 @@ ${listFooter(
         deps.calls,
         session.principal,
         appApi(session, "export", "msg"),
-        messageFiltersOf(request.query),
+        messageApiQuery(messageFiltersOf(request.query)),
         format,
       );
     },
