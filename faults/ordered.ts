@@ -3,8 +3,8 @@
  * (docs/delivery.md, "Ordering"; docs/reliability.md): 10,000 messages over 100 ordering
  * keys to one endpoint whose receiver answers 503 to one request in five at random, three
  * worker processes (`node dist/cli/main.js worker`), one of them SIGKILLed once a third of
- * the messages are through. test/ordering-workers.test.ts checks the same at 1,000 messages
- * over 20 keys, which keeps the test suite fast.
+ * the messages are through. test/ordering-workers.test.ts checks the same at the same size
+ * inside the test suite; this scenario prints its timings and takes other sizes.
  *
  * Per key the requests must come one message at a time (a message's retries, and its
  * resending after the kill, before the next message) and the first 2xx of each message in
