@@ -95,9 +95,14 @@ describe("app A's portal session on app B's resources", () => {
       for (const id of [B.epId, B.failId, B.msgId, B.appId, B.epUid])
         expect(res.body, `${what} shows ${id}`).not.toContain(id);
       if (rule.method === "GET" && rule.path !== "/portal/endpoints/new") {
-        const own = rule.path === "/portal/messages" ? A.msgId : A.epId;
-        // (the event-type catalogue and the egress IPs are global: no tenant's rows)
-        if (rule.path !== "/portal/event-types" && rule.path !== "/portal/egress")
+        const own = ["/portal/messages", "/portal/message-export"].includes(rule.path)
+          ? A.msgId
+          : A.epId;
+        // (the event-type catalogue and the egress IPs are global: no tenant's rows; A's
+        // first endpoint may have no attempt to export)
+        if (
+          !["/portal/event-types", "/portal/egress", "/portal/attempt-export"].includes(rule.path)
+        )
           expect(res.body, what).toContain(own);
       }
     }

@@ -6,6 +6,7 @@
  */
 import type { FastifyReply } from "fastify";
 import type { Principal } from "../api/auth.ts";
+import { notFound } from "../api/errors.ts";
 import { answerError, type InProcessCalls } from "../api/in-process.ts";
 import { ms, time } from "./format.ts";
 import { type Html, html } from "./html.ts";
@@ -177,8 +178,11 @@ ${attemptTable(page.data, o.messageLink)}
   };
 }
 
-/** The attempt export of the API for a page's query, passed on as it streams. */
-export function sendAttemptExport(
+/**
+ * The attempt export of the API for a page's query, passed on as it streams; without an
+ * endpoint, the first endpoint's, as the page shows it.
+ */
+export async function sendAttemptExport(
   reply: FastifyReply,
   calls: InProcessCalls,
   principal: Principal,
@@ -186,6 +190,16 @@ export function sendAttemptExport(
   query: unknown,
 ): Promise<FastifyReply> {
   const filters = attemptFiltersOf(query);
+  if (!filters.endpoint) {
+    const eps = await calls.call(
+      principal,
+      "GET",
+      `/api/v1/app/${encodeURIComponent(appId)}/endpoint?limit=1`,
+    );
+    if (eps.status >= 400) throw answerError(eps);
+    filters.endpoint = eps.body.data[0]?.id ?? "";
+    if (!filters.endpoint) throw notFound("endpoint");
+  }
   const path = `/api/v1/app/${encodeURIComponent(appId)}/export/attempt/endpoint/${encodeURIComponent(filters.endpoint)}`;
   return sendExport(
     reply,
