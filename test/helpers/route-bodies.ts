@@ -6,6 +6,7 @@
  */
 import fc from "fast-check";
 import { apiError } from "../../src/api/errors.ts";
+import type { EgressConfig } from "../../src/config.ts";
 import type { Pool } from "../../src/db/pool.ts";
 import { NAME_CHARACTERS } from "../../src/names.ts";
 import { PLACEHOLDER } from "./fuzz-fixtures.ts";
@@ -82,7 +83,7 @@ const url = fc.oneof(
         "http://127.0.0.1:9/x",
         "https://127.0.0.1:9/",
         "http://127.0.0.2:65535/a?b=c#d",
-        "http://[::1]:9/",
+        "http://127.1.2.3:9/",
       ),
       fc.tuple(text(40), text(40)).map(([a, b]) => `http://127.0.0.1:9/${pct(a)}?q=${pct(b)}`),
     ),
@@ -136,11 +137,53 @@ const oauth2 = fc.oneof(
   },
 );
 
+/**
+ * The egress the fuzzed server is given (docs/egress.md): one pool, so that a body naming
+ * it can be taken. Its traffic would go out directly, but the fuzz delivers nothing.
+ */
+export const FUZZ_EGRESS_POOL = "fuzz-pool";
+export const FUZZ_EGRESS: EgressConfig = {
+  proxy: null,
+  pools: {
+    [FUZZ_EGRESS_POOL]: { proxy: null, localAddress: null, publicIps: [], description: "" },
+  },
+};
+
+/**
+ * An endpoint's or application's pool: none, or the one the fuzzed server has. (The
+ * schema's own strings, mixed in by the generator, are pools it has not: unknown_egress_pool.)
+ */
+const egressPool = fc.constantFrom(null, FUZZ_EGRESS_POOL);
+
+/**
+ * An endpoint's own proxy: none, or one on loopback the test allowlist takes, with and
+ * without a password. (The schema's own strings are refused: invalid_proxy_url.)
+ */
+const proxyUrl = fc.oneof(
+  { weight: 1, arbitrary: fc.constant(null) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      "http://127.0.0.1:9",
+      "https://127.0.0.1:9",
+      "socks5://127.0.0.1:1080",
+      "http://fuzz:p%40ss@127.0.0.1:3128",
+    ),
+  },
+);
+
 /** Values for body properties by name (schema-valid; the generator's tests check that). */
 export const BODY_HINTS: Record<string, fc.Arbitrary<unknown>> = {
   url,
   secret,
   oauth2,
+  // egress (docs/egress.md): the schema's random strings are refused as a pool, a proxy
+  // or PEM; certificates are none here (a pair would have to be drawn together)
+  egressPool,
+  proxyUrl,
+  tlsClientCert: fc.constant(null),
+  tlsClientKey: fc.constant(null),
+  tlsCa: fc.constant(null),
   tokenUrl: fc.constantFrom("http://127.0.0.1:9/token", "https://127.0.0.1:9/oauth/token"),
   key: secret,
   deliverAt: date,
