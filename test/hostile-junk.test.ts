@@ -34,7 +34,7 @@ import {
   queryArb,
 } from "./helpers/junk-strings.ts";
 import { openPortal } from "./helpers/portal-client.ts";
-import { routeBodySchemas, shapedBody } from "./helpers/route-bodies.ts";
+import { FUZZ_EGRESS, routeBodySchemas, shapedBody } from "./helpers/route-bodies.ts";
 import { discoverRoutes, routeQueryKeys } from "./helpers/routes.ts";
 import type { JsonSchema } from "./helpers/schema-arbitrary.ts";
 
@@ -304,7 +304,8 @@ beforeAll(async () => {
   gc = vm.runInNewContext("gc") as () => void;
   process.on("uncaughtException", onUncaught);
   process.on("unhandledRejection", onUncaught);
-  h = await startHarness();
+  // the egress pool the shaped bodies name (route-bodies.ts)
+  h = await startHarness({ egress: FUZZ_EGRESS });
   await h.api.ready();
   routes = discoverRoutes(h.api);
   queryKeys = routeQueryKeys(h.api);
