@@ -34,7 +34,21 @@ beforeAll(async () => {
     if (req.path.startsWith("/slow")) await new Promise<void>((r) => (release = r));
     return { status: req.path.startsWith("/fail") ? 500 : 200 };
   });
-  h = await startHarness({ delivery: { maxAttempts: 1 } as never });
+  h = await startHarness({
+    delivery: { maxAttempts: 1 } as never,
+    // a declared pool (no endpoint names it), for the portal's Egress IPs table
+    egress: {
+      proxy: null,
+      pools: {
+        "eu-nat": {
+          proxy: null,
+          localAddress: null,
+          publicIps: ["203.0.113.10", "203.0.113.11", "2001:db8:85a3::8a2e:370:7334"],
+          description: "through the NAT gateway of the EU region",
+        },
+      },
+    },
+  });
   base = await listenOnLoopback(h.api);
   appId = await newApp();
   await h.call("POST", `${V1}/event-type`, {
@@ -117,6 +131,7 @@ describe.each(WIDTHS)("at $width px", (size) => {
       ["/portal/attempts", "portal-attempts"],
       [`/portal/messages/${msgId}`, "portal-message"],
       ["/portal/event-types", "portal-event-types"],
+      ["/portal/egress", "portal-egress"],
     ] as const) {
       found.push(...(await check(page, url, `${shot}-${size.name}`)));
     }

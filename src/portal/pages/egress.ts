@@ -21,17 +21,19 @@ export function registerEgressPage(app: FastifyInstance, deps: PortalDeps): void
 ${
   egress.data.length === 0
     ? html`<p class="muted">This server declares no egress pools: deliveries leave ${egress.defaultRoute === "proxy" ? "through its proxy" : "from its own address"}; ask its operator for the addresses.</p>`
-    : html`<table>
-<thead><tr><th>Pool</th><th>Public IPs</th><th>Description</th></tr></thead>
+    : html`<div class="table-wrap"><table>
+<thead><tr><th>Pool</th><th>Public IPs</th></tr></thead>
 <tbody>${egress.data.map(
         (p) =>
-          html`<tr><td><code>${p.name}</code></td><td>${
+          html`<tr><td class="text"><code class="whole">${p.name}</code>${
+            p.description && html`<br><span class="muted">${p.description}</span>`
+          }</td><td class="whole">${
             p.publicIps.length === 0
               ? html`<span class="muted">none declared</span>`
-              : p.publicIps.map((ip) => html`<code>${ip}</code> `)
-          }</td><td>${p.description}</td></tr>`,
+              : p.publicIps.map((ip, i) => html`${i > 0 ? html`<br>` : ""}<code>${ip}</code>`)
+          }</td></tr>`,
       )}</tbody>
-</table>`
+</table></div>`
 }`,
     });
   });
