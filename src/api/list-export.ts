@@ -19,6 +19,29 @@ export const exportQuerySchema = {
   max_rows: { type: "integer", minimum: 1, maximum: EXPORT_MAX_ROWS, default: EXPORT_MAX_ROWS },
 } as const;
 
+/**
+ * An export route's answer in the OpenAPI document. The stream is sent as it is: this
+ * documents it and serializes nothing.
+ */
+export const exportResponseSchema = {
+  200: {
+    description: "The export: CSV (the default) or JSON.",
+    content: {
+      "text/csv": { schema: { type: "string" } },
+      "application/json": {
+        schema: {
+          type: "object",
+          properties: {
+            data: { type: "array", items: { type: "object", additionalProperties: true } },
+            truncated: { type: "boolean" },
+            maxRows: { type: "integer" },
+          },
+        },
+      },
+    },
+  },
+} as const;
+
 export interface ExportQuery {
   format: "csv" | "json";
   max_rows: number;

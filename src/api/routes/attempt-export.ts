@@ -8,7 +8,12 @@ import type { FastifyInstance } from "fastify";
 import { type AttemptRow, listAttempts } from "../../db/queries/attempts.ts";
 import { publicIdsOf } from "../../ids-public-key.ts";
 import type { ApiContext } from "../context.ts";
-import { type ExportQuery, exportQuerySchema, exportStream } from "../list-export.ts";
+import {
+  type ExportQuery,
+  exportQuerySchema,
+  exportResponseSchema,
+  exportStream,
+} from "../list-export.ts";
 import type { PageQuery } from "../pagination.ts";
 import { resolveAppId, resolveEndpointId } from "../resolve.ts";
 import { type AttemptQuery, attemptFilterOf, attemptQuery } from "./attempts.ts";
@@ -55,25 +60,7 @@ export function registerAttemptExportRoute(
           type: "object",
           properties: { ...filterProperties, ...exportQuerySchema },
         },
-        // the stream is sent as it is: these document it and serialize nothing
-        response: {
-          200: {
-            description: "The export: CSV (the default) or JSON.",
-            content: {
-              "text/csv": { schema: { type: "string" } },
-              "application/json": {
-                schema: {
-                  type: "object",
-                  properties: {
-                    data: { type: "array", items: { type: "object", additionalProperties: true } },
-                    truncated: { type: "boolean" },
-                    maxRows: { type: "integer" },
-                  },
-                },
-              },
-            },
-          },
-        },
+        response: exportResponseSchema,
       },
     },
     async (request, reply) => {

@@ -9,7 +9,12 @@ import { type DeliveryCounts, deliveryCountsOf } from "../../db/queries/message-
 import { listMessages, type MessageRow } from "../../db/queries/messages.ts";
 import { EXPUNGED_PAYLOAD_SHOWN, isExpunged } from "../../domain/expunged-payload.ts";
 import type { ApiContext } from "../context.ts";
-import { type ExportQuery, exportQuerySchema, exportStream } from "../list-export.ts";
+import {
+  type ExportQuery,
+  exportQuerySchema,
+  exportResponseSchema,
+  exportStream,
+} from "../list-export.ts";
 import { type MessageFilterQuery, messageFilterOf, messageFilterQuery } from "../message-filter.ts";
 import { resolveAppId } from "../resolve.ts";
 import { appParams } from "../schemas.ts";
@@ -56,25 +61,7 @@ export function registerMessageExportRoute(app: FastifyInstance, { pool }: ApiCo
             with_content: { type: "boolean", default: false },
           },
         },
-        // the stream is sent as it is: these document it and serialize nothing
-        response: {
-          200: {
-            description: "The export: CSV (the default) or JSON.",
-            content: {
-              "text/csv": { schema: { type: "string" } },
-              "application/json": {
-                schema: {
-                  type: "object",
-                  properties: {
-                    data: { type: "array", items: { type: "object", additionalProperties: true } },
-                    truncated: { type: "boolean" },
-                    maxRows: { type: "integer" },
-                  },
-                },
-              },
-            },
-          },
-        },
+        response: exportResponseSchema,
       },
     },
     async (request, reply) => {
