@@ -212,6 +212,31 @@ describe("pages", () => {
     expect(res.body.match(/<li class="success">/g)).toHaveLength(1);
     expect(res.body.match(/<li class="failure">/g)).toHaveLength(2);
   });
+  test("a message page refreshes its deliveries while one waits for a retry, and stops once all are final", async () => {
+    // every delivery of appA's messages is final: no refresh
+    const final = await admin.get("/dashboard/messages?q=evt-a-0");
+    expect(final.body).toMatch(/<div id="deliveries">/);
+    // a delivery that failed once and waits a minute for its retry: every 15 s
+    const waiting = await createEndpoint(appB.id, {
+      url: `${rx.url}/fail/${unique("wait")}`,
+      maxAttempts: 5,
+      retryBaseMs: 60_000,
+      eventTypes: ["order.waiting"],
+    });
+    const sent = await sendMessage(appB.id, { eventType: "order.waiting", payload: {} });
+    await waitFor(async () => {
+      const { rows } = await h.db.pool.query(
+        "select status from deliveries where endpoint_id = $1",
+        [waiting.id],
+      );
+      return rows[0]?.status === "failed";
+    });
+    const res = await admin.get(`/dashboard/messages/${sent.id}`);
+    const div = res.body.match(/<div id="deliveries"[^>]*>/)?.[0] ?? "";
+    expect(div).toContain(`hx-get="/dashboard/messages/${sent.id}"`);
+    expect(div).toContain('hx-select="#deliveries"');
+    expect(div).toContain('data-refresh="15"');
+  });
 });
 
 describe("actions", () => {

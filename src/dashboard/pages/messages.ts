@@ -19,6 +19,7 @@ import { sendPage } from "../layout.ts";
 import { sendPayload, storedPayload } from "../payload-download.ts";
 import { clippedText, payloadView } from "../payload-view.ts";
 import { queryStrings } from "../query.ts";
+import { refreshWhileWaiting } from "../refresh-while-waiting.ts";
 import { lookUpMessages, type MessageHit } from "../sql/message-lookup.ts";
 
 export function registerMessagePages(app: FastifyInstance, deps: DashboardDeps): void {
@@ -53,6 +54,7 @@ ${payloadView(
   dashboardPath(["messages", hit.id, "payload"]),
 )}
 <h3>Deliveries</h3>
+<div id="deliveries"${refreshWhileWaiting(deliveries.data, dashboardPath(["messages", hit.id]))}>
 ${
   deliveries.data.length === 0
     ? html`<p class="muted">This message matched no endpoint.</p>`
@@ -75,6 +77,7 @@ ${
 </article>`;
       })
 }
+</div>
 </section>`;
   }
 

@@ -28,30 +28,12 @@ import {
 } from "../../dashboard/message-browse.ts";
 import { sendPayload, storedPayload } from "../../dashboard/payload-download.ts";
 import { clippedText, payloadView } from "../../dashboard/payload-view.ts";
+import { refreshWhileWaiting } from "../../dashboard/refresh-while-waiting.ts";
 import { can, type PortalDeps, requireCan, sessionOf } from "../context.ts";
 import { portalPath } from "../layout.ts";
 import { badge, ms, when } from "../views.ts";
 import { actionButton } from "./endpoint-detail.ts";
 import { appApi, notice } from "./endpoints.ts";
-
-/**
- * While a delivery is still on its way the deliveries refresh themselves (htmx, the same
- * page's #deliveries): every 2 s while one is pending or in flight (a test event lands in
- * a second or two), every 15 s while one only waits for a retry; not at all once each is
- * delivered, dead, canceled or held by a disabled endpoint.
- */
-function refreshWhileWaiting(
-  deliveries: readonly { deliveryStatus: string; disabled?: boolean }[],
-  selfUrl: string,
-): Html | string {
-  const moving = deliveries.filter((d) => !d.disabled);
-  const soon = moving.some(
-    (d) => d.deliveryStatus === "pending" || d.deliveryStatus === "in_flight",
-  );
-  const later = moving.some((d) => d.deliveryStatus === "failed");
-  if (!soon && !later) return "";
-  return html` hx-get="${selfUrl}" hx-trigger="every ${soon ? 2 : 15}s" hx-select="#deliveries" hx-swap="outerHTML" data-refresh="${soon ? 2 : 15}"`;
-}
 
 export function registerMessagePages(app: FastifyInstance, deps: PortalDeps): void {
   app.get<{ Querystring: { iterator?: string } }>(
