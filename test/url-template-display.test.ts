@@ -126,7 +126,7 @@ describe("the CLI", () => {
       env: { HOOKRELAY_URL: serverUrl, HOOKRELAY_KEY: h.adminKey, HOOKRELAY_DATA_DIR: dir },
     });
 
-  test("endpoints, dlq analyze and endpoint list print the template as written", async () => {
+  test("endpoints, dlq analyze and endpoint list print the template as written, masked", async () => {
     for (const args of [
       ["endpoints", "--app", appId],
       ["dlq", "analyze", "--endpoint", epId],
@@ -136,10 +136,18 @@ describe("the CLI", () => {
       expect(run.stdout, args.join(" ")).toContain(shown);
       expect(run.stdout).not.toContain("%7B");
     }
-    // the endpoint itself, as the API answers it to the key's holder: the template as written
+    // the endpoint list's table shows it as the pages do: as written, its literal sensitive
+    // value masked
     const list = await cli(["endpoint", "list", appId]);
     expect(list.code, show(list)).toBe(0);
-    expect(list.stdout).toContain(`${rx.url}${TEMPLATE_TAIL}`);
+    expect(list.stdout).toContain(shown);
+    expect(list.stdout).not.toContain("L1teral-k3y");
     expect(list.stdout).not.toContain("%7B");
+    // --json prints the API's answer to the key's holder as it is: the URL as saved
+    const json = await cli(["endpoint", "list", appId, "--json"]);
+    expect(json.code, show(json)).toBe(0);
+    expect(JSON.parse(json.stdout).map((e: { url: string }) => e.url)).toContain(
+      `${rx.url}${TEMPLATE_TAIL}`,
+    );
   });
 });

@@ -7,6 +7,7 @@
  */
 import { type Command, InvalidArgumentError } from "commander";
 import { DISABLE_HELP, ENABLE_HELP } from "../../domain/while-disabled.ts";
+import { makeRedactor } from "../../security/redact.ts";
 import { enc, headerArg, intArg, list, orDefault, RESET } from "../args.ts";
 import { egressBody, withEgressFields } from "../egress-flags.ts";
 import { oauth2Body, withOAuth2Fields } from "../oauth2-flags.ts";
@@ -54,6 +55,9 @@ const choice =
     return value;
   };
 const repeatable = (v: string, previous: string[] = []) => [...previous, v];
+
+/** A URL as the pages show it (the server's default sensitive fields). */
+const shownUrl = (url: string) => makeRedactor().url(url);
 
 /** flag, API field, parser, help, the value `default` stands for on update */
 const POSTBACK: ReadonlyArray<
@@ -232,7 +236,9 @@ export function registerEndpointCommands(program: Command): void {
           page.data.map((e: Json) => [
             e.id,
             e.uid,
-            e.url,
+            // as the pages show it: a template as written, sensitive values masked (--json
+            // prints the API's answer as it is)
+            shownUrl(e.url),
             e.eventTypes?.join(",") ?? "all",
             e.disabled ? (e.disabledReason ?? "yes") : "no",
           ]),
