@@ -13,7 +13,7 @@ import { createApiKey } from "../src/api/auth.ts";
 import { ENDPOINT_POLICY, type PolicyField } from "../src/domain/endpoint-policy.ts";
 import { writeLocalCliAccess } from "../src/security/local-cli-access.ts";
 import type { Worker } from "../src/worker/worker.ts";
-import { type CliOptions, listenOnLoopback, runCliInProcess, show } from "./helpers/cli.ts";
+import { cliAgainst, listenOnLoopback, show } from "./helpers/cli.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
@@ -26,16 +26,7 @@ let dir: string;
 let server: { url: string; key: string };
 const X = { app: "", ok: "", bad: "", paid: [] as string[], refunded: [] as string[] };
 
-const cli = (args: string[], options: CliOptions = {}) =>
-  runCliInProcess(args, {
-    ...options,
-    env: {
-      HOOKRELAY_URL: server.url,
-      HOOKRELAY_KEY: server.key,
-      HOOKRELAY_DATA_DIR: dir,
-      ...options.env,
-    },
-  });
+const cli = cliAgainst(() => ({ ...server, dir }));
 
 async function send(eventType: string, n: number): Promise<string> {
   const res = await h.call("POST", `${V1}/app/${X.app}/msg`, {

@@ -12,7 +12,7 @@ import type { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
 import { buildProgram } from "../src/cli/program.ts";
-import { type CliOptions, listenOnLoopback, runCliInProcess, show } from "./helpers/cli.ts";
+import { cliAgainst, listenOnLoopback, show } from "./helpers/cli.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 
 const V1 = "/api/v1";
@@ -22,16 +22,7 @@ let h: Harness;
 let dir: string;
 let server: { url: string; key: string };
 
-const cli = (args: string[], options: CliOptions = {}) =>
-  runCliInProcess(args, {
-    ...options,
-    env: {
-      HOOKRELAY_URL: server.url,
-      HOOKRELAY_KEY: server.key,
-      HOOKRELAY_DATA_DIR: dir,
-      ...options.env,
-    },
-  });
+const cli = cliAgainst(() => ({ ...server, dir }));
 
 async function app(uid: string): Promise<string> {
   const res = await h.call("POST", `${V1}/app`, { name: uid, uid });

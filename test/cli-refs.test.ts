@@ -9,13 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, type ExpectStatic, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
-import {
-  type CliOptions,
-  listenOnLoopback,
-  type Run,
-  runCliInProcess,
-  show,
-} from "./helpers/cli.ts";
+import { cliAgainst, listenOnLoopback, type Run, show } from "./helpers/cli.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 
 const V1 = "/api/v1";
@@ -26,16 +20,7 @@ let dir: string;
 let payloadFile: string;
 let server: { url: string; key: string };
 
-const cli = (args: string[], options: CliOptions = {}) =>
-  runCliInProcess(args, {
-    ...options,
-    env: {
-      HOOKRELAY_URL: server.url,
-      HOOKRELAY_KEY: server.key,
-      HOOKRELAY_DATA_DIR: dir,
-      ...options.env,
-    },
-  });
+const cli = cliAgainst(() => ({ ...server, dir }));
 
 interface Named {
   id: string;

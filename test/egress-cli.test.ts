@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
-import { type CliOptions, listenOnLoopback, runCliInProcess, show } from "./helpers/cli.ts";
+import { cliAgainst, listenOnLoopback, show } from "./helpers/cli.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { makeCertificates, type TlsFiles } from "./helpers/tls-certificates.ts";
 
@@ -21,16 +21,7 @@ let files: TlsFiles;
 let server: { url: string; key: string };
 let appId: string;
 
-const cli = (args: string[], options: CliOptions = {}) =>
-  runCliInProcess(args, {
-    ...options,
-    env: {
-      HOOKRELAY_URL: server.url,
-      HOOKRELAY_KEY: server.key,
-      HOOKRELAY_DATA_DIR: dir,
-      ...options.env,
-    },
-  });
+const cli = cliAgainst(() => ({ ...server, dir }));
 
 beforeAll(async () => {
   h = await startHarness({

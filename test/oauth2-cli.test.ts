@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { createApiKey } from "../src/api/auth.ts";
-import { type CliOptions, listenOnLoopback, runCliInProcess, show } from "./helpers/cli.ts";
+import { cliAgainst, listenOnLoopback, show } from "./helpers/cli.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 
 const V1 = "/api/v1";
@@ -21,16 +21,7 @@ let dir: string;
 let server: { url: string; key: string };
 let appId: string;
 
-const cli = (args: string[], options: CliOptions = {}) =>
-  runCliInProcess(args, {
-    ...options,
-    env: {
-      HOOKRELAY_URL: server.url,
-      HOOKRELAY_KEY: server.key,
-      HOOKRELAY_DATA_DIR: dir,
-      ...options.env,
-    },
-  });
+const cli = cliAgainst(() => ({ ...server, dir }));
 
 beforeAll(async () => {
   h = await startHarness({ encryptionKey: randomBytes(32).toString("base64") });

@@ -99,6 +99,20 @@ export async function runCliInProcess(args: string[], options: CliOptions = {}):
   return { code, stdout, stderr };
 }
 
+/**
+ * A test file's `hookrelay`, run in process against its server: `target()` is read at each
+ * call, so it may name what beforeAll sets up (the server's URL and key, the data folder).
+ */
+export const cliAgainst =
+  (target: () => { url: string; key: string; dir: string }) =>
+  (args: string[], options: CliOptions = {}): Promise<Run> => {
+    const { url, key, dir } = target();
+    return runCliInProcess(args, {
+      ...options,
+      env: { HOOKRELAY_URL: url, HOOKRELAY_KEY: key, HOOKRELAY_DATA_DIR: dir, ...options.env },
+    });
+  };
+
 /** Explains a failed expectation on a run with its whole output. */
 export const show = (r: Run) => `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
 
