@@ -395,6 +395,15 @@ table maintenance_lease (
   constraint maintenance_lease_singleton_check CHECK (singleton)
 );
 
+table message_event_ids (
+  app_id text not null,
+  event_id text not null,
+  message_id text not null,
+  created_at timestamp with time zone not null default now(),
+  constraint message_event_ids_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
+  constraint message_event_ids_pkey PRIMARY KEY (app_id, event_id)
+);
+
 table messages (
   id text not null,
   app_id text not null,
@@ -506,6 +515,8 @@ CREATE UNIQUE INDEX idempotency_keys_pkey ON public.idempotency_keys USING btree
 CREATE INDEX latency_samples_at_brin ON public.latency_samples USING brin (at);
 CREATE INDEX latency_samples_endpoint_idx ON public.latency_samples USING btree (endpoint_id, at);
 CREATE UNIQUE INDEX maintenance_lease_pkey ON public.maintenance_lease USING btree (singleton);
+CREATE INDEX message_event_ids_event_idx ON public.message_event_ids USING btree (event_id);
+CREATE UNIQUE INDEX message_event_ids_pkey ON public.message_event_ids USING btree (app_id, event_id);
 CREATE INDEX messages_app_created_idx ON public.messages USING btree (app_id, created_at, id);
 CREATE UNIQUE INDEX messages_app_id_event_id_key ON public.messages USING btree (app_id, event_id);
 CREATE INDEX messages_app_idx ON public.messages USING btree (app_id, id);

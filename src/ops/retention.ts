@@ -84,15 +84,22 @@ const PURGES: ReadonlyArray<{
   {
     what: "messages",
     age: (r) => r.payloadMs,
-    // deliveries of these messages (all delivered or canceled) go with them (cascade)
-    sql: `delete from messages where ctid = any (array(
-            select m.ctid from messages m
-            where (m.created_at < now() - $1::bigint * interval '1 millisecond' or m.expires_at <= now())
-              and not exists (
-                select 1 from deliveries d
-                where d.message_id = m.id
-                  and (d.queued or d.dead_lettered))
-            limit $2::integer))`,
+    // deliveries of these messages (all delivered or canceled) go with them (cascade), and
+    // their eventIds (migration 0033), which a new message may then take again
+    sql: `with gone as (
+            delete from messages where ctid = any (array(
+              select m.ctid from messages m
+              where (m.created_at < now() - $1::bigint * interval '1 millisecond' or m.expires_at <= now())
+                and not exists (
+                  select 1 from deliveries d
+                  where d.message_id = m.id
+                    and (d.queued or d.dead_lettered))
+              limit $2::integer))
+            returning app_id, event_id),
+          keys as (
+            delete from message_event_ids k using gone g
+            where g.event_id is not null and k.app_id = g.app_id and k.event_id = g.event_id)
+          select count(*)::int as n from gone`,
   },
 ];
 
@@ -130,8 +137,9 @@ export async function purgeExpiredUntil(
     for (;;) {
       const params: unknown[] = [purge.age(retention), retention.batch];
       if (purge.what === "attempts") params.push(rowByRow);
-      const { rowCount } = await pool.query(purge.sql, params);
-      const n = rowCount ?? 0;
+      const { rows: answer, rowCount } = await pool.query<{ n?: number }>(purge.sql, params);
+      // a delete answers with its count; a statement of several, with a row saying it
+      const n = answer[0]?.n ?? rowCount ?? 0;
       deleted[purge.what] += n;
       if (n > 0) onProgress?.({ what: purge.what, deleted: deleted[purge.what] });
       if (n < retention.batch) break;

@@ -5,7 +5,9 @@
  * `send()`, inside the caller's transaction), and the API's group commit writes many at
  * once (enqueue-batcher.ts). An endpoint matches when its event-type filter is empty or
  * names the event type, and it listens to all channels or shares one with the message. A
- * repeated producer `eventId` inserts nothing and answers with the original message.
+ * repeated producer `eventId` inserts nothing and answers with the original message: one
+ * message per (application, eventId) is kept by the message_event_ids table (migration
+ * 0033), which the statement writes first.
  *
  * A disabled endpoint gets its row too (docs/delivery.md, "While an endpoint is
  * disabled"): pending, held until it is enabled (the claim skips disabled endpoints), or,
@@ -108,6 +110,16 @@ with input as (
     with ordinality as i(id, app_id, event_type, event_id, payload, channels, tags, deliver_at, retention_ms,
                          ordering_key, traceparent, n)
 ),
+-- The eventIds this statement takes (migration 0033): a message with an eventId is written
+-- only when its (app, eventId) row is, so a repeat, in this batch or after another
+-- transaction's, writes nothing (that transaction's row is waited for, then seen).
+won as (
+  insert into ${t(schema)}message_event_ids (app_id, event_id, message_id)
+  select i.app_id, i.event_id, i.id from input i where i.event_id is not null
+  order by i.n
+  on conflict (app_id, event_id) do nothing
+  returning message_id
+),
 msg as (
   insert into ${t(schema)}messages (id, app_id, event_type, event_id, payload, channels, tags, expires_at,
                                     ordering_key, traceparent)
@@ -119,7 +131,9 @@ msg as (
          now() + i.retention_ms * interval '1 millisecond',
          i.ordering_key, i.traceparent
   from input i
+  where i.event_id is null or i.id in (select message_id from won)
   order by i.n
+  -- messages_app_id_event_id_key, the guard of before, while messages are unpartitioned
   on conflict (app_id, event_id) do nothing
   returning id, app_id, event_type, channels, created_at
 ),
