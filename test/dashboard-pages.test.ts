@@ -132,6 +132,11 @@ describe("pages", () => {
     );
     expect(res.body).toContain('data-chart="status"');
     expect(res.body).toMatch(/3 dead, pattern <strong>[a-z ]+<\/strong>: /);
+    // the app by its name (as the endpoint list shows it), linking to its endpoints
+    const appRow = /data-testid="app">([\s\S]*?)<\/dd>/.exec(res.body)![1];
+    expect(appRow).toMatch(
+      new RegExp(`^<a href="/dashboard/endpoints\\?app=${appA.id}">A &lt;script&gt;alert\\(1\\)`),
+    );
   });
 
   test("dead letters: the list takes its filters from the URL", async () => {
@@ -224,12 +229,19 @@ describe("pages", () => {
       eventTypes: ["order.waiting"],
     });
     const sent = await sendMessage(appB.id, { eventType: "order.waiting", payload: {} });
+    // appB's other endpoint gets the message too: wait until that delivery is final as well,
+    // so that only the retry is left to wait for
     await waitFor(async () => {
-      const { rows } = await h.db.pool.query(
-        "select status from deliveries where endpoint_id = $1",
-        [waiting.id],
+      const { rows } = await h.db.pool.query<{ endpoint_id: string; status: string }>(
+        "select endpoint_id, status from deliveries where message_id = $1",
+        [sent.id],
       );
-      return rows[0]?.status === "failed";
+      return (
+        rows.some((r) => r.endpoint_id === waiting.id && r.status === "failed") &&
+        rows.every(
+          (r) => r.endpoint_id === waiting.id || ["delivered", "dead_letter"].includes(r.status),
+        )
+      );
     });
     const res = await admin.get(`/dashboard/messages/${sent.id}`);
     const div = res.body.match(/<div id="deliveries"[^>]*>/)?.[0] ?? "";

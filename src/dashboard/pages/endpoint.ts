@@ -24,7 +24,7 @@ import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
 import { clippedText } from "../payload-view.ts";
 import { ownKey, queryStrings } from "../query.ts";
-import { endpointAppId } from "../sql/message-lookup.ts";
+import { appNameOf, endpointAppId } from "../sql/message-lookup.ts";
 import { endpointChartsSection } from "./endpoint-charts.ts";
 import { blockedKeysSection } from "./endpoint-ordering.ts";
 import { replaySection } from "./endpoint-replay.ts";
@@ -103,7 +103,7 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
       const id = request.params.endpointId;
       const appId = await appOf(deps, principal, id);
       const hours = chartHours(request.query, deps.config.health.windowMs);
-      const [endpoint, health, attempts, analysis] = await Promise.all([
+      const [endpoint, health, attempts, analysis, appName] = await Promise.all([
         calls.read(principal, "/api/v1/app/:appId/endpoint/:endpointId", {
           appId,
           endpointId: id,
@@ -119,6 +119,7 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
           { limit: 25 },
         ),
         calls.read(principal, "/api/v1/dead-letters/analysis", {}, { endpoint_id: id }),
+        appNameOf(deps.pool, appId),
       ]);
       // the custom headers, sensitive values masked by the API
       const headers = await calls.read(
@@ -159,7 +160,11 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
 <dl class="facts">
   <dt>URL</dt><dd data-testid="url">${redactor.url(e.url)}</dd>
   <dt>Description</dt><dd data-testid="description">${e.description || dash}</dd>
-  <dt>App</dt><dd>${hl.appId}</dd>
+  <dt>App</dt><dd data-testid="app"><a href="${dashboardPath(["endpoints"], { app: appId })}">${appName?.name ?? appId}</a>${
+    appName?.uid && appName.uid !== appName.name
+      ? html` <span class="muted">(${appName.uid})</span>`
+      : ""
+  }</dd>
   ${deliveryFacts(e)}
   ${headersFacts(headers)}
   <dt>State</dt><dd>${e.disabled ? badge("disabled", `disabled (${e.disabledReason ?? "operator"})`) : badge("ok", "enabled")}${

@@ -46,3 +46,15 @@ export async function endpointAppId(
   );
   return rows[0]?.app_id ?? null;
 }
+
+/** An app's name and uid, to show it as people know it ("Acme (acme)"). */
+export async function appNameOf(
+  db: Queryable,
+  appId: string,
+): Promise<{ name: string; uid: string | null } | null> {
+  const { rows } = await db.query<{ name: string; uid: string | null }>(
+    "select name, uid from applications where id = $1::text",
+    [appId],
+  );
+  return rows[0] ?? null;
+}
