@@ -1,7 +1,7 @@
 /**
  * The charts show what happened (docs/dashboard.md, "Charts"), in headless Chromium
  * (test/helpers/browser.ts) against a listening API: with a few minutes of traffic (300
- * attempts at about 400 ms over the last 4 minutes) every chart at the DEFAULT range (24 h)
+ * attempts at about 400 ms over the last 12 minutes) every chart at the DEFAULT range (24 h)
  * draws visible marks (coloured pixels of lines or point markers in its plot area, read
  * from the canvas), starts its time axis just before the first data and says so; a range
  * without attempts says so in words; the portal's endpoint chart has the range links and
@@ -59,7 +59,10 @@ beforeAll(async () => {
   const ep = await newEndpoint(h, appId);
   busy = ep.id;
   quiet = (await newEndpoint(h, appId)).id;
-  await recentAttempts(h.db.pool, ep, 300, 4, 400);
+  // 12 minutes fill at least three of the 24 h range's 5-minute buckets wherever the clock
+  // stands, so each series draws lines. (Over 4 minutes, one time in five all of it fell in
+  // one bucket: a lone point marker per series, 50-130 coloured pixels, below VISIBLE.)
+  await recentAttempts(h.db.pool, ep, 300, 12, 400);
   browser = await launchBrowser();
 });
 afterAll(async () => {
