@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { LongestFirstSequencer } from "./test/helpers/longest-first-sequencer.ts";
 
 export default defineConfig({
   test: {
@@ -14,5 +15,7 @@ export default defineConfig({
     // harness and servers): a fresh process and module graph per file cost more than the
     // tests of most files. Files that change process-wide state put it back in afterAll.
     isolate: false,
+    // The slowest files start first, so both workers end together (the sequencer says why).
+    sequence: { sequencer: LongestFirstSequencer },
   },
 });
