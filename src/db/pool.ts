@@ -52,6 +52,11 @@ export function usePreparedStatements(pool: Pool, on: boolean): void {
   state.named = on;
 }
 
+/** `config` as `pool`'s clients send it: without its statement name while the pool's are off. */
+export function withStatementNaming<T>(pool: pg.Pool, config: T): T {
+  return naming.get(pool)?.named === false ? withoutName(config) : config;
+}
+
 /** A query config without its statement name; anything else (text, a Query, a cursor) as is. */
 export function withoutName<T>(config: T): T {
   if (config === null || typeof config !== "object" || !("name" in config)) return config;

@@ -1,6 +1,6 @@
 /**
  * Claims due deliveries for one worker: a single short statement (in a transaction of its
- * own, with JIT off) that marks the rows in_flight under a lease and returns everything needed to send them.
+ * own, with JIT off, in one round trip) that marks the rows in_flight under a lease and returns everything needed to send them.
  * No transaction stays open while requests run.
  */
 import pg from "pg";
@@ -8,6 +8,7 @@ import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NOW_SQL, type NowParam } from "../db/sql/clock.ts";
 import { claimSet } from "../db/sql/delivery-states.ts";
+import { queryWithoutJit } from "../db/without-jit.ts";
 import type { OutboundDelivery } from "../delivery/transport.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import {
@@ -97,8 +98,8 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // they were, due, to be sent again: at least once holds, as when a worker dies. Any later
 // durable commit (the claim's result write, say) flushes it anyway. Not waiting shortens
 // every claim by one flush, and with it the time the claim holds its health rows. So the
-// claim must run as its own transaction (the worker sends it on the pool, and
-// claimDeliveries then opens one, with JIT off: BEGIN_WITHOUT_JIT): inside a caller's
+// claim must run as its own transaction (the worker sends it on the pool, where
+// claimDeliveries runs it alone, with JIT off: db/without-jit.ts): inside a caller's
 // transaction the setting would cover that transaction's commit too.
 /** A lease runs for the endpoint's timeout plus the margin. */
 const leaseFor = (timeoutMs: string) =>
@@ -259,8 +260,12 @@ left join health h on h.endpoint_id = c.endpoint_id
 
 /**
  * Claims due deliveries. On a pool (the worker's way): in a transaction of its own on one
- * of its connections, with JIT off for that transaction (BEGIN_WITHOUT_JIT). On a client:
- * the statement alone, in whatever transaction the client has (a test's, rolled back).
+ * of its connections, with JIT off for that transaction, in one round trip
+ * (db/without-jit.ts). The claim's estimated cost grows with the endpoints that have due
+ * rows; past jit_above_cost a PostgreSQL with JIT on would compile it on every run, for tens
+ * of ms more than the claim itself takes (docs/delivery.md, "The claim and JIT"). On a
+ * client: the statement alone, in whatever transaction the client has (a test's, rolled
+ * back).
  */
 export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<ClaimedDelivery[]> {
   const query = CLAIM_SQL.query({
@@ -274,7 +279,7 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     leaseMarginMs: o.leaseMarginMs,
     now: o.now ?? null,
   });
-  const { rows } = db instanceof pg.Pool ? await withoutJit(db, query) : await db.query(query);
+  const { rows } = db instanceof pg.Pool ? await queryWithoutJit(db, query) : await db.query(query);
   return rows.map((r) => ({
     id: r.id,
     messageId: r.message_id,
@@ -319,36 +324,4 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     ...(r.oauth2 !== null &&
       r.oauth2_secret !== null && { oauth2: { ...r.oauth2, clientSecret: r.oauth2_secret } }),
   }));
-}
-
-/**
- * JIT off for the claim's transaction only (SET LOCAL ends with it, so nothing is left on
- * the session: safe behind a transaction pooler, docs/database.md). The claim's estimated
- * cost grows with the endpoints that have due rows; past jit_above_cost a PostgreSQL with
- * JIT on compiles it on every run, for tens of ms more than the claim itself takes
- * (docs/delivery.md, "The claim and JIT").
- */
-const BEGIN_WITHOUT_JIT = "begin; set local jit = off";
-
-/**
- * `query` in a transaction of its own without JIT. The commit is sent as soon as the
- * claim's rows have arrived (the claim holds its endpoints' health rows until then); a
- * connection whose rollback failed is dropped, not pooled.
- */
-async function withoutJit(pool: pg.Pool, query: pg.QueryConfig) {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query(BEGIN_WITHOUT_JIT);
-    const result = await client.query(query);
-    await client.query("commit");
-    return result;
-  } catch (err) {
-    await client.query("rollback").catch((e: Error) => {
-      broken = e;
-    });
-    throw err;
-  } finally {
-    client.release(broken);
-  }
 }
