@@ -30,11 +30,7 @@ import { makeBackoff } from "./lib/backoff.ts";
 import { type Logger, makeLogger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
-import {
-  ensureAttemptPartitions,
-  mayManagePartitions,
-  partitionNotes,
-} from "./ops/attempt-partitions.ts";
+import { ensureAttemptPartitions, partitionNotes } from "./ops/attempt-partitions.ts";
 import { rollUpCharts } from "./ops/chart-rollup.ts";
 import {
   type Maintenance,
@@ -44,6 +40,7 @@ import {
 } from "./ops/maintenance.ts";
 import { makeMetrics } from "./ops/metrics.ts";
 import { ensureOperationalEndpoint } from "./ops/operational-webhook.ts";
+import { NO_PARTITION_OWNER, withPartitionOwner } from "./ops/partition-owner.ts";
 import { makeReplayRunner, type ReplayRunner } from "./ops/replay-runner.ts";
 import { purgeExpiredUntil } from "./ops/retention.ts";
 import { makeTracing, type Tracing } from "./ops/tracing.ts";
@@ -178,10 +175,15 @@ export function maintenanceTasks(
       name: "attempt-partitions",
       everyMs: every,
       async run(pool) {
-        const created = await ensureAttemptPartitions(
+        // as the owner's role when this one may not (src/ops/partition-owner.ts)
+        const created = await withPartitionOwner(
           pool,
-          config.partitions,
-          config.retention.attemptsMs,
+          config.migrationDatabaseUrl,
+          async (owner) =>
+            owner === null
+              ? []
+              : ensureAttemptPartitions(owner, config.partitions, config.retention.attemptsMs),
+          logger,
         );
         if (created.length > 0) logger.info({ created }, "attempt partitions created");
       },
@@ -190,10 +192,12 @@ export function maintenanceTasks(
       name: "retention",
       everyMs: every,
       async run(pool) {
-        const { droppedPartitions } = await purgeExpiredUntil(
+        const { droppedPartitions } = await withPartitionOwner(
           pool,
-          config.retention,
-          Number.POSITIVE_INFINITY,
+          config.migrationDatabaseUrl,
+          (owner) =>
+            purgeExpiredUntil(pool, config.retention, Number.POSITIVE_INFINITY, undefined, owner),
+          logger,
         );
         if (droppedPartitions.length > 0)
           logger.info({ dropped: droppedPartitions }, "attempt partitions dropped by retention");
@@ -310,11 +314,19 @@ export async function startRuntime(
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
     // the attempts table's partitions, now and ahead (docs/history.md); the maintenance task
     // keeps them coming, and a missing one never fails an insert
-    if (!(await mayManagePartitions(pool)))
-      logger.warn(
-        "this role does not own the attempts table: it creates and drops no partitions of it, so attempts stay in attempts_default and retention deletes them in batches (docs/history.md)",
-      );
-    await ensureAttemptPartitions(pool, config.partitions, config.retention.attemptsMs).then(
+    // (as the owner's role when this one may not: src/ops/partition-owner.ts)
+    await withPartitionOwner(
+      pool,
+      config.migrationDatabaseUrl,
+      async (owner) => {
+        if (owner === null) {
+          logger.warn(NO_PARTITION_OWNER);
+          return [];
+        }
+        return ensureAttemptPartitions(owner, config.partitions, config.retention.attemptsMs);
+      },
+      logger,
+    ).then(
       (created) => created.length > 0 && logger.info({ created }, "attempt partitions created"),
       (err) =>
         logger.warn(

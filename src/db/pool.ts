@@ -40,6 +40,11 @@ export interface PoolOptions {
    * (docs/database.md). Default true; settable later with usePreparedStatements().
    */
   preparedStatements?: boolean;
+  /**
+   * searchPath: the schema every connection resolves names in (sent at connect, so it
+   * needs a direct connection, not a transaction pooler). Default: the role's own.
+   */
+  searchPath?: string;
 }
 
 /** Per pool: whether its connections keep statement names (docs/database.md). */
@@ -109,6 +114,7 @@ export function makePool(options: PoolOptions): Pool {
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     types: HOOKRELAY_TYPES,
+    ...(options.searchPath !== undefined && { options: `-c search_path="${options.searchPath}"` }),
     // a database host that vanishes is noticed (docs/worker-liveness.md)
     ...clientKeepAlive,
   });

@@ -30,6 +30,7 @@ import {
   dropAttemptPartitionsBefore,
   mayManagePartitions,
 } from "./attempt-partitions.ts";
+import type { PartitionOwner } from "./partition-owner.ts";
 
 export interface PurgeProgress {
   what: "attempts" | "dead_letters" | "messages";
@@ -117,13 +118,16 @@ export async function purgeExpired(
 /**
  * Purges batch by batch until everything due is gone or the clock passes `until` (epoch
  * ms, checked after each batch): a caller that must answer soon (the purge API route)
- * runs it in slices and calls again while `done` is false.
+ * runs it in slices and calls again while `done` is false. Partitions are dropped through
+ * `owner` (src/ops/partition-owner.ts; default `pool`); null, or a role that may not drop
+ * them: none is, and retention deletes the periods' rows past the age in batches instead.
  */
 export async function purgeExpiredUntil(
   pool: Pool,
   retention: RetentionConfig,
   until: number,
   onProgress?: (p: PurgeProgress) => void,
+  owner: PartitionOwner = pool,
 ): Promise<{ deleted: PurgeTotals; done: boolean; droppedPartitions: DroppedPartition[] }> {
   const deleted = { attempts: 0, dead_letters: 0, messages: 0 };
   // the database's clock, as the deletes below use
@@ -131,8 +135,11 @@ export async function purgeExpiredUntil(
     "select now() - $1::bigint * interval '1 millisecond' as cutoff",
     [retention.attemptsMs],
   );
-  const droppedPartitions = await dropAttemptPartitionsBefore(pool, rows[0]!.cutoff.getTime());
-  const rowByRow = !(await mayManagePartitions(pool));
+  const drops = owner !== null && (await mayManagePartitions(owner));
+  const droppedPartitions = drops
+    ? await dropAttemptPartitionsBefore(owner, rows[0]!.cutoff.getTime())
+    : [];
+  const rowByRow = !drops;
   for (const purge of PURGES) {
     for (;;) {
       const params: unknown[] = [purge.age(retention), retention.batch];

@@ -10,6 +10,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { HookRelayError } from "../../errors.ts";
 import { requeuePlan } from "../../ops/dead-letters.ts";
+import { withPartitionOwner } from "../../ops/partition-owner.ts";
 import { purgeExpiredUntil } from "../../ops/retention.ts";
 import { reencryptSecrets } from "../../security/reencrypt.ts";
 import { timeInput } from "../body-check.ts";
@@ -54,7 +55,10 @@ export function registerMaintenanceRoutes(
     async (request) => {
       adminOnly(request);
       const budget = request.body?.budgetMs ?? DEFAULT_BUDGET_MS;
-      return purgeExpiredUntil(pool, config.retention, Date.now() + budget);
+      // partitions dropped as the owner's role when this one may not (ops/partition-owner.ts)
+      return withPartitionOwner(pool, config.migrationDatabaseUrl, (owner) =>
+        purgeExpiredUntil(pool, config.retention, Date.now() + budget, undefined, owner),
+      );
     },
   );
 
