@@ -315,6 +315,19 @@ export function figures(runs: RunResult[]): Figure[] {
     );
     add(
       "17 brokers",
+      `${name}: CPU ms / 1k: bare client`,
+      "ms",
+      (r) => r.brokers?.[kind]?.bareCpuMs,
+    );
+    add("17 brokers", `${name}: CPU ms / 1k: worker`, "ms", (r) => r.brokers?.[kind]?.workerCpuMs);
+    add(
+      "17 brokers",
+      `${name}: CPU ms / 1k: PostgreSQL`,
+      "ms",
+      (r) => r.brokers?.[kind]?.postgresCpuMs,
+    );
+    add(
+      "17 brokers",
       `${name}: hookrelay / bare`,
       "x",
       (r) => r.brokers?.[kind]?.ratio,

@@ -13,6 +13,10 @@
  *   to its last confirm or ack (attempts.started_at + latency_ms), once every delivery is
  *   `delivered` in the database.
  *
+ * Beside the rates, the CPU each side spent per 1,000 messages (bench/lib/cpu.ts): the bare
+ * client's (this process, during its run), hookrelay's worker's and PostgreSQL's (from the
+ * seed to the last delivery), which move far less with the machine's load than the rates.
+ *
  * The figure is hookrelay / bare (target >= 0.6). Every message lands in one durable queue
  * (the default exchange, routing key = the queue) or one file-backed stream.
  */
@@ -24,6 +28,7 @@ import { signingKeyOf } from "../../src/delivery/signing-key.ts";
 import { type NatsServer, natsInstalled, startNats } from "../../test/helpers/nats.ts";
 import { type RabbitMq, rabbitmqInstalled, startRabbitMq } from "../../test/helpers/rabbitmq.ts";
 import type { BenchContext } from "../lib/context.ts";
+import { startCpuMeter } from "../lib/cpu.ts";
 import { startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, makeMessages, seedMessages } from "../lib/seed.ts";
 
@@ -41,6 +46,10 @@ export interface BrokerRun {
   undelivered: number;
   /** median attempts.latency_ms hookrelay recorded: publish to confirm or ack */
   publishP50Ms: number;
+  /** CPU ms per 1,000 messages: the bare client, hookrelay's worker, PostgreSQL */
+  bareCpuMs: number;
+  workerCpuMs: number;
+  postgresCpuMs: number;
 }
 
 export interface BrokersRun {
@@ -94,6 +103,7 @@ async function bareAmqp(rmq: RabbitMq, ctx: BenchContext, n: number, e: number, 
   const conns: ChannelModel[] = [];
   for (let i = 0; i < e; i++) conns.push(await amqpConnect(rmq.url()));
   const channels = await Promise.all(conns.map((c) => c.createConfirmChannel()));
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await lanes(msgs, e, w, (lane, m) => {
     return new Promise<void>((resolve, reject) =>
@@ -107,8 +117,9 @@ async function bareAmqp(rmq: RabbitMq, ctx: BenchContext, n: number, e: number, 
     );
   });
   const seconds = (performance.now() - t0) / 1000;
+  const cpuMs = cpuMsSince(cpu0);
   for (const c of conns) await c.close();
-  return n / seconds;
+  return { rate: n / seconds, cpuMs: (cpuMs * 1000) / n };
 }
 
 async function bareNats(nats: NatsServer, ctx: BenchContext, n: number, e: number, w: number) {
@@ -116,13 +127,21 @@ async function bareNats(nats: NatsServer, ctx: BenchContext, n: number, e: numbe
   const conns: NatsConnection[] = [];
   for (let i = 0; i < e; i++) conns.push(await nats.client());
   const streams = conns.map((c) => c.jetstream());
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await lanes(msgs, e, w, async (lane, m) => {
     const h = natsHeaders();
     for (const [k, v] of Object.entries(m.headers)) h.set(k, v);
     await streams[lane]!.publish(SUBJECT, m.body, { msgID: m.id, headers: h });
   });
-  return n / ((performance.now() - t0) / 1000);
+  const rate = n / ((performance.now() - t0) / 1000);
+  return { rate, cpuMs: (cpuMsSince(cpu0) * 1000) / n };
+}
+
+/** This process's CPU ms (user + system) since `before`. */
+function cpuMsSince(before: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000;
 }
 
 /** hookrelay delivering `n` messages to `e` endpoints at `url`; deliveries per second. */
@@ -134,7 +153,13 @@ async function viaHookrelay(
   n: number,
   e: number,
   w: number,
-): Promise<{ rate: number; undelivered: number; publishP50Ms: number }> {
+): Promise<{
+  rate: number;
+  undelivered: number;
+  publishP50Ms: number;
+  workerCpuMs: number;
+  postgresCpuMs: number;
+}> {
   const db = await ctx.freshDb(`brokers_${tag}`);
   try {
     const tenants = await createTenants(db.pool, Array(e).fill(url), ctx.secret);
@@ -147,6 +172,10 @@ async function viaHookrelay(
     try {
       const m = makeMessages(n, e);
       await seedMessages(db.pool, tenants, m);
+      const cpu = startCpuMeter({
+        worker: () => [worker.pid],
+        postgres: () => ctx.cluster.pids(),
+      });
       const deadline = Date.now() + Math.max(60_000, n * 5);
       let delivered = 0;
       // a light poll (one count every 500 ms) beside the worker; the rate comes from the
@@ -159,6 +188,7 @@ async function viaHookrelay(
         if (delivered >= n) break;
         await new Promise((r) => setTimeout(r, 500));
       }
+      const spent = cpu();
       const { rows } = await db.pool.query(
         `select extract(epoch from max(started_at + latency_ms * interval '1 millisecond')
                                    - min(started_at))::float8 as seconds,
@@ -169,6 +199,8 @@ async function viaHookrelay(
         rate: delivered / Math.max(0.001, rows[0].seconds),
         undelivered: n - delivered,
         publishP50Ms: Number(rows[0].p50),
+        workerCpuMs: (spent.ms.worker! * 1000) / Math.max(1, delivered),
+        postgresCpuMs: (spent.ms.postgres! * 1000) / Math.max(1, delivered),
       };
     } finally {
       await stopChild(worker);
@@ -201,7 +233,14 @@ export async function runBrokers(ctx: BenchContext): Promise<BrokersRun> {
       ctx.log(`  NATS JetStream: hookrelay, ${n} messages`);
       const url = `nats://${nats.user}@127.0.0.1:${nats.port}?subject=${SUBJECT}&stream=${STREAM}`;
       const run = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w);
-      out.nats = { ...shape, bare, hookrelay: run.rate, ratio: run.rate / bare, ...run };
+      out.nats = {
+        ...shape,
+        bare: bare.rate,
+        bareCpuMs: bare.cpuMs,
+        hookrelay: run.rate,
+        ratio: run.rate / bare.rate,
+        ...run,
+      };
     } finally {
       await nats.stop();
     }
@@ -221,7 +260,14 @@ export async function runBrokers(ctx: BenchContext): Promise<BrokersRun> {
       const url = `amqp://${rmq.user}@127.0.0.1:${rmq.port}/?routingKey=${QUEUE}`;
       const run = await viaHookrelay(ctx, "amqp", url, rmq.password, n, e, w);
       await admin.purgeQueue(QUEUE);
-      out.amqp = { ...shape, bare, hookrelay: run.rate, ratio: run.rate / bare, ...run };
+      out.amqp = {
+        ...shape,
+        bare: bare.rate,
+        bareCpuMs: bare.cpuMs,
+        hookrelay: run.rate,
+        ratio: run.rate / bare.rate,
+        ...run,
+      };
     } finally {
       await rmq.stop();
     }
