@@ -23,15 +23,26 @@ import { notAttempted, type OutboundDelivery, type Preparation } from "./transpo
 export interface BrokerMessage<T extends BrokerTarget = BrokerTarget> {
   /** connections are kept per endpoint: one per endpoint and URL */
   endpointId: string;
-  /** the stored URL (no password), which names the connection */
+  /** the stored URL (no password) */
   url: string;
+  /** what the endpoint's connection is opened for: its URL, password and TLS files */
+  linkKey: string;
   target: T;
+  /** the endpoint's CA bundle and client certificate for a TLS connection (amqps) */
+  tls: BrokerTls | null;
   /** the message id: the broker's de-duplication id */
   messageId: string;
   eventType: string;
   body: Buffer;
   headers: Record<string, string>;
   timeoutMs: number;
+}
+
+/** PEM texts, opened: null where the endpoint has none (the system's CAs, no client cert) */
+export interface BrokerTls {
+  ca: string | null;
+  cert: string | null;
+  key: string | null;
 }
 
 // Opened keys and passwords are worked out once; dropped whole past this many.
@@ -63,6 +74,7 @@ export function makeBrokerMessagePreparer<T extends BrokerTarget>(deps: {
   const keyCache = new Map<string, SigningKey>();
   const passwordCache = new Map<string, string>();
   const targets = new Map<string, T | Error>();
+  const tlsCache = new Map<string, BrokerTls>();
 
   const failed = (
     verdict: Verdict,
@@ -115,6 +127,30 @@ export function makeBrokerMessagePreparer<T extends BrokerTarget>(deps: {
           deps.emptyDetail(null, delivery.eventType),
         );
       }
+      const egress = delivery.egress;
+      let tls: BrokerTls | null = null;
+      let linkKey = key;
+      if (egress && (egress.tlsCa ?? egress.tlsClientCert) !== null) {
+        // (sealed values differ whenever the plain ones do: they name the files)
+        const tlsKey = `${egress.tlsCa ?? ""}\n${egress.tlsClientCert ?? ""}\n${egress.tlsClientKey ?? ""}`;
+        try {
+          tls = cached(tlsCache, tlsKey, () => ({
+            ca: egress.tlsCa,
+            cert: egress.tlsClientCert === null ? null : deps.secretBox.open(egress.tlsClientCert),
+            key: egress.tlsClientKey === null ? null : deps.secretBox.open(egress.tlsClientKey),
+          }));
+        } catch (error) {
+          const text = `the client certificate could not be opened: ${(error as Error).message}`;
+          return failed(
+            Verdict.transient,
+            ErrorKind.signing,
+            text,
+            error,
+            deps.emptyDetail(target, delivery.eventType),
+          );
+        }
+        linkKey = `${key}\n${tlsKey}`;
+      }
       const detail = deps.emptyDetail(target, delivery.eventType);
       if (isExpunged(delivery.payload)) {
         const text = "the message's payload was expunged; nothing was sent";
@@ -142,7 +178,9 @@ export function makeBrokerMessagePreparer<T extends BrokerTarget>(deps: {
         request: {
           endpointId: delivery.endpointId,
           url: delivery.url,
+          linkKey,
           target,
+          tls,
           messageId: delivery.messageId,
           eventType: delivery.eventType,
           body: Buffer.from(delivery.payload),

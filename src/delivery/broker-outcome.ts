@@ -10,6 +10,8 @@ import { performance } from "node:perf_hooks";
 import type { AttemptOutcome, TransportDetail } from "../domain/attempt-outcome.ts";
 import { ErrorKind, Verdict } from "../domain/retry-policy.ts";
 import { isSsrfBlockedError, type SsrfGuard } from "../security/ssrf-guard.ts";
+import { LinksClosedError } from "./broker-links.ts";
+import { tlsFailureCode, tlsFailureMessage } from "./egress/tls-failure.ts";
 import type { AbortHandle } from "./transport.ts";
 
 /** Addresses dialled per connection, at most (as for HTTP: security/guarded-connector.ts). */
@@ -53,10 +55,19 @@ const NETWORK: Record<string, { kind: ErrorKind; text: string }> = {
 
 /**
  * What a failure common to every broker means: the SSRF guard's refusal (a dead letter),
- * DNS and network errors (retried); null for one only its transport can read.
+ * DNS, network and TLS errors (retried); null for one only its transport can read.
  */
 export function commonFailure(err: unknown): BrokerFailure | null {
   if (err instanceof BrokerAttemptError) return err.failure;
+  if (err instanceof LinksClosedError)
+    return { verdict: Verdict.transient, kind: ErrorKind.connection, message: err.message };
+  const tls = tlsFailureCode(err);
+  if (tls !== null)
+    return {
+      verdict: Verdict.transient,
+      kind: ErrorKind.tls,
+      message: tlsFailureMessage(tls, (err as Error).message, "broker"),
+    };
   if (isSsrfBlockedError(err))
     return {
       verdict: Verdict.permanent,

@@ -16,7 +16,7 @@ import type { AmqpDetail } from "../../domain/attempt-outcome.ts";
 import { ErrorKind, Verdict } from "../../domain/retry-policy.ts";
 import type { SecretBox } from "../../security/secret-box.ts";
 import type { SsrfGuard } from "../../security/ssrf-guard.ts";
-import { makeLinkUse } from "../broker-link-use.ts";
+import { makeBrokerLinks } from "../broker-links.ts";
 import { type BrokerMessage, makeBrokerMessagePreparer } from "../broker-message.ts";
 import {
   BrokerAttemptError,
@@ -45,8 +45,6 @@ export interface AmqpTransportOptions {
 }
 
 export type AmqpMessage = BrokerMessage<AmqpTarget>;
-
-type Held = { key: string; link: Promise<AmqpLink> };
 
 const detailOf = (target: AmqpTarget | null, eventType: string): AmqpDetail => ({
   transport: "amqp",
@@ -92,60 +90,12 @@ export function makeAmqpTransport(options: AmqpTransportOptions): Transport<Amqp
     secretBox: options.secretBox,
     emptyDetail: detailOf,
   });
-  /** per endpoint: its link (or the link being opened) and what it was opened for */
-  const links = new Map<string, Held>();
-  let closed = false;
-  const use = makeLinkUse(options.idleCloseMs ?? 300_000, (endpointId) => {
-    const held = links.get(endpointId);
-    links.delete(endpointId);
-    void held?.link.then((l) => l.close()).catch(() => {});
-  });
+  const links = makeBrokerLinks<AmqpLink>(options.idleCloseMs ?? 300_000);
 
-  function linkFor(message: AmqpMessage): Promise<AmqpLink> {
-    const key = `${message.url}\n${message.target.password ?? ""}`;
-    const held = links.get(message.endpointId);
-    if (held !== undefined && held.key === key) {
-      // one being opened is shared (its failure is every waiter's); a dead one is replaced
-      return held.link.then((link) => {
-        if (link.alive) return link;
-        void link.close();
-        return reopen(message, key, held);
-      });
-    }
-    // the endpoint's URL or password changed: its old link goes
-    if (held !== undefined) void held.link.then((l) => l.close()).catch(() => {});
-    return reopen(message, key, held);
-  }
-
-  /** A new link in place of `before`, unless another publish has made one already. */
-  function reopen(message: AmqpMessage, key: string, before: Held | undefined): Promise<AmqpLink> {
-    const current = links.get(message.endpointId);
-    if (current !== undefined && current !== before && current.key === key) return current.link;
-    const entry: Held = {
-      key,
-      link: openAmqpLink(options.ssrfGuard, message.target, connectTimeoutMs),
-    };
-    links.set(message.endpointId, entry);
-    // a failed open is not kept: the next publish tries again
-    entry.link.catch(() => {
-      if (links.get(message.endpointId) === entry) links.delete(message.endpointId);
-    });
-    return entry.link;
-  }
-
-  async function publish(message: AmqpMessage, detail: AmqpDetail): Promise<void> {
-    const link = await linkFor(message);
-    if (closed) {
-      await link.close();
-      throw new BrokerAttemptError({
-        verdict: Verdict.transient,
-        kind: ErrorKind.connection,
-        message: "the transport is closed",
-      });
-    }
+  async function publish(link: AmqpLink, message: AmqpMessage, detail: AmqpDetail) {
     const err = await new Promise<unknown>((resolve) => {
       try {
-        link.channel.publish(
+        link.publish(
           detail.exchange,
           detail.routingKey,
           message.body,
@@ -159,7 +109,7 @@ export function makeAmqpTransport(options: AmqpTransportOptions): Transport<Amqp
             persistent: true,
             mandatory: true,
           },
-          (e: unknown) => resolve(e),
+          resolve,
         );
       } catch (e) {
         // the channel closed under us (amqplib throws on a closed channel)
@@ -185,24 +135,24 @@ export function makeAmqpTransport(options: AmqpTransportOptions): Transport<Amqp
       const startedAt = new Date();
       const t0 = performance.now();
       const detail = detailOf(message.target, message.eventType);
-      use.begin(message.endpointId);
       try {
-        await underDeadline(publish(message, detail), message.timeoutMs, abort as AttemptAbort);
+        await underDeadline(
+          links.use(
+            message.endpointId,
+            message.linkKey,
+            () => openAmqpLink(options.ssrfGuard, message.target, message.tls, connectTimeoutMs),
+            (link) => publish(link, message, detail),
+          ),
+          message.timeoutMs,
+          abort as AttemptAbort,
+        );
         return brokerOutcome(startedAt, t0, null, null, detail);
       } catch (err) {
-        // (a link that died is replaced by the next publish: linkFor)
+        // (a link that died is replaced by the next publish: broker-links.ts)
         return brokerOutcome(startedAt, t0, amqpFailure(err), null, detail);
-      } finally {
-        use.end(message.endpointId);
       }
     },
     newAbort: () => new AttemptAbort(),
-    async close() {
-      closed = true;
-      use.stop();
-      const held = [...links.values()];
-      links.clear();
-      await Promise.all(held.map((h) => h.link.then((l) => l.close()).catch(() => {})));
-    },
+    close: () => links.close(),
   };
 }

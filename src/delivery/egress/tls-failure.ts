@@ -37,9 +37,9 @@ export function tlsFailureCode(err: unknown): string | null {
   return null;
 }
 
-/** The sentence for a TLS failure of code `code`. */
-export function tlsFailureMessage(code: string, message: string): string {
-  const why =
+/** The sentence for a TLS failure of code `code`; `peer` names the other end. */
+export function tlsFailureMessage(code: string, message: string, peer = "receiver"): string {
+  const why = (
     code === "CERT_HAS_EXPIRED"
       ? "the receiver's certificate has expired"
       : code === "ERR_TLS_CERT_ALTNAME_INVALID" || code === "HOSTNAME_MISMATCH"
@@ -50,7 +50,8 @@ export function tlsFailureMessage(code: string, message: string): string {
                 code,
               )
             ? "the receiver refused the handshake (it may require a client certificate, or not trust ours)"
-            : "the TLS handshake failed";
+            : "the TLS handshake failed"
+  ).replace("receiver", peer);
   return `TLS failed (${code}): ${why}: ${message}`;
 }
 

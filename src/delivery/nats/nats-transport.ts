@@ -6,9 +6,8 @@
  * headers; it counts as delivered only when the stream acks it (a PubAck with its stream
  * and sequence), within the endpoint's timeout.
  *
- * One connection per endpoint, to a vetted address of its host (delivery/broker-outcome.ts),
- * without the client's own reconnects or cluster discovery (both would dial addresses the
- * SSRF guard never saw): when it closes, the next publish opens a new one.
+ * One connection per endpoint (nats-link.ts), kept by delivery/broker-links.ts: when it
+ * closes, the next publish opens a new one.
  *
  * What a failure is (retried unless said): the SSRF guard's refusal (dead letter), network
  * trouble (`connection`, `dns`, `timeout`), refused credentials or a subject the user may
@@ -17,17 +16,14 @@
  */
 
 import { performance } from "node:perf_hooks";
-import { connect, type JetStreamClient, type NatsConnection, headers as natsHeaders } from "nats";
 import type { NatsDetail } from "../../domain/attempt-outcome.ts";
 import { ErrorKind, Verdict } from "../../domain/retry-policy.ts";
 import type { SecretBox } from "../../security/secret-box.ts";
 import type { SsrfGuard } from "../../security/ssrf-guard.ts";
-import { makeLinkUse } from "../broker-link-use.ts";
+import { makeBrokerLinks } from "../broker-links.ts";
 import { type BrokerMessage, makeBrokerMessagePreparer } from "../broker-message.ts";
 import {
-  BrokerAttemptError,
   type BrokerFailure,
-  brokerAddresses,
   brokerOutcome,
   commonFailure,
   underDeadline,
@@ -35,6 +31,7 @@ import {
 import type { NatsTarget } from "../broker-target.ts";
 import { AttemptAbort } from "../http-sender.ts";
 import { DestinationKind, type Transport } from "../transport.ts";
+import { type NatsLink, openNatsLink } from "./nats-link.ts";
 
 export interface NatsTransportOptions {
   /** opens signing secrets and broker passwords sealed at rest */
@@ -51,14 +48,6 @@ export interface NatsTransportOptions {
 }
 
 export type NatsMessage = BrokerMessage<NatsTarget>;
-
-interface Link {
-  connection: NatsConnection;
-  jetstream: JetStreamClient;
-  alive: boolean;
-}
-
-type Held = { key: string; link: Promise<Link> };
 
 const detailOf = (target: NatsTarget | null, eventType: string): NatsDetail => ({
   transport: "nats",
@@ -105,10 +94,6 @@ export function natsFailure(err: unknown, subject: string): BrokerFailure {
   return { verdict: Verdict.transient, kind: ErrorKind.connection, message: text };
 }
 
-/** host:port as the client reads a server, brackets around an IPv6 address. */
-const serverOf = (address: string, port: number) =>
-  `${address.includes(":") ? `[${address}]` : address}:${port}`;
-
 export function makeNatsTransport(options: NatsTransportOptions): Transport<NatsMessage> {
   const connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
   const preparer = makeBrokerMessagePreparer<NatsTarget>({
@@ -116,74 +101,20 @@ export function makeNatsTransport(options: NatsTransportOptions): Transport<Nats
     secretBox: options.secretBox,
     emptyDetail: detailOf,
   });
-  const links = new Map<string, Held>();
-  let closed = false;
-  const use = makeLinkUse(options.idleCloseMs ?? 300_000, (endpointId) => {
-    const held = links.get(endpointId);
-    links.delete(endpointId);
-    void held?.link.then((l) => l.connection.close()).catch(() => {});
-  });
-
-  async function openLink(target: NatsTarget): Promise<Link> {
-    const addresses = await brokerAddresses(options.ssrfGuard, target.hostname);
-    const connection = await connect({
-      servers: addresses.map((a) => serverOf(a, target.port)),
-      name: "hookrelay",
-      timeout: connectTimeoutMs,
-      reconnect: false,
-      ignoreClusterUpdates: true,
-      noRandomize: true,
-      // no Error (and its stack) made per publish for async traces: errors are read by code
-      noAsyncTraces: true,
-      ...(target.username !== null && { user: target.username }),
-      ...(target.password !== null && { pass: target.password }),
-    });
-    const link: Link = { connection, jetstream: connection.jetstream(), alive: true };
-    void connection.closed().then(() => {
-      link.alive = false;
-    });
-    return link;
-  }
-
-  function linkFor(message: NatsMessage): Promise<Link> {
-    const key = `${message.url}\n${message.target.password ?? ""}`;
-    const held = links.get(message.endpointId);
-    if (held !== undefined && held.key === key) {
-      return held.link.then((link) => (link.alive ? link : reopen(message, key, held)));
-    }
-    if (held !== undefined) void held.link.then((l) => l.connection.close()).catch(() => {});
-    return reopen(message, key, held);
-  }
-
-  function reopen(message: NatsMessage, key: string, before: Held | undefined): Promise<Link> {
-    const current = links.get(message.endpointId);
-    if (current !== undefined && current !== before && current.key === key) return current.link;
-    const entry: Held = { key, link: openLink(message.target) };
-    links.set(message.endpointId, entry);
-    entry.link.catch(() => {
-      if (links.get(message.endpointId) === entry) links.delete(message.endpointId);
-    });
-    return entry.link;
-  }
+  const links = makeBrokerLinks<NatsLink>(options.idleCloseMs ?? 300_000);
 
   async function publish(message: NatsMessage, detail: NatsDetail, deadline: number) {
-    const link = await linkFor(message);
-    if (closed) {
-      await link.connection.close().catch(() => {});
-      throw new BrokerAttemptError({
-        verdict: Verdict.transient,
-        kind: ErrorKind.connection,
-        message: "the transport is closed",
-      });
-    }
-    const h = natsHeaders();
-    for (const [name, value] of Object.entries(message.headers)) h.set(name, value);
-    const ack = await link.jetstream.publish(detail.subject, message.body, {
-      msgID: message.messageId,
-      headers: h,
-      timeout: Math.max(1, Math.round(deadline - performance.now())),
-      ...(detail.stream !== null && { expect: { streamName: detail.stream } }),
-    });
+    const ack = await links.use(
+      message.endpointId,
+      message.linkKey,
+      () => openNatsLink(options.ssrfGuard, message.target, connectTimeoutMs),
+      (link) =>
+        link.publish(detail.subject, message.body, message.headers, {
+          msgId: message.messageId,
+          stream: detail.stream,
+          timeoutMs: Math.max(1, Math.round(deadline - performance.now())),
+        }),
+    );
     detail.stream = ack.stream;
     detail.seq = ack.seq;
     detail.duplicate = ack.duplicate;
@@ -196,7 +127,6 @@ export function makeNatsTransport(options: NatsTransportOptions): Transport<Nats
       const startedAt = new Date();
       const t0 = performance.now();
       const detail = detailOf(message.target, message.eventType);
-      use.begin(message.endpointId);
       try {
         await underDeadline(
           publish(message, detail, t0 + message.timeoutMs),
@@ -206,17 +136,9 @@ export function makeNatsTransport(options: NatsTransportOptions): Transport<Nats
         return brokerOutcome(startedAt, t0, null, null, detail);
       } catch (err) {
         return brokerOutcome(startedAt, t0, natsFailure(err, detail.subject), null, detail);
-      } finally {
-        use.end(message.endpointId);
       }
     },
     newAbort: () => new AttemptAbort(),
-    async close() {
-      closed = true;
-      use.stop();
-      const held = [...links.values()];
-      links.clear();
-      await Promise.all(held.map((h) => h.link.then((l) => l.connection.close()).catch(() => {})));
-    },
+    close: () => links.close(),
   };
 }

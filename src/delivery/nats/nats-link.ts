@@ -1,0 +1,199 @@
+/**
+ * One endpoint's connection to its NATS server, and JetStream publishes on it
+ * (docs/destinations.md). Opened on the first publish, to the vetted addresses of the
+ * server's host (delivery/broker-outcome.ts), without the client's own reconnects or
+ * cluster discovery (both would dial addresses the SSRF guard never saw).
+ *
+ * A publish is what the client's `jetstream().publish` sends (the message with its
+ * `Nats-Msg-Id` and, when the endpoint names one, `Nats-Expected-Stream` header, and a
+ * reply subject for the stream's PubAck), but the acks come back through one wildcard
+ * inbox subscription per connection, matched by their reply token, instead of one request
+ * object, timer and promise chain per publish in the client (whose cancel also builds an
+ * Error with its stack for every successful request: a tenth of the worker's CPU in
+ * scenario 17, docs/performance.md). What an answer means is read as the client reads it:
+ * an empty 503 status is "no responders" (no stream stores the subject), a JSON `error` is
+ * the stream's refusal, otherwise the PubAck.
+ */
+import { connect, createInbox, type Msg, type NatsConnection, headers as natsHeaders } from "nats";
+import type { SsrfGuard } from "../../security/ssrf-guard.ts";
+import type { BrokerLink } from "../broker-links.ts";
+import { brokerAddresses } from "../broker-outcome.ts";
+import type { NatsTarget } from "../broker-target.ts";
+
+export interface PubAck {
+  stream: string;
+  seq: number;
+  duplicate: boolean;
+}
+
+export interface NatsLink extends BrokerLink {
+  /** Publishes to the stream; resolves with its ack, rejects within `timeoutMs` at most. */
+  publish(
+    subject: string,
+    body: Uint8Array,
+    headers: Record<string, string>,
+    options: { msgId: string; stream: string | null; timeoutMs: number },
+  ): Promise<PubAck>;
+}
+
+/** An error as natsFailure (nats-transport.ts) reads the client's: by its code. */
+class NatsAnswerError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly api_error?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+interface Pending {
+  subject: string;
+  deadline: number;
+  resolve(ack: PubAck): void;
+  reject(err: Error): void;
+}
+
+/** How often publishes whose ack never came are given up (at their deadline, or after). */
+const SWEEP_MS = 1_000;
+
+/** host:port as the client reads a server, brackets around an IPv6 address. */
+const serverOf = (address: string, port: number) =>
+  `${address.includes(":") ? `[${address}]` : address}:${port}`;
+
+export async function openNatsLink(
+  guard: SsrfGuard,
+  target: NatsTarget,
+  connectTimeoutMs: number,
+): Promise<NatsLink> {
+  const addresses = await brokerAddresses(guard, target.hostname);
+  const connection = await connect({
+    servers: addresses.map((a) => serverOf(a, target.port)),
+    name: "hookrelay",
+    timeout: connectTimeoutMs,
+    reconnect: false,
+    ignoreClusterUpdates: true,
+    noRandomize: true,
+    noAsyncTraces: true,
+    ...(target.username !== null && { user: target.username }),
+    ...(target.password !== null && { pass: target.password }),
+  });
+  return linkOver(connection);
+}
+
+function linkOver(connection: NatsConnection): NatsLink {
+  const prefix = createInbox();
+  const pending = new Map<string, Pending>();
+  let next = 0;
+  let alive = true;
+
+  const failAll = (err: Error, which: (p: Pending) => boolean = () => true) => {
+    for (const [token, p] of pending) {
+      if (!which(p)) continue;
+      pending.delete(token);
+      p.reject(err);
+    }
+  };
+
+  connection.subscribe(`${prefix}.*`, {
+    callback: (err, msg) => {
+      if (err) {
+        failAll(err);
+        return;
+      }
+      const token = msg.subject.slice(prefix.length + 1);
+      const p = pending.get(token);
+      if (p === undefined) return;
+      pending.delete(token);
+      try {
+        p.resolve(ackOf(msg));
+      } catch (e) {
+        p.reject(e as Error);
+      }
+    },
+  });
+  // a publish the server's permissions refuse is answered by an -ERR, not on the inbox
+  void (async () => {
+    for await (const s of connection.status()) {
+      const ctx = (s as { permissionContext?: { operation: string; subject: string } })
+        .permissionContext;
+      if (s.type === "error" && ctx?.operation === "publish") {
+        const err = new NatsAnswerError(
+          `Permissions Violation for Publish to "${ctx.subject}"`,
+          "PERMISSIONS_VIOLATION",
+        );
+        failAll(err, (p) => p.subject === ctx.subject);
+      }
+    }
+  })().catch(() => {});
+  const sweep = setInterval(() => {
+    const now = performance.now();
+    failAll(
+      new NatsAnswerError("the stream did not ack in time", "TIMEOUT"),
+      (p) => p.deadline <= now,
+    );
+  }, SWEEP_MS);
+  sweep.unref();
+  void connection.closed().then((err) => {
+    alive = false;
+    clearInterval(sweep);
+    failAll(
+      err instanceof Error ? err : new NatsAnswerError("connection closed", "CONNECTION_CLOSED"),
+    );
+  });
+
+  return {
+    get alive() {
+      return alive;
+    },
+    publish(subject, body, headers, options) {
+      const h = natsHeaders();
+      for (const name in headers) h.set(name, headers[name]!);
+      h.set("Nats-Msg-Id", options.msgId);
+      if (options.stream !== null) h.set("Nats-Expected-Stream", options.stream);
+      const token = String(next++);
+      return new Promise<PubAck>((resolve, reject) => {
+        pending.set(token, {
+          subject,
+          deadline: performance.now() + options.timeoutMs,
+          resolve,
+          reject,
+        });
+        try {
+          connection.publish(subject, body, { reply: `${prefix}.${token}`, headers: h });
+        } catch (err) {
+          pending.delete(token);
+          reject(err);
+        }
+      });
+    },
+    async close() {
+      alive = false;
+      await connection.close().catch(() => {});
+    },
+  };
+}
+
+/** The stream's answer to a publish, as the PubAck or the error it says. */
+function ackOf(msg: Msg): PubAck {
+  if (msg.data.length === 0 && msg.headers?.code === 503) {
+    throw new NatsAnswerError("no responders", "503");
+  }
+  const answer = JSON.parse(
+    Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.length).toString(),
+  ) as {
+    error?: { code?: number; err_code?: number; description?: string };
+    stream?: string;
+    seq?: number;
+    duplicate?: boolean;
+  };
+  if (answer.error !== undefined) {
+    throw new NatsAnswerError(
+      answer.error.description ?? "the stream refused the message",
+      String(answer.error.code ?? 400),
+      answer.error,
+    );
+  }
+  if (!answer.stream) throw new NatsAnswerError("invalid JetStream ack", "JS_INVALID_ACK");
+  return { stream: answer.stream, seq: answer.seq ?? 0, duplicate: answer.duplicate === true };
+}
