@@ -5,8 +5,13 @@
  * arrives with its id as the AMQP message-id and the Standard Webhooks headers, signed; the
  * password is sealed at rest and masked in answers; a broker that goes away is retried and
  * delivered to once it is back; refused credentials, an unroutable publish and a missing
- * exchange are classified attempts; stopping the worker closes its connection.
+ * exchange are classified attempts; stopping the worker closes its connection. Over amqps
+ * (the node's TLS listener, certificates made by the test) the endpoint's tlsCa verifies
+ * the broker, and a certificate that does not verify is an attempt of kind `tls`.
  */
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { Channel, GetMessage } from "amqplib";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -15,12 +20,15 @@ import { type Harness, startHarness } from "./helpers/harness.ts";
 import { type RabbitMq, rabbitmqInstalled, startRabbitMq } from "./helpers/rabbitmq.ts";
 import { waitFor } from "./helpers/receiver.ts";
 import { startTcpForwarder, type TcpForwarder } from "./helpers/tcp-forwarder.ts";
+import { makeCertificates, type TlsFiles } from "./helpers/tls-certificates.ts";
 
 const KEY = Buffer.alloc(32, 7).toString("base64");
 let h: Harness;
 let rmq: RabbitMq;
 let forwarder: TcpForwarder;
 let worker: ReturnType<Harness["startWorker"]>;
+let pkiDir: string;
+let pki: TlsFiles;
 
 const { newApp, newEndpoint, send, waitForStatus } = deliveryCalls(() => h);
 
@@ -50,15 +58,24 @@ async function getOne(ch: Channel, name: string): Promise<GetMessage> {
 
 describe.skipIf(!rabbitmqInstalled)("RabbitMQ destinations", () => {
   beforeAll(async () => {
-    rmq = await startRabbitMq();
+    pkiDir = await mkdtemp(path.join(tmpdir(), "hookrelay-amqps-"));
+    pki = await makeCertificates(pkiDir);
+    rmq = await startRabbitMq({
+      tls: { certFile: pki.serverCert, keyFile: pki.serverKey, caFile: pki.ca },
+    });
     forwarder = await startTcpForwarder(rmq.port);
-    h = await startHarness({ encryptionKey: KEY });
+    h = await startHarness({
+      encryptionKey: KEY,
+      // the broker's TLS certificate names localhost only
+      ssrfAllowlist: ["127.0.0.0/8", "localhost"],
+    });
     worker = h.startWorker();
   }, 120_000);
   afterAll(async () => {
     await h?.close();
     await forwarder?.close();
     await rmq?.stop();
+    if (pkiDir) await rm(pkiDir, { recursive: true, force: true });
   }, 60_000);
 
   test("a message is published with its id and signed Standard Webhooks headers, confirmed", async () => {
@@ -115,6 +132,37 @@ describe.skipIf(!rabbitmqInstalled)("RabbitMQ destinations", () => {
     const again = await send(app, { order: 1043 });
     await waitForStatus(again, ep, "delivered");
     expect((await getOne(ch, "orders")).properties.messageId).toBe(again);
+  });
+
+  test("amqps with the endpoint's CA is confirmed; a broker certificate that does not verify is a tls error", async () => {
+    const ch = await queue("secure");
+    // the server's certificate names localhost (not 127.0.0.1), which the client checks
+    const url = `amqps://${rmq.user}:${rmq.password}@localhost:${rmq.tlsPort}/?routingKey=secure`;
+    const app = await newApp();
+    const ep = await newEndpoint(app, url, { tlsCa: await readFile(pki.ca, "utf8") });
+    const msg = await send(app, { secure: true });
+    await waitForStatus(msg, ep, "delivered");
+    expect((await getOne(ch, "secure")).properties.messageId).toBe(msg);
+    const [attempt] = await apiAttempts(app, msg);
+    expect(attempt!.detail).toMatchObject({ transport: "amqp", confirmed: true });
+
+    // the system's CAs, or another CA: the broker's certificate is not trusted
+    const other = await newApp();
+    const system = await newEndpoint(other, url, { maxAttempts: 1 });
+    const wrong = await newEndpoint(other, url, {
+      maxAttempts: 1,
+      tlsCa: await readFile(pki.wrongCa, "utf8"),
+    });
+    const refused = await send(other);
+    for (const id of [system, wrong]) {
+      const row = await waitForStatus(refused, id, "dead_letter");
+      expect(row.last_error_kind).toBe("tls");
+      const { rows } = await h.db.pool.query(
+        "select error from attempts where message_id = $1 and endpoint_id = $2",
+        [refused, id],
+      );
+      expect(rows[0].error).toMatch(/^TLS failed \(\w+\): the broker's certificate is not trusted/);
+    }
   });
 
   test("refused credentials are a credentials error: a dead letter, no retry", async () => {

@@ -210,6 +210,20 @@ async function viaHookrelay(
   }
 }
 
+/** One broker's figures from its bare run and hookrelay's. */
+function figures(
+  bare: { rate: number; cpuMs: number },
+  run: Awaited<ReturnType<typeof viaHookrelay>>,
+): Omit<BrokerRun, "messages" | "endpoints" | "inFlight"> {
+  return {
+    bare: bare.rate,
+    bareCpuMs: bare.cpuMs,
+    hookrelay: run.rate,
+    ratio: run.rate / bare.rate,
+    ...run,
+  };
+}
+
 export async function runBrokers(ctx: BenchContext): Promise<BrokersRun> {
   const { quick } = ctx.opts;
   const n = quick ? 200 : ctx.opts.brokerMessages;
@@ -233,14 +247,7 @@ export async function runBrokers(ctx: BenchContext): Promise<BrokersRun> {
       ctx.log(`  NATS JetStream: hookrelay, ${n} messages`);
       const url = `nats://${nats.user}@127.0.0.1:${nats.port}?subject=${SUBJECT}&stream=${STREAM}`;
       const run = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w);
-      out.nats = {
-        ...shape,
-        bare: bare.rate,
-        bareCpuMs: bare.cpuMs,
-        hookrelay: run.rate,
-        ratio: run.rate / bare.rate,
-        ...run,
-      };
+      out.nats = { ...shape, ...figures(bare, run) };
     } finally {
       await nats.stop();
     }
@@ -260,14 +267,7 @@ export async function runBrokers(ctx: BenchContext): Promise<BrokersRun> {
       const url = `amqp://${rmq.user}@127.0.0.1:${rmq.port}/?routingKey=${QUEUE}`;
       const run = await viaHookrelay(ctx, "amqp", url, rmq.password, n, e, w);
       await admin.purgeQueue(QUEUE);
-      out.amqp = {
-        ...shape,
-        bare: bare.rate,
-        bareCpuMs: bare.cpuMs,
-        hookrelay: run.rate,
-        ratio: run.rate / bare.rate,
-        ...run,
-      };
+      out.amqp = { ...shape, ...figures(bare, run) };
     } finally {
       await rmq.stop();
     }

@@ -89,6 +89,16 @@ export function makeBrokerMessagePreparer<T extends BrokerTarget>(deps: {
     outcome: notAttempted(verdict, kind, text, detail),
   });
 
+  /** A sealed value that does not open: retried (kind `signing`), nothing published. */
+  const unopened = (what: string, error: unknown, target: T | null, eventType: string) =>
+    failed(
+      Verdict.transient,
+      ErrorKind.signing,
+      `${what} could not be opened: ${(error as Error).message}`,
+      error,
+      deps.emptyDetail(target, eventType),
+    );
+
   return {
     prepare(delivery, nowMs = Date.now()) {
       let password: string | null = null;
@@ -98,14 +108,7 @@ export function makeBrokerMessagePreparer<T extends BrokerTarget>(deps: {
             deps.secretBox.open(delivery.destinationSecret!),
           );
       } catch (error) {
-        const text = `the broker password could not be opened: ${(error as Error).message}`;
-        return failed(
-          Verdict.transient,
-          ErrorKind.signing,
-          text,
-          error,
-          deps.emptyDetail(null, delivery.eventType),
-        );
+        return unopened("the broker password", error, null, delivery.eventType);
       }
       const key = `${delivery.url}\n${password ?? ""}`;
       const target = cached(targets, key, () => {
@@ -140,14 +143,7 @@ export function makeBrokerMessagePreparer<T extends BrokerTarget>(deps: {
             key: egress.tlsClientKey === null ? null : deps.secretBox.open(egress.tlsClientKey),
           }));
         } catch (error) {
-          const text = `the client certificate could not be opened: ${(error as Error).message}`;
-          return failed(
-            Verdict.transient,
-            ErrorKind.signing,
-            text,
-            error,
-            deps.emptyDetail(target, delivery.eventType),
-          );
+          return unopened("the client certificate", error, target, delivery.eventType);
         }
         linkKey = `${key}\n${tlsKey}`;
       }

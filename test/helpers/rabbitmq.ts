@@ -7,6 +7,8 @@
  * behind) and stops both by PID. It starts in about 10-20 s.
  *
  * The node has one user (`user`/`password`) on the default virtual host, from anywhere.
+ * Given certificate files (`tls`), it also listens for amqps on another free port, with
+ * that certificate, asking clients for none.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -20,8 +22,17 @@ const SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server";
 const EPMD = "/usr/bin/epmd";
 export const rabbitmqInstalled = existsSync(SERVER) && existsSync(EPMD);
 
+/** PEM files of the node's TLS listener: its certificate and key, and the CA of clients'. */
+export interface RabbitMqTls {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+}
+
 export interface RabbitMq {
   port: number;
+  /** the amqps listener's port (null without `tls`) */
+  tlsPort: number | null;
   user: string;
   password: string;
   /** amqp://user:password@127.0.0.1:port (another password, or a path and query, if given) */
@@ -51,9 +62,11 @@ async function stopChild(child: ChildProcess, group: boolean): Promise<void> {
   clearTimeout(timer);
 }
 
-export async function startRabbitMq(): Promise<RabbitMq> {
+export async function startRabbitMq(options: { tls?: RabbitMqTls } = {}): Promise<RabbitMq> {
   const dir = await mkdtemp(path.join(tmpdir(), "hookrelay-rabbitmq-"));
   const [port, distPort, epmdPort] = [await freePort(), await freePort(), await freePort()];
+  const tlsPort = options.tls ? await freePort() : null;
+  const tls = options.tls;
   const user = "hookrelay";
   const password = "rabbit-secret-1";
   await mkdir(path.join(dir, "mnesia"));
@@ -69,6 +82,16 @@ export async function startRabbitMq(): Promise<RabbitMq> {
       `default_pass = ${password}`,
       // a small test node: no disk alarm on a nearly full temp disk
       "disk_free_limit.absolute = 1MB",
+      ...(tls
+        ? [
+            `listeners.ssl.1 = 127.0.0.1:${tlsPort}`,
+            `ssl_options.cacertfile = ${tls.caFile}`,
+            `ssl_options.certfile = ${tls.certFile}`,
+            `ssl_options.keyfile = ${tls.keyFile}`,
+            "ssl_options.verify = verify_none",
+            "ssl_options.fail_if_no_peer_cert = false",
+          ]
+        : []),
       "",
     ].join("\n"),
   );
@@ -143,6 +166,7 @@ export async function startRabbitMq(): Promise<RabbitMq> {
   }
   return {
     port,
+    tlsPort,
     user,
     password,
     url,
