@@ -9,7 +9,6 @@
 export const TYPICAL_SECONDS: Readonly<Record<string, number>> = {
   "test/bench-quick.test.ts": 56,
   "test/faults-failover.test.ts": 47,
-  "test/browse-explain.test.ts": 45,
   "test/hostile-junk.test.ts": 39,
   "test/pooler.test.ts": 31,
   "test/layout-browser.test.ts": 30,
@@ -20,6 +19,7 @@ export const TYPICAL_SECONDS: Readonly<Record<string, number>> = {
   "test/export-stream.test.ts": 24,
   "test/broker-rabbitmq.test.ts": 22,
   "test/worker-liveness.test.ts": 21,
+  "test/browse-explain.test.ts": 20,
   "test/portal-browser.test.ts": 20,
   "test/tracing.test.ts": 20,
   "test/db-restart.test.ts": 19,
