@@ -48,6 +48,19 @@ export async function bulkSeed(
          and not exists (select from pg_constraint c where c.conindid = i.indexrelid)`,
       [tables],
     );
+    // the replica role skips user triggers too: refuse a table that has any (none of these
+    // has; the endpoints' triggers are not for a bulk load)
+    const triggers = await db.query<{ name: string }>(
+      `select t.tgname as name from pg_trigger t
+       where not t.tgisinternal
+         and (t.tgrelid = any($1::regclass[])
+              or t.tgrelid in (select inhrelid from pg_inherits where inhparent = any($1::regclass[])))`,
+      [tables],
+    );
+    if (triggers.rows.length > 0)
+      throw new Error(
+        `bulkSeed: ${triggers.rows.map((t) => t.name).join(", ")} would not fire: seed those rows as usual`,
+      );
     for (const { name } of rows) await db.query(`drop index ${name}`);
     // foreign keys are checked by system triggers, which the replica role skips
     await db.query("set local session_replication_role = replica");
