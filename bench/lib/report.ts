@@ -315,6 +315,18 @@ export function figures(runs: RunResult[]): Figure[] {
     );
     add(
       "17 brokers",
+      `${name}: hookrelay, adaptive limit off`,
+      "/s",
+      (r) => r.brokers?.[kind]?.fixedWindow,
+    );
+    add(
+      "17 brokers",
+      `${name}: adaptive limit off / bare`,
+      "x",
+      (r) => r.brokers?.[kind]?.fixedWindowRatio,
+    );
+    add(
+      "17 brokers",
       `${name}: CPU ms / 1k: bare client`,
       "ms",
       (r) => r.brokers?.[kind]?.bareCpuMs,

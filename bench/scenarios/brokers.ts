@@ -17,6 +17,12 @@
  * client's (this process, during its run), hookrelay's worker's and PostgreSQL's (from the
  * seed to the last delivery), which move far less with the machine's load than the rates.
  *
+ * hookrelay runs twice: as configured by default (each endpoint's adaptive in-flight limit
+ * on, docs/adaptive-concurrency.md, which a broker whose confirms slow down under the
+ * machine's load cuts), then with that limit off (a fixed window of `inFlight`, as the bare
+ * client's). The first is the figure held to the target; the second says how much of the
+ * gap the adaptive limit is. The endpoints' limits at the end are logged.
+ *
  * The figure is hookrelay / bare (target >= 0.6). Every message lands in one durable queue
  * (the default exchange, routing key = the queue) or one file-backed stream.
  */
@@ -46,6 +52,12 @@ export interface BrokerRun {
   undelivered: number;
   /** median attempts.latency_ms hookrelay recorded: publish to confirm or ack */
   publishP50Ms: number;
+  /**
+   * hookrelay again with the endpoints' adaptive in-flight limit off (a fixed window of
+   * `inFlight`, as the bare client's): its rate and its ratio to the bare client's
+   */
+  fixedWindow: number;
+  fixedWindowRatio: number;
   /** CPU ms per 1,000 messages: the bare client, hookrelay's worker, PostgreSQL */
   bareCpuMs: number;
   workerCpuMs: number;
@@ -153,6 +165,7 @@ async function viaHookrelay(
   n: number,
   e: number,
   w: number,
+  adaptive: "on" | "off",
 ): Promise<{
   rate: number;
   undelivered: number;
@@ -165,8 +178,8 @@ async function viaHookrelay(
     const tenants = await createTenants(db.pool, Array(e).fill(url), ctx.secret);
     await db.pool.query(
       `update endpoints set destination_kind = $1::text, destination_secret = $2::text,
-              max_in_flight = $3::integer`,
-      [tag, password, w],
+              max_in_flight = $3::integer, adaptive_concurrency = $4::text`,
+      [tag, password, w, adaptive],
     );
     const worker = await startHookrelay("worker", db.url);
     try {
@@ -189,6 +202,14 @@ async function viaHookrelay(
         await new Promise((r) => setTimeout(r, 500));
       }
       const spent = cpu();
+      // what held hookrelay's window: each endpoint's adaptive in-flight limit at the end
+      const limits = await db.pool.query(
+        `select min(concurrency_limit)::float8 as lo, max(concurrency_limit)::float8 as hi,
+                string_agg(distinct concurrency_reason, ', ') as why
+         from endpoint_health`,
+      );
+      const l = limits.rows[0];
+      ctx.log(`  endpoints' in-flight limits at the end: ${l.lo}-${l.hi} (${l.why})`);
       const { rows } = await db.pool.query(
         `select extract(epoch from max(started_at + latency_ms * interval '1 millisecond')
                                    - min(started_at))::float8 as seconds,
@@ -214,6 +235,7 @@ async function viaHookrelay(
 function figures(
   bare: { rate: number; cpuMs: number },
   run: Awaited<ReturnType<typeof viaHookrelay>>,
+  fixed: Awaited<ReturnType<typeof viaHookrelay>>,
 ): Omit<BrokerRun, "messages" | "endpoints" | "inFlight"> {
   return {
     bare: bare.rate,
@@ -221,6 +243,10 @@ function figures(
     hookrelay: run.rate,
     ratio: run.rate / bare.rate,
     ...run,
+    // (a fixed window's run leaves undelivered rows too: they count)
+    undelivered: run.undelivered + fixed.undelivered,
+    fixedWindow: fixed.rate,
+    fixedWindowRatio: fixed.rate / bare.rate,
   };
 }
 
@@ -246,8 +272,11 @@ export async function runBrokers(ctx: BenchContext): Promise<BrokersRun> {
       await fresh();
       ctx.log(`  NATS JetStream: hookrelay, ${n} messages`);
       const url = `nats://${nats.user}@127.0.0.1:${nats.port}?subject=${SUBJECT}&stream=${STREAM}`;
-      const run = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w);
-      out.nats = { ...shape, ...figures(bare, run) };
+      const run = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w, "on");
+      await fresh();
+      ctx.log(`  NATS JetStream: hookrelay, adaptive in-flight limit off, ${n} messages`);
+      const fixed = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w, "off");
+      out.nats = { ...shape, ...figures(bare, run, fixed) };
     } finally {
       await nats.stop();
     }
@@ -265,9 +294,12 @@ export async function runBrokers(ctx: BenchContext): Promise<BrokersRun> {
       await admin.purgeQueue(QUEUE);
       ctx.log(`  RabbitMQ: hookrelay, ${n} messages`);
       const url = `amqp://${rmq.user}@127.0.0.1:${rmq.port}/?routingKey=${QUEUE}`;
-      const run = await viaHookrelay(ctx, "amqp", url, rmq.password, n, e, w);
+      const run = await viaHookrelay(ctx, "amqp", url, rmq.password, n, e, w, "on");
       await admin.purgeQueue(QUEUE);
-      out.amqp = { ...shape, ...figures(bare, run) };
+      ctx.log(`  RabbitMQ: hookrelay, adaptive in-flight limit off, ${n} messages`);
+      const fixed = await viaHookrelay(ctx, "amqp", url, rmq.password, n, e, w, "off");
+      await admin.purgeQueue(QUEUE);
+      out.amqp = { ...shape, ...figures(bare, run, fixed) };
     } finally {
       await rmq.stop();
     }
