@@ -209,7 +209,11 @@ async function viaHookrelay(
          from endpoint_health`,
       );
       const l = limits.rows[0];
-      ctx.log(`  endpoints' in-flight limits at the end: ${l.lo}-${l.hi} (${l.why})`);
+      ctx.log(
+        l.lo === null
+          ? "  endpoints' in-flight limits: none (adaptive limit off)"
+          : `  endpoints' in-flight limits at the end: ${Math.round(l.lo)}-${Math.round(l.hi)} (${l.why})`,
+      );
       const { rows } = await db.pool.query(
         `select extract(epoch from max(started_at + latency_ms * interval '1 millisecond')
                                    - min(started_at))::float8 as seconds,
