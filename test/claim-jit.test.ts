@@ -1,5 +1,5 @@
 /**
- * The claim is never JIT-compiled (src/queue/claim-deliveries.ts through src/db/without-jit.ts;
+ * The claim is never JIT-compiled (src/queue/claim-deliveries.ts through src/db/local-settings.ts;
  * docs/delivery.md, "The claim and JIT"), on Debian's PostgreSQL 15 with JIT on (its
  * default where LLVM is installed), directly and through PgBouncer 1.18 in transaction
  * mode, and it leaves JIT on for whatever runs next on the server connection. 300

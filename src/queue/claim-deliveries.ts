@@ -4,11 +4,11 @@
  * No transaction stays open while requests run.
  */
 import pg from "pg";
+import { queryWithLocalSettings, WITHOUT_JIT } from "../db/local-settings.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NOW_SQL, type NowParam } from "../db/sql/clock.ts";
 import { claimSet } from "../db/sql/delivery-states.ts";
-import { queryWithoutJit } from "../db/without-jit.ts";
 import type { OutboundDelivery } from "../delivery/transport.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import {
@@ -99,7 +99,7 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // durable commit (the claim's result write, say) flushes it anyway. Not waiting shortens
 // every claim by one flush, and with it the time the claim holds its health rows. So the
 // claim must run as its own transaction (the worker sends it on the pool, where
-// claimDeliveries runs it alone, with JIT off: db/without-jit.ts): inside a caller's
+// claimDeliveries runs it alone, with JIT off: db/local-settings.ts): inside a caller's
 // transaction the setting would cover that transaction's commit too.
 /** A lease runs for the endpoint's timeout plus the margin. */
 const leaseFor = (timeoutMs: string) =>
@@ -261,7 +261,7 @@ left join health h on h.endpoint_id = c.endpoint_id
 /**
  * Claims due deliveries. On a pool (the worker's way): in a transaction of its own on one
  * of its connections, with JIT off for that transaction, in one round trip
- * (db/without-jit.ts). The claim's estimated cost grows with the endpoints that have due
+ * (db/local-settings.ts). The claim's estimated cost grows with the endpoints that have due
  * rows; past jit_above_cost a PostgreSQL with JIT on would compile it on every run, for tens
  * of ms more than the claim itself takes (docs/delivery.md, "The claim and JIT"). On a
  * client: the statement alone, in whatever transaction the client has (a test's, rolled
@@ -279,7 +279,10 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     leaseMarginMs: o.leaseMarginMs,
     now: o.now ?? null,
   });
-  const { rows } = db instanceof pg.Pool ? await queryWithoutJit(db, query) : await db.query(query);
+  const { rows } =
+    db instanceof pg.Pool
+      ? await queryWithLocalSettings(db, WITHOUT_JIT, query)
+      : await db.query(query);
   return rows.map((r) => ({
     id: r.id,
     messageId: r.message_id,

@@ -22,8 +22,10 @@
  * round trip to the worker (under load that round trip, not the SQL, was most of the
  * time a claim waited).
  */
+import pg from "pg";
 import type { HealthConfig } from "../config.ts";
 import { plainArray, textArray, timestampArray } from "../db/array-literal.ts";
+import { GENERIC_PLAN, queryWithLocalSettings } from "../db/local-settings.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NOW_SQL, type NowParam } from "../db/sql/clock.ts";
@@ -254,48 +256,54 @@ export async function recordResults(
   const col = <T>(f: (r: DeliveryResult) => T) => results.map(f);
   const outcomes = summarizeOutcomes(results);
   const per = <T>(f: (o: (typeof outcomes)[number]) => T) => outcomes.map(f);
-  const { rows } = await db.query(
-    RECORD_SQL.query({
-      ids: plainArray(col((r) => r.deliveryId)),
-      tokens: textArray(col((r) => r.claimToken)),
-      statuses: textArray(col((r) => r.nextStatus)),
-      delaysMs: plainArray(col((r) => Math.round(r.retryDelayMs))),
-      attemptNumbers: plainArray(col((r) => r.attemptNumber)),
-      startedAts: timestampArray(col((r) => r.startedAt)),
-      latenciesMs: plainArray(col((r) => r.latencyMs)),
-      statusCodes: plainArray(col((r) => r.statusCode)),
-      errorKinds: textArray(col((r) => r.errorKind)),
-      errors: textArray(col((r) => storableText(r.error))),
-      responseBodies: textArray(col((r) => storableText(r.responseBody))),
-      outcomes: textArray(col((r) => (r.success ? "success" : "failure"))),
-      messageIds: textArray(col((r) => r.messageId)),
-      endpointIds: textArray(col((r) => r.endpointId)),
-      appIds: textArray(col((r) => r.appId)),
-      triggers: textArray(col((r) => r.trigger)),
-      urls: textArray(col((r) => storableText(r.url))),
-      isProbes: plainArray(col((r) => r.isProbe)),
-      givenBacks: plainArray(col((r) => r.givenBack ?? 0)),
-      details: textArray(col((r) => r.detail ?? null)),
-      finishedClaims: textArray(results.filter((r) => r.finishesClaim).map((r) => r.claimToken)),
-      outcomeEndpointIds: textArray(per((o) => o.endpointId)),
-      anyOks: plainArray(per((o) => o.anyOk)),
-      trailingFailures: plainArray(per((o) => o.trailingFailures)),
-      lastOkAts: timestampArray(per((o) => o.lastOkAt)),
-      lastFailAts: timestampArray(per((o) => o.lastFailAt)),
-      pausesMs: plainArray(per((o) => (o.pauseMs === null ? null : Math.round(o.pauseMs)))),
-      okCounts: plainArray(per((o) => o.okCount)),
-      ...circuitSettings(health),
-      defaultMaxInFlight,
-      defaultAdaptiveConcurrency: health.adaptiveConcurrency,
-      goneEndpointIds: textArray([...gone.keys()]),
-      goneMsgIds: textArray([...gone.keys()].map(() => eventId(true))),
-      goneAts: timestampArray([...gone.values()]),
-      opEvents: textArray(col((r) => (operational ? (r.operationalEvent ?? null) : null))),
-      opMsgIds: textArray(col((r) => eventId(Boolean(r.operationalEvent)))),
-      opAppId: operational?.appId ?? null,
-      opMaxAttempts: operational?.defaultMaxAttempts ?? 1,
-      now,
-    }),
-  );
+  const query = RECORD_SQL.query({
+    ids: plainArray(col((r) => r.deliveryId)),
+    tokens: textArray(col((r) => r.claimToken)),
+    statuses: textArray(col((r) => r.nextStatus)),
+    delaysMs: plainArray(col((r) => Math.round(r.retryDelayMs))),
+    attemptNumbers: plainArray(col((r) => r.attemptNumber)),
+    startedAts: timestampArray(col((r) => r.startedAt)),
+    latenciesMs: plainArray(col((r) => r.latencyMs)),
+    statusCodes: plainArray(col((r) => r.statusCode)),
+    errorKinds: textArray(col((r) => r.errorKind)),
+    errors: textArray(col((r) => storableText(r.error))),
+    responseBodies: textArray(col((r) => storableText(r.responseBody))),
+    outcomes: textArray(col((r) => (r.success ? "success" : "failure"))),
+    messageIds: textArray(col((r) => r.messageId)),
+    endpointIds: textArray(col((r) => r.endpointId)),
+    appIds: textArray(col((r) => r.appId)),
+    triggers: textArray(col((r) => r.trigger)),
+    urls: textArray(col((r) => storableText(r.url))),
+    isProbes: plainArray(col((r) => r.isProbe)),
+    givenBacks: plainArray(col((r) => r.givenBack ?? 0)),
+    details: textArray(col((r) => r.detail ?? null)),
+    finishedClaims: textArray(results.filter((r) => r.finishesClaim).map((r) => r.claimToken)),
+    outcomeEndpointIds: textArray(per((o) => o.endpointId)),
+    anyOks: plainArray(per((o) => o.anyOk)),
+    trailingFailures: plainArray(per((o) => o.trailingFailures)),
+    lastOkAts: timestampArray(per((o) => o.lastOkAt)),
+    lastFailAts: timestampArray(per((o) => o.lastFailAt)),
+    pausesMs: plainArray(per((o) => (o.pauseMs === null ? null : Math.round(o.pauseMs)))),
+    okCounts: plainArray(per((o) => o.okCount)),
+    ...circuitSettings(health),
+    defaultMaxInFlight,
+    defaultAdaptiveConcurrency: health.adaptiveConcurrency,
+    goneEndpointIds: textArray([...gone.keys()]),
+    goneMsgIds: textArray([...gone.keys()].map(() => eventId(true))),
+    goneAts: timestampArray([...gone.values()]),
+    opEvents: textArray(col((r) => (operational ? (r.operationalEvent ?? null) : null))),
+    opMsgIds: textArray(col((r) => eventId(Boolean(r.operationalEvent)))),
+    opAppId: operational?.appId ?? null,
+    opMaxAttempts: operational?.defaultMaxAttempts ?? 1,
+    now,
+  });
+  // On a pool (the worker's way): the statement's generic plan from its first run on each
+  // connection (db/local-settings.ts). Its many steps take tens of ms to plan, and
+  // PostgreSQL would plan its first five runs on every connection one by one before using
+  // the generic plan it settles on anyway (docs/performance.md, scenario 3's history).
+  const { rows } =
+    db instanceof pg.Pool
+      ? await queryWithLocalSettings(db, GENERIC_PLAN, query)
+      : await db.query(query);
   return rows[0].changed;
 }

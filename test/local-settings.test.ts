@@ -1,15 +1,17 @@
 /**
- * queryWithoutJit (src/db/without-jit.ts), the claim's way of turning JIT off in one round
- * trip, on the suite's PostgreSQL: the statement itself runs with jit off (it reads the
- * setting), the caller gets its rows alone, the setting ends with the statement's
+ * queryWithLocalSettings (src/db/local-settings.ts), the claim's way of turning JIT off and
+ * the result write's of using its generic plan, each in one round trip, on the suite's
+ * PostgreSQL: the statement itself runs with jit off (it reads the setting), a named one is
+ * planned generically from its first run (pg_prepared_statements counts the plans), the
+ * caller gets its rows alone, the setting ends with the statement's
  * implicit transaction (the pool's one connection reads jit on again), a named statement
  * is parsed once, an error rejects as any query's does, and a pool with statement names off
  * sends it unnamed. That PostgreSQL then compiles nothing is test/claim-jit.test.ts's
  * (it needs LLVM).
  */
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { GENERIC_PLAN, queryWithLocalSettings, WITHOUT_JIT } from "../src/db/local-settings.ts";
 import { makePool, type Pool } from "../src/db/pool.ts";
-import { queryWithoutJit } from "../src/db/without-jit.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 
 let db: TestDb;
@@ -35,7 +37,7 @@ const jitNow = async (pool: Pool) =>
 test("the statement runs with jit off, its rows alone come back, and jit is on again after it", async () => {
   expect(await jitNow(named)).toBe("on");
   for (let i = 0; i < 3; i++) {
-    const result = await queryWithoutJit(named, {
+    const result = await queryWithLocalSettings(named, WITHOUT_JIT, {
       name: "without_jit_test",
       text: READS_JIT,
       values: [3],
@@ -58,14 +60,14 @@ test("the statement runs with jit off, its rows alone come back, and jit is on a
 
 test("an error rejects with PostgreSQL's error, and the pool goes on with jit on", async () => {
   await expect(
-    queryWithoutJit(named, {
+    queryWithLocalSettings(named, WITHOUT_JIT, {
       name: "without_jit_divides",
       text: "select 1 / $1::int as x",
       values: [0],
     }),
   ).rejects.toMatchObject({ code: "22012" });
   expect(await jitNow(named)).toBe("on");
-  const again = await queryWithoutJit(named, {
+  const again = await queryWithLocalSettings(named, WITHOUT_JIT, {
     name: "without_jit_divides",
     text: "select 1 / $1::int as x",
     values: [1],
@@ -74,7 +76,7 @@ test("an error rejects with PostgreSQL's error, and the pool goes on with jit on
 });
 
 test("a pool with statement names off sends it unnamed", async () => {
-  const result = await queryWithoutJit(unnamed, {
+  const result = await queryWithLocalSettings(unnamed, WITHOUT_JIT, {
     name: "without_jit_unnamed",
     text: READS_JIT,
     values: [1],
@@ -88,5 +90,45 @@ test("a pool with statement names off sends it unnamed", async () => {
 });
 
 test("a statement without parameters is refused (pg would send it as a simple query)", async () => {
-  await expect(queryWithoutJit(named, { text: "select 1" })).rejects.toThrow(/parameters/);
+  await expect(queryWithLocalSettings(named, WITHOUT_JIT, { text: "select 1" })).rejects.toThrow(
+    /parameters/,
+  );
+});
+
+test("a named statement run with GENERIC_PLAN is planned once, generically, from its first run", async () => {
+  const text = "select current_setting('plan_cache_mode') as mode, $1::int as n";
+  for (let i = 0; i < 3; i++) {
+    const result = await queryWithLocalSettings(named, GENERIC_PLAN, {
+      name: "generic_plan_test",
+      text,
+      values: [i],
+    });
+    expect(result.rows).toEqual([{ mode: "force_generic_plan", n: i }]);
+  }
+  // the same statement without it: custom plans, as PostgreSQL makes a statement's first five
+  for (let i = 0; i < 2; i++) await named.query({ name: "custom_plan_test", text, values: [i] });
+  const { rows } = await named.query(
+    `select name, generic_plans::int as generic, custom_plans::int as custom
+     from pg_prepared_statements where name in ('generic_plan_test', 'custom_plan_test')
+     order by name`,
+  );
+  expect(rows).toEqual([
+    { name: "custom_plan_test", generic: 0, custom: 2 },
+    { name: "generic_plan_test", generic: 3, custom: 0 },
+  ]);
+  expect((await named.query("select current_setting('plan_cache_mode') as m")).rows[0].m).toBe(
+    "auto",
+  );
+});
+
+test("both settings at once", async () => {
+  const result = await queryWithLocalSettings(
+    named,
+    { ...WITHOUT_JIT, ...GENERIC_PLAN },
+    {
+      text: "select current_setting('jit') as jit, current_setting('plan_cache_mode') as mode, $1::int as n",
+      values: [7],
+    },
+  );
+  expect(result.rows).toEqual([{ jit: "off", mode: "force_generic_plan", n: 7 }]);
 });
