@@ -71,7 +71,12 @@ conc_in as (
                                    '${ErrorKind.proxy}', '${ErrorKind.oauth}'))
   ) f
 ),
-conc_state as (
+-- The steps below are materialized: each reads its step's columns several times, and
+-- PostgreSQL would otherwise fold every step into the next one, copying each expression
+-- into every place that reads it, steps deep, and evaluating each copy. Planning the result
+-- write took 45-95 ms so on a loaded 2-core machine, 25 ms materialized and 13 ms without
+-- these steps at all (docs/performance.md, scenario 3's history).
+conc_state as materialized (
   select c.*,
          coalesce(c.concurrency_limit,
                   case when c.adaptive then ${ADAPTIVE_RULE.initialLimit} else c.max_limit end) as cur,
@@ -80,7 +85,7 @@ conc_state as (
          coalesce(c.reason, 'starting') in ('starting', 'resuming') as slow_start
   from conc_in c
 ),
-conc_move as (
+conc_move as materialized (
   select s.*,
          case
            when s.pause_ms is not null then 'pause'
@@ -97,7 +102,7 @@ conc_move as (
          end as move
   from conc_state s
 ),
-conc_next as (
+conc_next as materialized (
   select m.*,
          case m.move
            when 'pause' then 1
