@@ -10,7 +10,7 @@
  * its confirm, and the link remembers its id so the publish can report it unroutable.
  *
  * Waiting publishes leave in one write: amqplib's muxer writes each message to the socket
- * on its own (a system call per message, a fifth of the worker's CPU in scenario 17,
+ * on its own (a system call per message, about a tenth of the worker's CPU in scenario 17,
  * docs/performance.md), so the link corks the socket around each of the muxer's rounds
  * (`batchWrites`): the round's messages (up to the socket's 16 KiB high-water mark) go out
  * in one writev when it ends. Nothing is held past the round.
