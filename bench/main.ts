@@ -36,6 +36,9 @@ import { runOrdered } from "./scenarios/ordered.ts";
 import { runPgBoss } from "./scenarios/pgboss.ts";
 import { sweepPgBoss } from "./scenarios/pgboss-sweep.ts";
 import { dropReplay, measureReplay, prepareReplay, type ReplayData } from "./scenarios/replay.ts";
+import { runSoak } from "./scenarios/soak.ts";
+import { measureSteady } from "./scenarios/steady.ts";
+import { prepareSteadyHistory, type SteadyHistory } from "./scenarios/steady-history.ts";
 import { runTracing } from "./scenarios/tracing.ts";
 
 const opts = parseOptions(process.argv.slice(2));
@@ -89,6 +92,7 @@ async function main(): Promise<void> {
   let dashboard: DashboardData | null = null;
   let replay: ReplayData | null = null;
   let history: HistoryData | null = null;
+  let steady: SteadyHistory | null = null;
   const runs: RunResult[] = [];
   // pg_stat_statements per scenario of the first run: which statements dominate.
   const statements: Record<string, StatementStat[]> = {};
@@ -117,6 +121,15 @@ async function main(): Promise<void> {
       );
       history = await prepareHistory(ctx);
       ctx.log(`16 history: seeded in ${Math.round(history.seedMs)} ms`);
+    }
+    if (only.has(19)) {
+      ctx.log(
+        `19 steady: seeding ${opts.steadyMessages} messages and ${opts.steadyAttempts} attempts over ${opts.steadyDays} days`,
+      );
+      steady = await prepareSteadyHistory(ctx);
+      ctx.log(
+        `19 steady: seeded: ${JSON.stringify(steady.seed)}, sizes ${JSON.stringify(steady.sizes)}`,
+      );
     }
     for (let run = 1; run <= opts.runs; run++) {
       const r: RunResult = {};
@@ -188,6 +201,11 @@ async function main(): Promise<void> {
       }
       if (only.has(17)) r.brokers = await step("17 brokers", () => runBrokers(ctx));
       if (only.has(18)) r.egress = await step("18 egress", () => runEgress(ctx, run));
+      if (steady) {
+        const h = steady;
+        r.steady = await step("19 steady", () => measureSteady(ctx, h));
+      }
+      if (only.has(20)) r.soak = await step("20 soak", () => runSoak(ctx));
       runs.push(r);
     }
   } finally {
@@ -195,6 +213,7 @@ async function main(): Promise<void> {
     await dashboard?.db.drop().catch(() => undefined);
     if (replay) await dropReplay(replay).catch(() => undefined);
     await history?.db.drop().catch(() => undefined);
+    await steady?.db.drop().catch(() => undefined);
   }
 
   const figs = figures(runs);

@@ -28,6 +28,9 @@ const SCENARIOS = [
   "17 brokers",
   // through squid, where it is installed (.ci/run installs it)
   ...(squidInstalled ? ["18 egress"] : []),
+  // a few days of history and a few seconds of soak: the harness of issue 31's figures
+  "19 steady",
+  "20 soak",
 ];
 
 /** Through the CLI, as `npx hookrelay bench` runs it (it starts bin/bench.js). */

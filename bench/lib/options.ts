@@ -20,7 +20,7 @@ export interface BenchOptions {
   quick: boolean;
   runs: number;
   write: boolean;
-  /** scenario numbers to run (1-18); 9 needs 3, 7 compares with 3 */
+  /** scenario numbers to run (1-20; 19 and 20 only when named); 9 needs 3, 7 compares with 3 */
   only: Set<number>;
   /** endpoints (and apps, one endpoint each); each has its own receiver port */
   endpoints: number;
@@ -67,6 +67,16 @@ export interface BenchOptions {
   /** scenario 16: attempts seeded in each layout, spread over historyDays days */
   historyAttempts: number;
   historyDays: number;
+  /** scenario 19: the history seeded (attempts, messages with one delivery each, days) */
+  steadyAttempts: number;
+  steadyMessages: number;
+  steadyDays: number;
+  /** scenario 19: messages each delivery run delivers, on the empty and on the full database */
+  steadyDeliveries: number;
+  /** scenario 20: how long the soak delivers, at what rate, sampled how often */
+  soakSeconds: number;
+  soakRate: number;
+  soakSampleSeconds: number;
   /** scenario 17: messages per broker, for the bare client and for hookrelay */
   brokerMessages: number;
   /** give up on the whole bench after this long */
@@ -81,7 +91,7 @@ const HELP = `npm run bench -- [options]
   --quick              tiny sizes, 1 run, durability off: proves the harness works (no meaningful figures)
   --runs <n>           runs per figure; each figure is the median (default 3)
   --no-write           do not write bench/results/<timestamp>.json
-  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: all, 1-18)
+  --only <list>        scenarios to run, e.g. 1,2,3,9 (default: 1-18, with --quick 1-20; 19 and 20 otherwise only when named)
   --messages <n>       scenario 3 messages (default 50000)
   --concurrency <n>    requests in flight per hookrelay worker and in the ceiling (default 1024)
   --clients <n>        scenario 5 concurrent clients (default 64)
@@ -94,6 +104,13 @@ const HELP = `npm run bench -- [options]
   --history-attempts <n>  scenario 16 attempts seeded in each layout (default 2000000)
   --history-days <n>   scenario 16 days they are spread over; one is purged per run (default 10)
   --broker-messages <n>  scenario 17 messages per broker (default 20000)
+  --steady-attempts <n>  scenario 19 attempts of the seeded history (default 50000000)
+  --steady-messages <n>  scenario 19 messages of the history, one delivery each (default 25000000)
+  --steady-days <n>    scenario 19 days the history spans; two are purged per run (default 30)
+  --steady-deliveries <n>  scenario 19 messages per delivery run, empty and full (default 200000)
+  --soak-seconds <n>   scenario 20 soak length (default 1800)
+  --soak-rate <n>      scenario 20 messages/s offered (default 200)
+  --soak-sample <s>    scenario 20 seconds between samples (default 30)
   --pgboss <w,b,p,n>   pg-boss tuning: work() loops, batchSize, polling s, notify (1/0)
   --tune-pgboss        sweep pg-boss settings (scenario 2 sizes) and print the results
   --pg <name=value>    extra PostgreSQL setting (repeatable)
@@ -120,6 +137,13 @@ export function parseOptions(argv: string[]): BenchOptions {
       "broker-messages": { type: "string" },
       "history-attempts": { type: "string" },
       "history-days": { type: "string" },
+      "steady-attempts": { type: "string" },
+      "steady-messages": { type: "string" },
+      "steady-days": { type: "string" },
+      "steady-deliveries": { type: "string" },
+      "soak-seconds": { type: "string" },
+      "soak-rate": { type: "string" },
+      "soak-sample": { type: "string" },
       pgboss: { type: "string" },
       "tune-pgboss": { type: "boolean", default: false },
       pg: { type: "string", multiple: true },
@@ -140,10 +164,11 @@ export function parseOptions(argv: string[]): BenchOptions {
   };
   const quick = values.quick;
   const only = new Set(
-    (values.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18")
+    // --quick smoke-tests 19 and 20 too (at tiny sizes); a full run names them
+    (values.only ?? `1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18${quick ? ",19,20" : ""}`)
       .split(",")
       .map((s) => Number(s.trim()))
-      .filter((n) => n >= 1 && n <= 18),
+      .filter((n) => n >= 1 && n <= 20),
   );
   // 9 (memory) is sampled during 3; 7 and 10 are ratios of 3.
   if (only.has(9) || only.has(7) || only.has(10)) only.add(3);
@@ -211,6 +236,20 @@ export function parseOptions(argv: string[]): BenchOptions {
     orderedFewMessages: quick ? 40 : 5_000,
     orderedFewSeconds: quick ? 3 : 15,
     brokerMessages: Math.round(num(values["broker-messages"], 20_000, "broker-messages")),
-    watchdogMs: quick ? 420_000 : 90 * 60_000,
+    steadyAttempts: Math.round(
+      num(values["steady-attempts"], quick ? 4_000 : 50_000_000, "steady-attempts"),
+    ),
+    steadyMessages: Math.round(
+      num(values["steady-messages"], quick ? 2_000 : 25_000_000, "steady-messages"),
+    ),
+    steadyDays: Math.round(num(values["steady-days"], quick ? 4 : 30, "steady-days")),
+    steadyDeliveries: Math.round(
+      num(values["steady-deliveries"], quick ? 300 : 200_000, "steady-deliveries"),
+    ),
+    soakSeconds: num(values["soak-seconds"], quick ? 4 : 1_800, "soak-seconds"),
+    soakRate: num(values["soak-rate"], quick ? 50 : 200, "soak-rate"),
+    soakSampleSeconds: num(values["soak-sample"], quick ? 1 : 30, "soak-sample"),
+    // the full-size history (19) and the soak (20) take hours, not minutes
+    watchdogMs: quick ? 420_000 : (only.has(19) || only.has(20) ? 8 * 60 : 90) * 60_000,
   };
 }

@@ -16,7 +16,10 @@ import type { LatencyRun } from "../scenarios/latency.ts";
 import type { OrderedRun } from "../scenarios/ordered.ts";
 import type { PgBossRun } from "../scenarios/pgboss.ts";
 import type { ReplayRun } from "../scenarios/replay.ts";
+import type { SoakRun } from "../scenarios/soak.ts";
+import type { SteadyRun } from "../scenarios/steady.ts";
 import type { TracingRun } from "../scenarios/tracing.ts";
+import { DASHBOARD_PAGES, steadyFigures } from "./report-steady.ts";
 import { median, ratio } from "./stats.ts";
 
 export interface RunResult {
@@ -40,6 +43,8 @@ export interface RunResult {
   brokers?: BrokersRun;
   history?: HistoryRun;
   egress?: EgressRun;
+  steady?: SteadyRun;
+  soak?: SoakRun;
 }
 
 export interface Figure {
@@ -349,20 +354,9 @@ export function figures(runs: RunResult[]): Figure[] {
   add("18 egress", "direct, 1 worker", "/s", (r) => r.egress?.direct.rate);
   add("18 egress", "through squid (CONNECT), 1 worker", "/s", (r) => r.egress?.proxied.rate);
   add("18 egress", "proxied / direct", "x", (r) => r.egress?.ratio);
+  steadyFigures(add);
   return out;
 }
-
-/** The pages scenario 11 times, in its order. */
-const DASHBOARD_PAGES = [
-  "overview",
-  "endpoints",
-  "endpoints by p95",
-  "endpoints by backlog",
-  "endpoints, page 150",
-  "endpoint detail",
-  "dead letters",
-  "message lookup",
-];
 
 function fmt(v: number, unit: string): string {
   if (!Number.isFinite(v)) return "n/a";

@@ -9,7 +9,7 @@
  * 10 ms ticks: a drop's CPU is counted as at least one tick) and WAL per purged row, their
  * ratios, and the table and index size of one day.
  */
-import { withTransaction } from "../../src/db/pool.ts";
+import { type Pool, withTransaction } from "../../src/db/pool.ts";
 import { attemptIdAt } from "../../src/db/sql/attempt-ids.ts";
 import {
   dropAttemptPartitionsBefore,
@@ -120,13 +120,14 @@ export async function prepareHistory(ctx: BenchContext): Promise<HistoryData> {
   };
 }
 
-async function measured(
+/** Wall time, PostgreSQL CPU and WAL of `work` (scenario 19 measures its purge with it too). */
+export async function measured(
   ctx: BenchContext,
-  data: HistoryData,
+  pool: Pool,
   work: () => Promise<void>,
 ): Promise<Purge> {
   const lsn = async () =>
-    (await data.db.pool.query("select pg_current_wal_insert_lsn()::text as l")).rows[0].l as string;
+    (await pool.query("select pg_current_wal_insert_lsn()::text as l")).rows[0].l as string;
   const before = await lsn();
   const meter = startCpuMeter({ pg: () => ctx.cluster.pids() });
   const t0 = nowMs();
@@ -134,11 +135,29 @@ async function measured(
   const ms = nowMs() - t0;
   const cpu = meter();
   const after = await lsn();
-  const { rows } = await data.db.pool.query(
-    "select pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint as b",
-    [after, before],
-  );
+  const { rows } = await pool.query("select pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint as b", [
+    after,
+    before,
+  ]);
   return { ms, cpuMs: cpu.ms.pg ?? 0, walBytes: Number(rows[0].b) };
+}
+
+/**
+ * Retention's batched DELETE before partitioning (src/ops/retention.ts before migration
+ * 0026), on `table` (an unpartitioned copy of attempts): every row created before
+ * `cutoff`, 2,000 a statement, by ctid. Returns the rows deleted.
+ */
+export async function deleteBefore(pool: Pool, table: string, cutoff: number): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const { rowCount } = await pool.query(
+      `delete from ${table} where ctid = any (array(
+         select ctid from ${table} where created_at < $1::timestamptz limit $2::integer))`,
+      [new Date(cutoff), BATCH],
+    );
+    deleted += rowCount ?? 0;
+    if ((rowCount ?? 0) < BATCH) return deleted;
+  }
 }
 
 /** Purges the oldest day left, once by partition drop and once by batched DELETE + VACUUM. */
@@ -149,27 +168,18 @@ export async function measureHistory(ctx: BenchContext, data: HistoryData): Prom
   data.next = cutoff;
   const pool = data.db.pool;
   let dropped = 0;
-  const drop = await measured(ctx, data, async () => {
+  const drop = await measured(ctx, pool, async () => {
     dropped = (await dropAttemptPartitionsBefore(pool, cutoff)).length;
   });
   if (dropped !== 1)
     throw new Error(`16 history: expected to drop one partition, dropped ${dropped}`);
   let deleted = 0;
-  const del = await measured(ctx, data, async () => {
-    for (;;) {
-      // retention's statement before partitioning (src/ops/retention.ts before migration 0026)
-      const { rowCount } = await pool.query(
-        `delete from attempts_flat where ctid = any (array(
-           select ctid from attempts_flat where created_at < $1::timestamptz limit $2::integer))`,
-        [new Date(cutoff), BATCH],
-      );
-      deleted += rowCount ?? 0;
-      if ((rowCount ?? 0) < BATCH) break;
-    }
+  const del = await measured(ctx, pool, async () => {
+    deleted = await deleteBefore(pool, "attempts_flat", cutoff);
   });
   if (deleted !== data.rowsPerDay)
     throw new Error(`16 history: DELETE removed ${deleted} rows, expected ${data.rowsPerDay}`);
-  const vacuum = await measured(ctx, data, async () => {
+  const vacuum = await measured(ctx, pool, async () => {
     await pool.query("vacuum attempts_flat");
   });
   // a drop's CPU can fall under one 10 ms tick: count it as one

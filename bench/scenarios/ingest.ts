@@ -7,10 +7,10 @@
 
 import { Pool } from "undici";
 import { createApiKey } from "../../src/api/auth.ts";
-import type { BenchContext } from "../lib/context.ts";
+import type { BenchContext, FreshDb } from "../lib/context.ts";
 import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import { type HookrelayProcess, startHookrelay, stopChild } from "../lib/procs.ts";
-import { createTenants, EVENT_TYPE, payloadFor } from "../lib/seed.ts";
+import { createTenants, EVENT_TYPE, payloadFor, type Tenant } from "../lib/seed.ts";
 import { nowMs } from "../lib/stats.ts";
 
 export interface IngestRun {
@@ -24,13 +24,20 @@ export interface IngestRun {
   cpuPerThousand: CpuSpent;
 }
 
-export async function runIngest(ctx: BenchContext): Promise<IngestRun> {
+/**
+ * On a fresh database of its own (dropped afterwards), or on `on` (scenario 19: a database
+ * with a history, whose tenants it posts to; kept).
+ */
+export async function runIngest(
+  ctx: BenchContext,
+  on?: { db: FreshDb; tenants: Tenant[] },
+): Promise<IngestRun> {
   const { receiver, opts } = ctx;
-  const db = await ctx.freshDb("ingest");
+  const db = on?.db ?? (await ctx.freshDb("ingest"));
   let api: HookrelayProcess | null = null;
   let pool: Pool | null = null;
   try {
-    const tenants = await createTenants(db.pool, receiver.urls, ctx.secret);
+    const tenants = on?.tenants ?? (await createTenants(db.pool, receiver.urls, ctx.secret));
     const { key } = await createApiKey(db.pool, { role: "admin" }, "bench");
     api = await startHookrelay("api", db.url);
     const client = new Pool(api.url!, {
@@ -80,7 +87,10 @@ export async function runIngest(ctx: BenchContext): Promise<IngestRun> {
     await all(opts.ingestSeconds * 1000, true);
     const elapsed = nowMs() - t0;
     const spent = cpu();
-    const { rows } = await db.pool.query("select count(*)::int as n from messages");
+    // (on a history: the messages of the last minute, where ingest's are)
+    const { rows } = await db.pool.query(
+      "select count(*)::int as n from messages where created_at > now() - interval '1 minute'",
+    );
     return {
       rate: (accepted * 1000) / elapsed,
       accepted,
@@ -92,6 +102,6 @@ export async function runIngest(ctx: BenchContext): Promise<IngestRun> {
   } finally {
     await pool?.close();
     if (api) await stopChild(api, 6_000);
-    await db.drop();
+    if (!on) await db.drop();
   }
 }

@@ -1,0 +1,151 @@
+/**
+ * A delivered history in the shapes hookrelay leaves it, for scenarios 19 (steady state) and
+ * 20 (soak): messages at even times over a span, each with one delivery (delivered; one in
+ * 200 dead-lettered) and `attemptsPerMessage` attempts (all but the last failed with a 503),
+ * message ids carrying their time as `newId` makes them and attempt ids as the result writer
+ * makes them. Written with INSERT ... SELECT generate_series into the tables' own columns, so
+ * a partitioned table routes each row itself (no partition is named here); the partitions
+ * of the span must exist first (`ensureAttemptPartitions`).
+ */
+import { type Pool, withTransaction } from "../../src/db/pool.ts";
+import { EVENT_TYPE, type Tenant } from "./seed.ts";
+
+const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const DAY = 86_400_000;
+
+/**
+ * The first 9 of the 22 base62 characters of a message id made at `ms` (src/ids.ts: the
+ * timestamp shifted by 80 bits, plus 80 random bits; here the middle of that range). Any 13
+ * base62 characters after them keep the id within `ms` (62^13 < 2^79), so one prefix per
+ * second serves every row of that second, followed by the row's number in decimal.
+ */
+export function idPrefixAt(ms: number): string {
+  let value = (BigInt(ms) << 80n) | (1n << 79n);
+  let out = "";
+  for (let i = 0; i < 22; i++) {
+    out = ALPHABET[Number(value % 62n)] + out;
+    value /= 62n;
+  }
+  return out.slice(0, 9);
+}
+
+export interface SpanSeed {
+  /** epoch ms of the first message; rows at even times up to `toMs` (excluded) */
+  fromMs: number;
+  toMs: number;
+  messages: number;
+  attemptsPerMessage: number;
+  /** numbers the event ids (evt-<n>) across spans */
+  firstEventNumber: number;
+}
+
+/**
+ * Seeds one span (at most a day) in one transaction. Foreign keys are not checked (the rows
+ * are consistent by construction; session_replication_role = replica, as a restore does).
+ */
+export async function seedSpan(pool: Pool, tenants: Tenant[], s: SpanSeed): Promise<void> {
+  if (s.toMs - s.fromMs > DAY) throw new Error("seedSpan: a span is at most a day");
+  const seconds = Math.ceil((s.toMs - s.fromMs) / 1000);
+  const prefixes = Array.from({ length: seconds + 1 }, (_, i) =>
+    idPrefixAt(s.fromMs + i * 1000 + 500),
+  );
+  const per = (g: string) => `(${g}::numeric * $3::bigint / $2::bigint)`;
+  // message g: at fromMs + g * span / n ms; its id's prefix is that second's
+  const rows = `from generate_series(0, $2::bigint - 1) g,
+    lateral (select $1::timestamptz + floor(${per("g")}) * interval '1 millisecond' as t,
+                    'msg_' || ($4::text[])[floor(${per("g")} / 1000)::int + 1] || lpad(g::text, 13, '0') as mid,
+                    (g % $5::int)::int + 1 as k) x`;
+  const params = [new Date(s.fromMs), s.messages, s.toMs - s.fromMs, prefixes, tenants.length];
+  const apps = tenants.map((t) => t.appId);
+  const eps = tenants.map((t) => t.endpointId);
+  const urls = tenants.map((t) => t.url);
+  const n = s.attemptsPerMessage;
+  await withTransaction(pool, async (client) => {
+    await client.query("set local session_replication_role = replica");
+    await client.query(
+      `insert into messages (id, app_id, event_type, event_id, payload, created_at)
+       select mid, ($6::text[])[k], $7::text, 'evt-' || ($8::bigint + g),
+              '{"type":"order.paid","seq":' || g || ',"order":{"id":"ord_' || g ||
+              '","total":"149.90","currency":"EUR","items":3},"customer":{"id":"cus_' || (g % 997) ||
+              '","country":"DE","tier":"gold"},"occurredAt":"2025-01-01T12:00:00.000Z"}', t
+       ${rows}`,
+      [...params, apps, EVENT_TYPE, s.firstEventNumber],
+    );
+    // each delivery with its attempts, the attempt j one second after the attempt j - 1
+    await client.query(
+      `with d as (
+         insert into deliveries (message_id, endpoint_id, app_id, status, attempt_count, max_attempts,
+                                 next_attempt_at, created_at, updated_at, delivered_at, last_attempt_at,
+                                 last_status_code, last_response_ms)
+         select mid, ($6::text[])[k], ($7::text[])[k], case when g % 200 = 0 then 'dead_letter' else 'delivered' end,
+                $9::int, $9::int, t, t, t + ($9::int - 1) * interval '1 second',
+                case when g % 200 = 0 then null else t + ($9::int - 1) * interval '1 second' end,
+                t + ($9::int - 1) * interval '1 second', case when g % 200 = 0 then 503 else 200 end, 20 + g % 200
+         ${rows}
+         order by g
+         returning id, message_id, endpoint_id, app_id, created_at, status)
+       insert into attempts (id, delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger, url,
+                             started_at, latency_ms, outcome, status_code, response_body, created_at)
+       select hookrelay_attempt_id_at(a.at) + (d.id * $9::int + j) % 2097152, d.id, d.message_id,
+              d.endpoint_id, d.app_id, j + 1, 'scheduled', ($8::text[])[array_position($6::text[], d.endpoint_id)],
+              a.at, 20 + d.id % 200, case when ok then 'success' else 'failure' end,
+              case when ok then 200 else 503 end, '{"ok":true}', a.at
+       from d, generate_series(0, $9::int - 1) j,
+            lateral (select d.created_at + j * interval '1 second' + interval '100 milliseconds' as at,
+                            d.status = 'delivered' and j = $9::int - 1 as ok) a`,
+      [...params, eps, apps, urls, n],
+    );
+  });
+}
+
+/**
+ * SQL for the leaves of `table` (an expression of type regclass): its partitions, or the
+ * table itself when it is not partitioned (pg_partition_tree lists nothing for one).
+ */
+export const leavesOf = (table: string) =>
+  `select relid from pg_partition_tree(${table}) where isleaf
+   union all select ${table} where not exists (select from pg_partition_tree(${table}))`;
+
+/** A table and its partitions (if any): heap with TOAST, indexes, and the leaves' count. */
+export interface TableSize {
+  table: number;
+  indexes: number;
+  leaves: number;
+}
+
+/** Sizes of messages, deliveries and attempts, summed over their partitions. */
+export async function historySizes(pool: Pool): Promise<Record<string, TableSize>> {
+  const out: Record<string, TableSize> = {};
+  for (const name of ["messages", "deliveries", "attempts"]) {
+    const { rows } = await pool.query(
+      `select coalesce(sum(pg_table_size(relid)), 0)::float8 as t,
+              coalesce(sum(pg_indexes_size(relid)), 0)::float8 as i, count(*)::int as n
+       from (${leavesOf("$1::regclass")}) l`,
+      [name],
+    );
+    out[name] = { table: rows[0].t, indexes: rows[0].i, leaves: rows[0].n };
+  }
+  return out;
+}
+
+/**
+ * The secondary indexes of the history tables (not those behind a primary key or unique
+ * constraint): dropped before a big seeding and built again after it, which is several
+ * times faster than keeping them up row by row. On a partitioned table the parent's index
+ * is dropped and made again with its partitions'.
+ */
+export async function dropSecondaryIndexes(pool: Pool): Promise<string[]> {
+  const { rows } = await pool.query<{ name: string; def: string }>(
+    `select i.indexrelid::regclass::text as name, pg_get_indexdef(i.indexrelid) as def
+     from pg_index i
+     where i.indrelid in ('messages'::regclass, 'deliveries'::regclass, 'attempts'::regclass)
+       and not exists (select from pg_constraint c where c.conindid = i.indexrelid)`,
+  );
+  for (const r of rows) await pool.query(`drop index ${r.name}`);
+  // "ON ONLY" would make a parent index without its partitions' (invalid)
+  return rows.map((r) => r.def.replace(" ON ONLY ", " ON "));
+}
+
+export async function createIndexes(pool: Pool, defs: string[]): Promise<void> {
+  for (const def of defs) await pool.query(def);
+}
