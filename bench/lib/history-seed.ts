@@ -45,31 +45,38 @@ export interface SpanSeed {
  */
 export async function seedSpan(pool: Pool, tenants: Tenant[], s: SpanSeed): Promise<void> {
   if (s.toMs - s.fromMs > DAY) throw new Error("seedSpan: a span is at most a day");
-  const seconds = Math.ceil((s.toMs - s.fromMs) / 1000);
-  const prefixes = Array.from({ length: seconds + 1 }, (_, i) =>
-    idPrefixAt(s.fromMs + i * 1000 + 500),
-  );
-  const per = (g: string) => `(${g}::numeric * $3::bigint / $2::bigint)`;
-  // message g: at fromMs + g * span / n ms; its id's prefix is that second's
-  const rows = `from generate_series(0, $2::bigint - 1) g,
-    lateral (select $1::timestamptz + floor(${per("g")}) * interval '1 millisecond' as t,
-                    'msg_' || ($4::text[])[floor(${per("g")} / 1000)::int + 1] || lpad(g::text, 13, '0') as mid,
-                    (g % $5::int)::int + 1 as k) x`;
-  const params = [new Date(s.fromMs), s.messages, s.toMs - s.fromMs, prefixes, tenants.length];
-  const apps = tenants.map((t) => t.appId);
-  const eps = tenants.map((t) => t.endpointId);
-  const urls = tenants.map((t) => t.url);
+  const span = s.toMs - s.fromMs;
+  const seconds = Math.ceil(span / 1000);
+  const prefixes = Array.from({ length: seconds }, (_, i) => idPrefixAt(s.fromMs + i * 1000 + 500));
+  // message g is at fromMs + g * span / n ms. The rows are made second by second (each
+  // second's g range beside its id prefix): indexing a long text[] per row would walk it.
+  const rows = `from unnest($4::text[]) with ordinality p(prefix, sec),
+    generate_series(ceil((p.sec - 1) * 1000 * $2::numeric / $3::bigint)::bigint,
+                    least($2::bigint, ceil(p.sec * 1000 * $2::numeric / $3::bigint)::bigint) - 1) g,
+    lateral (select $1::timestamptz + floor(g::numeric * $3::bigint / $2::bigint) * interval '1 millisecond' as t,
+                    'msg_' || p.prefix || lpad(g::text, 13, '0') as mid) x,
+    unnest($5::text[], $6::text[], $7::text[]) with ordinality tn(app, ep, url, k)
+    where tn.k = g % ${tenants.length} + 1`;
+  const params = [
+    new Date(s.fromMs),
+    s.messages,
+    span,
+    prefixes,
+    tenants.map((t) => t.appId),
+    tenants.map((t) => t.endpointId),
+    tenants.map((t) => t.url),
+  ];
   const n = s.attemptsPerMessage;
   await withTransaction(pool, async (client) => {
     await client.query("set local session_replication_role = replica");
     await client.query(
       `insert into messages (id, app_id, event_type, event_id, payload, created_at)
-       select mid, ($6::text[])[k], $7::text, 'evt-' || ($8::bigint + g),
+       select mid, tn.app, $8::text, 'evt-' || ($9::bigint + g),
               '{"type":"order.paid","seq":' || g || ',"order":{"id":"ord_' || g ||
               '","total":"149.90","currency":"EUR","items":3},"customer":{"id":"cus_' || (g % 997) ||
               '","country":"DE","tier":"gold"},"occurredAt":"2025-01-01T12:00:00.000Z"}', t
        ${rows}`,
-      [...params, apps, EVENT_TYPE, s.firstEventNumber],
+      [...params, EVENT_TYPE, s.firstEventNumber],
     );
     // each delivery with its attempts, the attempt j one second after the attempt j - 1
     await client.query(
@@ -77,23 +84,24 @@ export async function seedSpan(pool: Pool, tenants: Tenant[], s: SpanSeed): Prom
          insert into deliveries (message_id, endpoint_id, app_id, status, attempt_count, max_attempts,
                                  next_attempt_at, created_at, updated_at, delivered_at, last_attempt_at,
                                  last_status_code, last_response_ms)
-         select mid, ($6::text[])[k], ($7::text[])[k], case when g % 200 = 0 then 'dead_letter' else 'delivered' end,
-                $9::int, $9::int, t, t, t + ($9::int - 1) * interval '1 second',
-                case when g % 200 = 0 then null else t + ($9::int - 1) * interval '1 second' end,
-                t + ($9::int - 1) * interval '1 second', case when g % 200 = 0 then 503 else 200 end, 20 + g % 200
+         select mid, tn.ep, tn.app, case when g % 200 = 0 then 'dead_letter' else 'delivered' end,
+                $8::int, $8::int, t, t, t + ($8::int - 1) * interval '1 second',
+                case when g % 200 = 0 then null else t + ($8::int - 1) * interval '1 second' end,
+                t + ($8::int - 1) * interval '1 second', case when g % 200 = 0 then 503 else 200 end, 20 + g % 200
          ${rows}
          order by g
          returning id, message_id, endpoint_id, app_id, created_at, status)
        insert into attempts (id, delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger, url,
                              started_at, latency_ms, outcome, status_code, response_body, created_at)
-       select hookrelay_attempt_id_at(a.at) + (d.id * $9::int + j) % 2097152, d.id, d.message_id,
-              d.endpoint_id, d.app_id, j + 1, 'scheduled', ($8::text[])[array_position($6::text[], d.endpoint_id)],
+       select hookrelay_attempt_id_at(a.at) + (d.id * $8::int + j) % 2097152, d.id, d.message_id,
+              d.endpoint_id, d.app_id, j + 1, 'scheduled', u.url,
               a.at, 20 + d.id % 200, case when ok then 'success' else 'failure' end,
               case when ok then 200 else 503 end, '{"ok":true}', a.at
-       from d, generate_series(0, $9::int - 1) j,
+       from d join unnest($6::text[], $7::text[]) u(ep, url) on u.ep = d.endpoint_id,
+            generate_series(0, $8::int - 1) j,
             lateral (select d.created_at + j * interval '1 second' + interval '100 milliseconds' as at,
-                            d.status = 'delivered' and j = $9::int - 1 as ok) a`,
-      [...params, eps, apps, urls, n],
+                            d.status = 'delivered' and j = $8::int - 1 as ok) a`,
+      [...params, n],
     );
   });
 }

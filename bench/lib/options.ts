@@ -107,7 +107,7 @@ const HELP = `npm run bench -- [options]
   --steady-attempts <n>  scenario 19 attempts of the seeded history (default 50000000)
   --steady-messages <n>  scenario 19 messages of the history, one delivery each (default 25000000)
   --steady-days <n>    scenario 19 days the history spans; two are purged per run (default 30)
-  --steady-deliveries <n>  scenario 19 messages per delivery run, empty and full (default 200000)
+  --steady-deliveries <n>  scenario 19 messages per delivery run, empty and full (default 150000)
   --soak-seconds <n>   scenario 20 soak length (default 1800)
   --soak-rate <n>      scenario 20 messages/s offered (default 200)
   --soak-sample <s>    scenario 20 seconds between samples (default 30)
@@ -244,7 +244,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     ),
     steadyDays: Math.round(num(values["steady-days"], quick ? 4 : 30, "steady-days")),
     steadyDeliveries: Math.round(
-      num(values["steady-deliveries"], quick ? 300 : 200_000, "steady-deliveries"),
+      num(values["steady-deliveries"], quick ? 300 : 150_000, "steady-deliveries"),
     ),
     soakSeconds: num(values["soak-seconds"], quick ? 4 : 1_800, "soak-seconds"),
     soakRate: num(values["soak-rate"], quick ? 50 : 200, "soak-rate"),

@@ -69,11 +69,22 @@ export async function prepareSteadyHistory(ctx: BenchContext): Promise<SteadyHis
   await Promise.all([seeder(), seeder()]);
   const rowsMs = nowMs() - t0;
   const t1 = nowMs();
-  await createIndexes(pool, defs);
+  // two lanes, as the seeding: attempts' indexes in one, the others' in the other
+  const isAttempts = (def: string) => / ON public\.attempts /.test(def);
+  await Promise.all([
+    createIndexes(pool, defs.filter(isAttempts)),
+    createIndexes(
+      pool,
+      defs.filter((d) => !isAttempts(d)),
+    ),
+  ]);
   const indexMs = nowMs() - t1;
   ctx.log(`19 steady: ${defs.length} indexes built in ${Math.round(indexMs / 1000)} s`);
   const t2 = nowMs();
-  await pool.query("vacuum (analyze) messages, deliveries, attempts");
+  await Promise.all([
+    pool.query("vacuum (analyze) attempts"),
+    pool.query("vacuum (analyze) messages, deliveries"),
+  ]);
   const vacuumMs = nowMs() - t2;
   // the dashboard's charts read the rollup the maintenance task keeps (a day and an hour)
   const t3 = nowMs();
