@@ -250,6 +250,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     soakRate: num(values["soak-rate"], quick ? 50 : 200, "soak-rate"),
     soakSampleSeconds: num(values["soak-sample"], quick ? 1 : 30, "soak-sample"),
     // the full-size history (19) and the soak (20) take hours, not minutes
-    watchdogMs: quick ? 420_000 : (only.has(19) || only.has(20) ? 8 * 60 : 90) * 60_000,
+    // (--quick: under the smoke test's 10 minutes, on a loaded machine too)
+    watchdogMs: quick ? 540_000 : (only.has(19) || only.has(20) ? 8 * 60 : 90) * 60_000,
   };
 }

@@ -47,7 +47,7 @@ export function steadyFigures(add: Add): void {
   };
   add(S, "history seeded (rows, indexes, vacuum)", "s", (r) => r.steady?.seedSeconds);
   both("delivery, 1 worker", "/s", (s) => s.delivery.rate, atLeast(0.9));
-  both("ingest", "/s", (s) => s.ingest.rate, atLeast(0.9));
+  both("ingest", "/s", (s) => s.ingest?.rate ?? Number.NaN, atLeast(0.9));
   both("claim 500 rows", "ms", (s) => s.delivery.claimMs, atMost(1.5));
   both("WAL per delivery", "B", (s) => s.delivery.walPerDelivery);
   add(S, "of which retention's statements, full", "B", (r) =>

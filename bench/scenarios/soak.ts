@@ -127,7 +127,7 @@ export async function runSoak(ctx: BenchContext): Promise<SoakRun> {
     const api = await startHookrelay("api", db.url, env);
     procs.push(api);
     const { key } = await createApiKey(pool, { role: "admin" }, "soak");
-    const client = new HttpPool(api.url!, { connections: 16, keepAliveTimeout: 10_000 });
+    const client = new HttpPool(api.url!, { connections: 128, keepAliveTimeout: 10_000 });
     http = client;
     let accepted = 0;
     let errors = 0;

@@ -49,7 +49,8 @@ export interface SteadyDelivery {
 
 export interface SteadySide {
   delivery: SteadyDelivery;
-  ingest: IngestRun;
+  /** null under --quick */
+  ingest: IngestRun | null;
   /** full database only */
   dashboard: DashboardRun | null;
 }
@@ -150,8 +151,9 @@ async function side(
   const which = during ? "full" : "empty";
   const delivery = await deliver(ctx, db, tenants, during);
   ctx.log(`19 steady, ${which}: delivery ${JSON.stringify(delivery)}`);
-  const ingest = await runIngest(ctx, { db, tenants });
-  ctx.log(`19 steady, ${which}: ingest ${Math.round(ingest.rate)}/s`);
+  // (--quick leaves it out: scenario 5 smoke-tests the same code, and each API start costs)
+  const ingest = ctx.opts.quick ? null : await runIngest(ctx, { db, tenants });
+  ctx.log(`19 steady, ${which}: ingest ${Math.round(ingest?.rate ?? Number.NaN)}/s`);
   // the pages' target is absolute (< 1 s each): timed on the full database only
   if (!during) return { delivery, ingest, dashboard: null };
   const dashboard = await measureDashboard(ctx, {
