@@ -69,13 +69,21 @@ export async function seedSpan(pool: Pool, tenants: Tenant[], s: SpanSeed): Prom
   const n = s.attemptsPerMessage;
   await withTransaction(pool, async (client) => {
     await client.query("set local session_replication_role = replica");
-    await client.query(
-      `insert into messages (id, app_id, event_type, event_id, payload, created_at)
+    // each eventId also in message_event_ids, as the enqueue statement writes it (migration 0033)
+    const { rows: eventIds } = await client.query(
+      "select to_regclass('message_event_ids') is not null as present",
+    );
+    const insertMessages = `insert into messages (id, app_id, event_type, event_id, payload, created_at)
        select mid, tn.app, $8::text, 'evt-' || ($9::bigint + g),
               '{"type":"order.paid","seq":' || g || ',"order":{"id":"ord_' || g ||
               '","total":"149.90","currency":"EUR","items":3},"customer":{"id":"cus_' || (g % 997) ||
               '","country":"DE","tier":"gold"},"occurredAt":"2025-01-01T12:00:00.000Z"}', t
-       ${rows}`,
+       ${rows}`;
+    await client.query(
+      eventIds[0].present
+        ? `with m as (${insertMessages} returning app_id, event_id, id, created_at)
+           insert into message_event_ids (app_id, event_id, message_id, created_at) select * from m`
+        : insertMessages,
       [...params, EVENT_TYPE, s.firstEventNumber],
     );
     // each delivery with its attempts, the attempt j one second after the attempt j - 1
