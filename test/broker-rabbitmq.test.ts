@@ -165,6 +165,29 @@ describe.skipIf(!rabbitmqInstalled)("RabbitMQ destinations", () => {
     }
   });
 
+  test("amqps presents the endpoint's client certificate: the broker's CA's is taken, another's refused", async () => {
+    const ch = await queue("secure-mtls");
+    const url = `amqps://${rmq.user}:${rmq.password}@localhost:${rmq.tlsPort}/?routingKey=secure-mtls`;
+    const ca = await readFile(pki.ca, "utf8");
+    const app = await newApp();
+    const signed = await newEndpoint(app, url, {
+      tlsCa: ca,
+      tlsClientCert: await readFile(pki.clientCert, "utf8"),
+      tlsClientKey: await readFile(pki.clientKey, "utf8"),
+    });
+    const stranger = await newEndpoint(app, url, {
+      maxAttempts: 1,
+      tlsCa: ca,
+      tlsClientCert: await readFile(pki.strangerCert, "utf8"),
+      tlsClientKey: await readFile(pki.strangerKey, "utf8"),
+    });
+    const msg = await send(app, { mtls: true });
+    await waitForStatus(msg, signed, "delivered");
+    expect((await getOne(ch, "secure-mtls")).properties.messageId).toBe(msg);
+    const row = await waitForStatus(msg, stranger, "dead_letter");
+    expect(row.last_error_kind).toBe("tls");
+  });
+
   test("refused credentials are a credentials error: a dead letter, no retry", async () => {
     const app = await newApp();
     const ep = await newEndpoint(app, rmq.url({ password: "wrong", rest: "/?routingKey=x" }));

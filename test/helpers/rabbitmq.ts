@@ -8,7 +8,8 @@
  *
  * The node has one user (`user`/`password`) on the default virtual host, from anywhere.
  * Given certificate files (`tls`), it also listens for amqps on another free port, with
- * that certificate, asking clients for none.
+ * that certificate; it asks clients for theirs and refuses one its CA did not sign, but
+ * takes a client without one.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -88,7 +89,8 @@ export async function startRabbitMq(options: { tls?: RabbitMqTls } = {}): Promis
             `ssl_options.cacertfile = ${tls.caFile}`,
             `ssl_options.certfile = ${tls.certFile}`,
             `ssl_options.keyfile = ${tls.keyFile}`,
-            "ssl_options.verify = verify_none",
+            // a client certificate is asked for and checked against caFile, not required
+            "ssl_options.verify = verify_peer",
             "ssl_options.fail_if_no_peer_cert = false",
           ]
         : []),
