@@ -506,7 +506,7 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const m = /^accepted (msg_\w+)\n$/.exec(r.stdout);
     expect(m, show(r)).not.toBeNull();
     const { rows } = await h.db.pool.query(
-      "select m.event_type, m.event_id, m.payload, count(d.id)::int as deliveries from messages m left join deliveries d on d.message_id = m.id where m.id = $1 group by m.id",
+      "select m.event_type, m.event_id, m.payload, count(d.id)::int as deliveries from messages m left join deliveries d on d.message_id = m.id where m.id = $1 group by m.id, m.event_type, m.event_id, m.payload",
       [m![1]],
     );
     expect(rows[0]).toMatchObject({
@@ -534,7 +534,7 @@ describe.concurrent("hookrelay CLI", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     });
     expect(r.code, show(r)).toBe(0);
     const { rows } = await h.db.pool.query(
-      "select m.ordering_key, array_agg(d.ordering_key) as keys from messages m join deliveries d on d.message_id = m.id where m.id = $1 group by m.id",
+      "select m.ordering_key, array_agg(d.ordering_key) as keys from messages m join deliveries d on d.message_id = m.id where m.id = $1 group by m.id, m.ordering_key",
       [JSON.parse(r.stdout).id],
     );
     expect(rows[0]).toEqual({ ordering_key: "order-7", keys: ["order-7"] });

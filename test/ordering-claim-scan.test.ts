@@ -39,9 +39,12 @@ async function claimWithScans(): Promise<{ ids: number[]; read: Record<string, n
     });
     ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
     const stats = await client.query(
+      // every index of every partition of deliveries (docs/history.md)
       `select c.relname, pg_stat_get_xact_tuples_returned(c.oid) as n
-       from pg_index i join pg_class c on c.oid = i.indexrelid
-       where i.indrelid = 'deliveries'::regclass`,
+       from pg_partition_tree('deliveries') t
+       join pg_index i on i.indrelid = t.relid
+       join pg_class c on c.oid = i.indexrelid
+       where t.isleaf`,
     );
     read = Object.fromEntries(stats.rows.map((r) => [r.relname, Number(r.n)]));
     throw new RolledBack();

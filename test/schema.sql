@@ -208,7 +208,7 @@ table dashboard_sessions (
 );
 
 table deliveries (
-  id bigint not null generated always as identity,
+  id bigint not null default nextval('delivery_ids'::regclass),
   message_id text not null,
   endpoint_id text not null,
   app_id text not null,
@@ -235,10 +235,77 @@ table deliveries (
   failure_notified boolean not null default false,
   ordering_key text,
   attempts_given_back smallint not null default 0,
+  message_ms bigint not null default 0,
   constraint deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
-  constraint deliveries_message_id_endpoint_id_key UNIQUE (message_id, endpoint_id),
-  constraint deliveries_message_id_fkey FOREIGN KEY (message_id) REFERENCES messages(id) ON DELETE CASCADE,
-  constraint deliveries_pkey PRIMARY KEY (id),
+  constraint deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'delivered'::text, 'failed'::text, 'dead_letter'::text, 'canceled'::text])))
+);
+
+table deliveries_default (
+  id bigint not null default nextval('delivery_ids'::regclass),
+  message_id text not null,
+  endpoint_id text not null,
+  app_id text not null,
+  status text not null default 'pending'::text,
+  attempt_count integer not null default 0,
+  max_attempts integer not null,
+  next_attempt_at timestamp with time zone not null default now(),
+  lease_expires_at timestamp with time zone,
+  claim_token uuid,
+  claimed_by text,
+  trigger text not null default 'scheduled'::text,
+  delivered_at timestamp with time zone,
+  last_attempt_at timestamp with time zone,
+  last_error_kind text,
+  last_error text,
+  last_status_code integer,
+  last_response_ms integer,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  requeued_at timestamp with time zone,
+  requeued_by text,
+  queued boolean,
+  dead_lettered boolean,
+  failure_notified boolean not null default false,
+  ordering_key text,
+  attempts_given_back smallint not null default 0,
+  message_ms bigint not null default 0,
+  constraint deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
+  constraint deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'delivered'::text, 'failed'::text, 'dead_letter'::text, 'canceled'::text])))
+);
+
+table deliveries_legacy (
+  id bigint not null,
+  message_id text not null,
+  endpoint_id text not null,
+  app_id text not null,
+  status text not null default 'pending'::text,
+  attempt_count integer not null default 0,
+  max_attempts integer not null,
+  next_attempt_at timestamp with time zone not null default now(),
+  lease_expires_at timestamp with time zone,
+  claim_token uuid,
+  claimed_by text,
+  trigger text not null default 'scheduled'::text,
+  delivered_at timestamp with time zone,
+  last_attempt_at timestamp with time zone,
+  last_error_kind text,
+  last_error text,
+  last_status_code integer,
+  last_response_ms integer,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  requeued_at timestamp with time zone,
+  requeued_by text,
+  queued boolean,
+  dead_lettered boolean,
+  failure_notified boolean not null default false,
+  ordering_key text,
+  attempts_given_back smallint not null default 0,
+  message_ms bigint not null default 0,
+  constraint deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
+  constraint deliveries_legacy_message_id_endpoint_id_key UNIQUE (message_id, endpoint_id),
+  constraint deliveries_legacy_pkey PRIMARY KEY (id),
+  constraint deliveries_legacy_range CHECK ((message_ms < 1)),
   constraint deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'delivered'::text, 'failed'::text, 'dead_letter'::text, 'canceled'::text])))
 );
 
@@ -417,9 +484,45 @@ table messages (
   expunged_at timestamp with time zone,
   ordering_key text,
   traceparent text,
-  constraint messages_app_id_event_id_key UNIQUE (app_id, event_id),
+  message_ms bigint not null default 0,
+  constraint messages_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE
+);
+
+table messages_default (
+  id text not null,
+  app_id text not null,
+  event_type text not null,
+  event_id text,
+  payload text not null,
+  channels text[],
+  tags text[],
+  created_at timestamp with time zone not null default now(),
+  expires_at timestamp with time zone,
+  expunged_at timestamp with time zone,
+  ordering_key text,
+  traceparent text,
+  message_ms bigint not null default 0,
+  constraint messages_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE
+);
+
+table messages_legacy (
+  id text not null,
+  app_id text not null,
+  event_type text not null,
+  event_id text,
+  payload text not null,
+  channels text[],
+  tags text[],
+  created_at timestamp with time zone not null default now(),
+  expires_at timestamp with time zone,
+  expunged_at timestamp with time zone,
+  ordering_key text,
+  traceparent text,
+  message_ms bigint not null default 0,
   constraint messages_app_id_fkey FOREIGN KEY (app_id) REFERENCES applications(id) ON DELETE CASCADE,
-  constraint messages_pkey PRIMARY KEY (id)
+  constraint messages_legacy_app_id_event_id_key UNIQUE (app_id, event_id),
+  constraint messages_legacy_pkey PRIMARY KEY (id),
+  constraint messages_legacy_range CHECK ((message_ms < 1))
 );
 
 table portal_sessions (
@@ -492,16 +595,34 @@ CREATE INDEX claims_lease_idx ON public.claims USING btree (lease_expires_at);
 CREATE UNIQUE INDEX claims_pkey ON public.claims USING btree (token);
 CREATE INDEX dashboard_sessions_expires_idx ON public.dashboard_sessions USING btree (expires_at);
 CREATE UNIQUE INDEX dashboard_sessions_pkey ON public.dashboard_sessions USING btree (token_hash);
-CREATE INDEX deliveries_dead_letter_app_idx ON public.deliveries USING btree (app_id, updated_at, id) WHERE dead_lettered;
-CREATE INDEX deliveries_dead_letter_endpoint_idx ON public.deliveries USING btree (endpoint_id, updated_at, id) WHERE dead_lettered;
-CREATE INDEX deliveries_dead_letter_order_idx ON public.deliveries USING btree (updated_at, id) WHERE dead_lettered;
-CREATE INDEX deliveries_due_idx ON public.deliveries USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE queued;
-CREATE INDEX deliveries_endpoint_message_idx ON public.deliveries USING btree (endpoint_id, message_id);
-CREATE UNIQUE INDEX deliveries_message_id_endpoint_id_key ON public.deliveries USING btree (message_id, endpoint_id);
-CREATE INDEX deliveries_ordered_dead_idx ON public.deliveries USING btree (endpoint_id, ordering_key, id) WHERE (dead_lettered AND (ordering_key IS NOT NULL));
-CREATE INDEX deliveries_ordered_queued_idx ON public.deliveries USING btree (endpoint_id, ordering_key, id) WHERE (queued AND (ordering_key IS NOT NULL));
-CREATE UNIQUE INDEX deliveries_pkey ON public.deliveries USING btree (id);
-CREATE INDEX deliveries_unordered_due_idx ON public.deliveries USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE (queued AND (ordering_key IS NULL));
+CREATE INDEX deliveries_dead_letter_app_idx ON ONLY public.deliveries USING btree (app_id, updated_at, id) WHERE dead_lettered;
+CREATE INDEX deliveries_dead_letter_endpoint_idx ON ONLY public.deliveries USING btree (endpoint_id, updated_at, id) WHERE dead_lettered;
+CREATE INDEX deliveries_dead_letter_order_idx ON ONLY public.deliveries USING btree (updated_at, id) WHERE dead_lettered;
+CREATE INDEX deliveries_due_idx ON ONLY public.deliveries USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE queued;
+CREATE INDEX deliveries_endpoint_message_idx ON ONLY public.deliveries USING btree (endpoint_id, message_id);
+CREATE INDEX deliveries_ordered_dead_idx ON ONLY public.deliveries USING btree (endpoint_id, ordering_key, id) WHERE (dead_lettered AND (ordering_key IS NOT NULL));
+CREATE INDEX deliveries_ordered_queued_idx ON ONLY public.deliveries USING btree (endpoint_id, ordering_key, id) WHERE (queued AND (ordering_key IS NOT NULL));
+CREATE INDEX deliveries_unordered_due_idx ON ONLY public.deliveries USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE (queued AND (ordering_key IS NULL));
+CREATE INDEX deliveries_default_app_id_updated_at_id_idx ON public.deliveries_default USING btree (app_id, updated_at, id) WHERE dead_lettered;
+CREATE INDEX deliveries_default_endpoint_id_message_id_idx ON public.deliveries_default USING btree (endpoint_id, message_id);
+CREATE INDEX deliveries_default_endpoint_id_next_attempt_at_idx ON public.deliveries_default USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE queued;
+CREATE INDEX deliveries_default_endpoint_id_next_attempt_at_idx1 ON public.deliveries_default USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE (queued AND (ordering_key IS NULL));
+CREATE INDEX deliveries_default_endpoint_id_ordering_key_id_idx ON public.deliveries_default USING btree (endpoint_id, ordering_key, id) WHERE (dead_lettered AND (ordering_key IS NOT NULL));
+CREATE INDEX deliveries_default_endpoint_id_ordering_key_id_idx1 ON public.deliveries_default USING btree (endpoint_id, ordering_key, id) WHERE (queued AND (ordering_key IS NOT NULL));
+CREATE INDEX deliveries_default_endpoint_id_updated_at_id_idx ON public.deliveries_default USING btree (endpoint_id, updated_at, id) WHERE dead_lettered;
+CREATE UNIQUE INDEX deliveries_default_id_key ON public.deliveries_default USING btree (id);
+CREATE UNIQUE INDEX deliveries_default_message_id_endpoint_id_key ON public.deliveries_default USING btree (message_id, endpoint_id);
+CREATE INDEX deliveries_default_updated_at_id_idx ON public.deliveries_default USING btree (updated_at, id) WHERE dead_lettered;
+CREATE INDEX deliveries_legacy_dead_letter_app_idx ON public.deliveries_legacy USING btree (app_id, updated_at, id) WHERE dead_lettered;
+CREATE INDEX deliveries_legacy_dead_letter_endpoint_idx ON public.deliveries_legacy USING btree (endpoint_id, updated_at, id) WHERE dead_lettered;
+CREATE INDEX deliveries_legacy_dead_letter_order_idx ON public.deliveries_legacy USING btree (updated_at, id) WHERE dead_lettered;
+CREATE INDEX deliveries_legacy_due_idx ON public.deliveries_legacy USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE queued;
+CREATE INDEX deliveries_legacy_endpoint_message_idx ON public.deliveries_legacy USING btree (endpoint_id, message_id);
+CREATE UNIQUE INDEX deliveries_legacy_message_id_endpoint_id_key ON public.deliveries_legacy USING btree (message_id, endpoint_id);
+CREATE INDEX deliveries_legacy_ordered_dead_idx ON public.deliveries_legacy USING btree (endpoint_id, ordering_key, id) WHERE (dead_lettered AND (ordering_key IS NOT NULL));
+CREATE INDEX deliveries_legacy_ordered_queued_idx ON public.deliveries_legacy USING btree (endpoint_id, ordering_key, id) WHERE (queued AND (ordering_key IS NOT NULL));
+CREATE UNIQUE INDEX deliveries_legacy_pkey ON public.deliveries_legacy USING btree (id);
+CREATE INDEX deliveries_legacy_unordered_due_idx ON public.deliveries_legacy USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE (queued AND (ordering_key IS NULL));
 CREATE UNIQUE INDEX endpoint_health_pkey ON public.endpoint_health USING btree (endpoint_id);
 CREATE INDEX endpoint_secrets_endpoint_idx ON public.endpoint_secrets USING btree (endpoint_id);
 CREATE UNIQUE INDEX endpoint_secrets_pkey ON public.endpoint_secrets USING btree (id);
@@ -517,13 +638,24 @@ CREATE INDEX latency_samples_endpoint_idx ON public.latency_samples USING btree 
 CREATE UNIQUE INDEX maintenance_lease_pkey ON public.maintenance_lease USING btree (singleton);
 CREATE INDEX message_event_ids_event_idx ON public.message_event_ids USING btree (event_id);
 CREATE UNIQUE INDEX message_event_ids_pkey ON public.message_event_ids USING btree (app_id, event_id);
-CREATE INDEX messages_app_created_idx ON public.messages USING btree (app_id, created_at, id);
-CREATE UNIQUE INDEX messages_app_id_event_id_key ON public.messages USING btree (app_id, event_id);
-CREATE INDEX messages_app_idx ON public.messages USING btree (app_id, id);
-CREATE INDEX messages_created_brin ON public.messages USING brin (created_at);
-CREATE INDEX messages_event_id_idx ON public.messages USING btree (event_id) WHERE (event_id IS NOT NULL);
-CREATE INDEX messages_expires_idx ON public.messages USING btree (expires_at) WHERE (expires_at IS NOT NULL);
-CREATE UNIQUE INDEX messages_pkey ON public.messages USING btree (id);
+CREATE INDEX messages_app_created_idx ON ONLY public.messages USING btree (app_id, created_at, id);
+CREATE INDEX messages_app_idx ON ONLY public.messages USING btree (app_id, id);
+CREATE INDEX messages_created_brin ON ONLY public.messages USING brin (created_at);
+CREATE INDEX messages_event_id_idx ON ONLY public.messages USING btree (event_id) WHERE (event_id IS NOT NULL);
+CREATE INDEX messages_expires_idx ON ONLY public.messages USING btree (expires_at) WHERE (expires_at IS NOT NULL);
+CREATE INDEX messages_default_app_id_created_at_id_idx ON public.messages_default USING btree (app_id, created_at, id);
+CREATE INDEX messages_default_app_id_id_idx ON public.messages_default USING btree (app_id, id);
+CREATE INDEX messages_default_created_at_idx ON public.messages_default USING brin (created_at);
+CREATE INDEX messages_default_event_id_idx ON public.messages_default USING btree (event_id) WHERE (event_id IS NOT NULL);
+CREATE INDEX messages_default_expires_at_idx ON public.messages_default USING btree (expires_at) WHERE (expires_at IS NOT NULL);
+CREATE UNIQUE INDEX messages_default_id_key ON public.messages_default USING btree (id);
+CREATE INDEX messages_legacy_app_created_idx ON public.messages_legacy USING btree (app_id, created_at, id);
+CREATE UNIQUE INDEX messages_legacy_app_id_event_id_key ON public.messages_legacy USING btree (app_id, event_id);
+CREATE INDEX messages_legacy_app_idx ON public.messages_legacy USING btree (app_id, id);
+CREATE INDEX messages_legacy_created_brin ON public.messages_legacy USING brin (created_at);
+CREATE INDEX messages_legacy_event_id_idx ON public.messages_legacy USING btree (event_id) WHERE (event_id IS NOT NULL);
+CREATE INDEX messages_legacy_expires_idx ON public.messages_legacy USING btree (expires_at) WHERE (expires_at IS NOT NULL);
+CREATE UNIQUE INDEX messages_legacy_pkey ON public.messages_legacy USING btree (id);
 CREATE UNIQUE INDEX portal_sessions_pkey ON public.portal_sessions USING btree (secret_hash);
 CREATE INDEX portal_sessions_token_idx ON public.portal_sessions USING btree (token_id);
 CREATE INDEX portal_tokens_app_idx ON public.portal_tokens USING btree (app_id, expires_at);

@@ -127,19 +127,21 @@ requeued as (
   })},
       requeued_at = now(), requeued_by = t.id
   from picked p, t, em
-  where d.id = p.delivery_id and d.status = p.status
+  where d.id = p.delivery_id and d.message_ms = p.message_ms and d.status = p.status
   returning d.id
 ),
 inserted as (
   insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at, trigger,
-                          ordering_key)
+                          ordering_key, message_ms)
   select p.message_id, t.endpoint_id, t.app_id, em.max_attempts,
          now() + (p.rn - 1) / t.rate_per_second * interval '1 second', 'replay',
          -- a new row of an ordered message takes its key's place by when it is written
-         ${orderingKeySql("em", "(select m.ordering_key from messages m where m.id = p.message_id)")}
+         ${orderingKeySql("em", "(select m.ordering_key from messages m where m.id = p.message_id and m.message_ms = p.message_ms)")},
+         p.message_ms
   from picked p, t, em
   where p.delivery_id is null
-  on conflict (message_id, endpoint_id) do nothing
+  -- (the partition's unique (message_id, endpoint_id): a message's rows share its partition)
+  on conflict do nothing
   returning id
 ),
 st as (

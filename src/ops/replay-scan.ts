@@ -49,7 +49,7 @@ ep as (
   select e.id, e.event_types, e.channels from endpoints e join t on e.id = t.endpoint_id
 ),
 scanned as (
-  select m.id, m.created_at, m.event_type, m.channels, m.tags
+  select m.id, m.created_at, m.event_type, m.channels, m.tags, m.message_ms
   from t join messages m
     on m.app_id = t.app_id
    and m.created_at < t.until
@@ -61,12 +61,13 @@ scanned as (
   ${limit === null ? "" : `limit ${limit}`}
 ),
 cand as (
-  select s.id as message_id, s.created_at, d.id as delivery_id, d.status,
+  select s.id as message_id, s.message_ms, s.created_at, d.id as delivery_id, d.status,
          row_number() over (order by s.created_at, s.id) as rn
   from scanned s
   cross join t
   cross join ep
-  left join deliveries d on d.message_id = s.id and d.endpoint_id = t.endpoint_id
+  left join deliveries d
+    on d.message_id = s.id and d.endpoint_id = t.endpoint_id and d.message_ms = s.message_ms
   where ${TAKES}
 )`;
 }

@@ -75,28 +75,34 @@ const PURGES: ReadonlyArray<{
   {
     what: "dead_letters",
     age: (r) => r.deadLetterMs,
-    sql: `delete from deliveries where ctid = any (array(
-            select d.ctid from deliveries d
+    // (by id and partition key: ctid is not unique across partitions)
+    sql: `delete from deliveries x using (
+            select d.id, d.message_ms from deliveries d
             where d.dead_lettered
               and (d.updated_at < now() - $1::bigint * interval '1 millisecond'
                    or exists (select 1 from messages m where m.id = d.message_id and m.expires_at <= now()))
-            limit $2::integer))`,
+            limit $2::integer) g
+          where x.id = g.id and x.message_ms = g.message_ms`,
   },
   {
     what: "messages",
     age: (r) => r.payloadMs,
-    // deliveries of these messages (all delivered or canceled) go with them (cascade), and
-    // their eventIds (migration 0033), which a new message may then take again
+    // deliveries of these messages (all delivered or canceled) go with them, and their
+    // eventIds (migration 0033), which a new message may then take again. (No foreign key
+    // cascades since messages are partitioned: migration 0036.)
     sql: `with gone as (
-            delete from messages where ctid = any (array(
-              select m.ctid from messages m
+            delete from messages x using (
+              select m.id, m.message_ms from messages m
               where (m.created_at < now() - $1::bigint * interval '1 millisecond' or m.expires_at <= now())
                 and not exists (
                   select 1 from deliveries d
                   where d.message_id = m.id
                     and (d.queued or d.dead_lettered))
-              limit $2::integer))
-            returning app_id, event_id),
+              limit $2::integer) g
+            where x.id = g.id and x.message_ms = g.message_ms
+            returning x.id, x.app_id, x.event_id),
+          rows_gone as (
+            delete from deliveries d using gone g where d.message_id = g.id),
           keys as (
             delete from message_event_ids k using gone g
             where g.event_id is not null and k.app_id = g.app_id and k.event_id = g.event_id)

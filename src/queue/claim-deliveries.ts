@@ -161,7 +161,7 @@ room as (
   order by random()
 ),
 picked as (
-  select d.id, d.endpoint_id, ${effectiveSql("r", "timeoutMs")} as timeout_ms
+  select d.id, d.endpoint_id, d.message_ms, ${effectiveSql("r", "timeoutMs")} as timeout_ms
   from room r
   cross join lateral (${PICK_SQL}) d
   where r.room > 0
@@ -175,7 +175,8 @@ claimed as (
     leaseExpiresAt: leaseFor("p.timeout_ms"),
   })}
   from picked p
-  where d.id = p.id
+  -- (message_ms: the row's partition, docs/history.md)
+  where d.id = p.id and d.message_ms = p.message_ms
   returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger,
             d.failure_notified, d.attempts_given_back
 ),

@@ -32,7 +32,7 @@ const ORDER_HEAD_SQL = `
  * no entry for a keyed row), stepping over its rows in flight.
  */
 const UNORDERED_SQL = `
-       select d.id, d.endpoint_id, d.next_attempt_at
+       select d.id, d.endpoint_id, d.next_attempt_at, d.message_ms
        from deliveries d
        where d.endpoint_id = r.endpoint_id
          and d.queued and d.ordering_key is null
@@ -54,23 +54,23 @@ const UNORDERED_SQL = `
  */
 const KEY_HEADS_SQL = `
        with recursive k as (
-         (select q.ordering_key, q.id from deliveries q
+         (select q.ordering_key, q.id, q.message_ms from deliveries q
           where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
           order by q.ordering_key, q.id
           limit 1)
          union all
-         (select n.ordering_key, n.id
+         (select n.ordering_key, n.id, n.message_ms
           from k
           cross join lateral (
-            select q.ordering_key, q.id from deliveries q
+            select q.ordering_key, q.id, q.message_ms from deliveries q
             where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
               and q.ordering_key > k.ordering_key
             order by q.ordering_key, q.id
             limit 1) n)
        )
-       select d.id, d.endpoint_id, d.next_attempt_at
+       select d.id, d.endpoint_id, d.next_attempt_at, d.message_ms
        from k
-       join deliveries d on d.id = k.id
+       join deliveries d on d.id = k.id and d.message_ms = k.message_ms
        where d.queued
          and d.next_attempt_at <= ${NOW_SQL}
          and d.status <> 'in_flight'
@@ -109,7 +109,7 @@ const HAS_KEYS_SQL = `
  */
 const KEYED_SQL = `
     with scan as (
-      select d.id, d.next_attempt_at,
+      select d.id, d.next_attempt_at, d.message_ms,
              d.status <> 'in_flight' and (d.ordering_key is null or (${ORDER_HEAD_SQL})) as takes
       from deliveries d
       where d.endpoint_id = r.endpoint_id
@@ -119,9 +119,9 @@ const KEYED_SQL = `
       limit r.in_flight + 2 * greatest(r.room, 0)
     ),
     walked as (
-      select d.id, d.endpoint_id, s.next_attempt_at
+      select d.id, d.endpoint_id, s.next_attempt_at, d.message_ms
       from scan s
-      join deliveries d on d.id = s.id
+      join deliveries d on d.id = s.id and d.message_ms = s.message_ms
       where s.takes
         and d.queued
         and d.next_attempt_at <= ${NOW_SQL}
@@ -134,13 +134,13 @@ const KEYED_SQL = `
       select (select count(*) from scan) = r.in_flight + 2 * greatest(r.room, 0)
                and (select count(*) from walked) < greatest(r.room, 0) as per_key
     )
-    select w.id, w.endpoint_id, w.next_attempt_at from walked w
+    select w.id, w.endpoint_id, w.next_attempt_at, w.message_ms from walked w
     where not (select per_key from way)
     union all
-    select u.id, u.endpoint_id, u.next_attempt_at from (${UNORDERED_SQL}) u
+    select u.id, u.endpoint_id, u.next_attempt_at, u.message_ms from (${UNORDERED_SQL}) u
     where (select per_key from way)
     union all
-    select k.id, k.endpoint_id, k.next_attempt_at from (${KEY_HEADS_SQL}) k
+    select k.id, k.endpoint_id, k.next_attempt_at, k.message_ms from (${KEY_HEADS_SQL}) k
     where (select per_key from way)
     order by 3
     limit greatest(r.room, 0)`;
@@ -153,8 +153,8 @@ const KEYED_SQL = `
  * one with keyed rows, KEYED_SQL's.
  */
 export const PICK_SQL = `
-    select u.id, u.endpoint_id, u.next_attempt_at from (${UNORDERED_SQL}) u
+    select u.id, u.endpoint_id, u.next_attempt_at, u.message_ms from (${UNORDERED_SQL}) u
     where not ${HAS_KEYS_SQL}
     union all
-    select p.id, p.endpoint_id, p.next_attempt_at from (${KEYED_SQL}) p
+    select p.id, p.endpoint_id, p.next_attempt_at, p.message_ms from (${KEYED_SQL}) p
     where ${HAS_KEYS_SQL}`;

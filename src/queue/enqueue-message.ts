@@ -26,7 +26,7 @@ import { tablePrefix as t } from "../db/schema-name.ts";
 import { orderingKeySql } from "../db/sql/ordering-key.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
-import { ID_PREFIX, newId } from "../ids.ts";
+import { ID_PREFIX, idTimeMs, newId } from "../ids.ts";
 
 export interface NewMessage {
   appId: string;
@@ -77,6 +77,8 @@ interface EnqueueParams {
   retentionsMs: (number | null)[];
   orderingKeys: (string | null)[];
   traceparents: (string | null)[];
+  /** the millisecond each id carries: the rows' partition key (docs/history.md) */
+  messageMs: number[];
   defaultMaxAttempts: number;
   defaultWhileDisabled: WhileDisabled;
 }
@@ -106,9 +108,10 @@ with input as (
   select *
   from unnest($ids::text[], $appIds::text[], $eventTypes::text[], $eventIds::text[],
               $payloads::text[], $channels::text[], $tags::text[], $deliverAts::timestamptz[],
-              $retentionsMs::bigint[], $orderingKeys::text[], $traceparents::text[])
+              $retentionsMs::bigint[], $orderingKeys::text[], $traceparents::text[],
+              $messageMs::bigint[])
     with ordinality as i(id, app_id, event_type, event_id, payload, channels, tags, deliver_at, retention_ms,
-                         ordering_key, traceparent, n)
+                         ordering_key, traceparent, message_ms, n)
 ),
 -- The eventIds this statement takes (migration 0033): a message with an eventId is written
 -- only when its (app, eventId) row is, so a repeat, in this batch or after another
@@ -122,20 +125,18 @@ won as (
 ),
 msg as (
   insert into ${t(schema)}messages (id, app_id, event_type, event_id, payload, channels, tags, expires_at,
-                                    ordering_key, traceparent)
+                                    ordering_key, traceparent, message_ms)
   select i.id, i.app_id, i.event_type, i.event_id, i.payload,
          case when i.channels is null then null
               else array(select jsonb_array_elements_text(i.channels::jsonb)) end,
          case when i.tags is null then null
               else array(select jsonb_array_elements_text(i.tags::jsonb)) end,
          now() + i.retention_ms * interval '1 millisecond',
-         i.ordering_key, i.traceparent
+         i.ordering_key, i.traceparent, i.message_ms
   from input i
   where i.event_id is null or i.id in (select message_id from won)
   order by i.n
-  -- messages_app_id_event_id_key, the guard of before, while messages are unpartitioned
-  on conflict (app_id, event_id) do nothing
-  returning id, app_id, event_type, channels, created_at
+  returning id, app_id, event_type, channels, created_at, message_ms
 ),
 -- The fan-out: one delivery per matching endpoint of each message written, disabled ones
 -- included. A disabled endpoint's row is pending (held: the claim passes it by until the
@@ -146,13 +147,13 @@ msg as (
 -- are numbered in the batch's order, which is the order its messages were accepted in.
 fanout as (
   insert into ${t(schema)}deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at,
-                                      status, last_error_kind, last_error, ordering_key)
+                                      status, last_error_kind, last_error, ordering_key, message_ms)
   select m.id, e.id, m.app_id, ${effectiveSql("e", "maxAttempts")},
          coalesce(i.deliver_at, now()),
          case when s.skip then 'canceled' else 'pending' end,
          case when s.skip then '${SKIPPED_KIND}' end,
          case when s.skip then '${SKIPPED_TEXT}' end,
-         ${orderingKeySql("e", "i.ordering_key")}
+         ${orderingKeySql("e", "i.ordering_key")}, m.message_ms
   from msg m
   join input i on i.id = m.id
   join ${t(schema)}endpoints e on e.app_id = m.app_id
@@ -223,9 +224,10 @@ export async function writeMessages(
   { schema, whileDisabled = "hold" }: EnqueueOptions = {},
 ): Promise<(EnqueueResult | Error)[]> {
   const sql = statementsFor(schema);
+  const ids = messages.map(() => newId(ID_PREFIX.message));
   const { rows } = await db.query(
     sql.enqueue.query({
-      ids: messages.map(() => newId(ID_PREFIX.message)),
+      ids,
       appIds: messages.map((m) => m.appId),
       eventTypes: messages.map((m) => m.eventType),
       eventIds: messages.map((m) => m.eventId ?? null),
@@ -236,6 +238,7 @@ export async function writeMessages(
       retentionsMs: messages.map((m) => m.retentionMs ?? null),
       orderingKeys: messages.map((m) => m.orderingKey ?? null),
       traceparents: messages.map((m) => m.traceparent ?? null),
+      messageMs: ids.map((id) => idTimeMs(id, ID_PREFIX.message) ?? 0),
       defaultMaxAttempts,
       defaultWhileDisabled: whileDisabled,
     }),

@@ -66,11 +66,11 @@ op_gone_events as (
 -- (an operator application deleted by hand takes no events: a foreign-key error here would
 -- fail the whole result write, again on every retry)
 op_messages as (
-  insert into messages (id, app_id, event_type, payload)
-  select e.id, $opAppId::text, e.event_type, e.payload
+  insert into messages (id, app_id, event_type, payload, message_ms)
+  select e.id, $opAppId::text, e.event_type, e.payload, hookrelay_message_ms(e.id)
   from (select * from op_attempt_events union all select * from op_gone_events) e
   where exists (select 1 from applications where id = $opAppId::text)
-  returning id, event_type
+  returning id, event_type, message_ms
 ),
 -- A disabled operator endpoint gets its rows too, as enqueue-message.ts writes them: held
 -- (pending) unless the endpoint itself says skip. (The operator application's endpoints
@@ -78,11 +78,12 @@ op_messages as (
 -- endpoint is disabled".)
 op_fanout as (
   insert into deliveries (message_id, endpoint_id, app_id, max_attempts, status,
-                          last_error_kind, last_error)
+                          last_error_kind, last_error, message_ms)
   select m.id, e.id, e.app_id, ${effectiveSql("e", "maxAttempts", "$opMaxAttempts")},
          case when s.skip then 'canceled' else 'pending' end,
          case when s.skip then '${SKIPPED_KIND}' end,
-         case when s.skip then '${SKIPPED_TEXT}' end
+         case when s.skip then '${SKIPPED_TEXT}' end,
+         m.message_ms
   from op_messages m
   join endpoints e on e.app_id = $opAppId::text
   cross join lateral (select e.disabled and e.while_disabled = 'skip' as skip) s

@@ -112,17 +112,33 @@ export async function resendDelivery(
   defaultMaxAttempts: number,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `with resent as (
-       insert into deliveries (message_id, endpoint_id, app_id, max_attempts, trigger, ordering_key)
+    // The row again if it exists and is not in flight, else a new one: an update, then an
+    // insert (an "on conflict do update" needs a unique index on the partitioned table,
+    // which it has only per partition: docs/history.md).
+    `with m as (
+       select m.ordering_key, m.message_ms from messages m where m.id = $1::text
+     ),
+     again as (
+       update deliveries d
+       set ${requeueSet({ maxAttempts: effectiveSql("e", "maxAttempts", "$3"), dueAt: "now()" })}
+       from endpoints e
+       where e.id = $2::text and d.message_id = $1::text and d.endpoint_id = $2::text
+         and d.status <> 'in_flight'
+       returning 1
+     ),
+     added as (
+       insert into deliveries (message_id, endpoint_id, app_id, max_attempts, trigger, ordering_key,
+                               message_ms)
        select $1::text, e.id, e.app_id, ${effectiveSql("e", "maxAttempts", "$3")}, 'manual',
-              ${orderingKeySql("e", "(select m.ordering_key from messages m where m.id = $1::text)")}
+              ${orderingKeySql("e", "(select ordering_key from m)")},
+              coalesce((select message_ms from m), hookrelay_message_ms($1::text))
        from endpoints e where e.id = $2::text
-       on conflict (message_id, endpoint_id) do update
-         set ${requeueSet({ maxAttempts: "excluded.max_attempts", dueAt: "now()" })}
-         where deliveries.status <> 'in_flight'
+         and not exists (select 1 from deliveries d
+                         where d.message_id = $1::text and d.endpoint_id = $2::text)
+       on conflict do nothing
        returning 1
      )
-     select pg_notify('${WORK_CHANNEL}', '') from resent`,
+     select pg_notify('${WORK_CHANNEL}', '') from (select * from again union all select * from added) r`,
     [messageId, endpointId, defaultMaxAttempts],
   );
   return rowCount !== 0;

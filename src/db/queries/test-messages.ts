@@ -23,14 +23,15 @@ export async function insertTestMessage(
 ): Promise<Date | null> {
   const { rows } = await db.query<{ created_at: Date | null }>(
     `with msg as (
-       insert into messages (id, app_id, event_type, payload, tags)
-       select $1::text, e.app_id, $4::text, $5::text, array['test']
+       insert into messages (id, app_id, event_type, payload, tags, message_ms)
+       select $1::text, e.app_id, $4::text, $5::text, array['test'], hookrelay_message_ms($1::text)
        from endpoints e where e.id = $3::text and e.app_id = $2::text
-       returning id, app_id, created_at
+       returning id, app_id, created_at, message_ms
      ),
      delivery as (
-       insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at)
-       select m.id, e.id, m.app_id, ${effectiveSql("e", "maxAttempts", "$6")}, now()
+       insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at,
+                               message_ms)
+       select m.id, e.id, m.app_id, ${effectiveSql("e", "maxAttempts", "$6")}, now(), m.message_ms
        from msg m join endpoints e on e.id = $3::text
        returning message_id
      )
