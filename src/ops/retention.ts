@@ -75,14 +75,13 @@ const PURGES: ReadonlyArray<{
   {
     what: "dead_letters",
     age: (r) => r.deadLetterMs,
-    // (by id and partition key: ctid is not unique across partitions)
-    sql: `delete from deliveries x using (
-            select d.id, d.message_ms from deliveries d
+    // (by id: ctid is not unique across partitions)
+    sql: `delete from deliveries where id = any (array(
+            select d.id from deliveries d
             where d.dead_lettered
               and (d.updated_at < now() - $1::bigint * interval '1 millisecond'
                    or exists (select 1 from messages m where m.id = d.message_id and m.expires_at <= now()))
-            limit $2::integer) g
-          where x.id = g.id and x.message_ms = g.message_ms`,
+            limit $2::integer))`,
   },
   {
     what: "messages",
