@@ -69,15 +69,23 @@ export async function seedSpan(pool: Pool, tenants: Tenant[], s: SpanSeed): Prom
   const n = s.attemptsPerMessage;
   await withTransaction(pool, async (client) => {
     await client.query("set local session_replication_role = replica");
+    // the partition key of messages and deliveries where they are partitioned (migration
+    // 0034: the millisecond the message's id carries, which is its second's prefix's)
+    const { rows: keyed } = await client.query(
+      `select exists (select from information_schema.columns
+                      where table_name = 'messages' and column_name = 'message_ms') as present`,
+    );
+    const msCol = keyed[0].present ? ", message_ms" : "";
+    const msVal = keyed[0].present ? `, ${s.fromMs}::bigint + (p.sec - 1) * 1000 + 500` : "";
     // each eventId also in message_event_ids, as the enqueue statement writes it (migration 0033)
     const { rows: eventIds } = await client.query(
       "select to_regclass('message_event_ids') is not null as present",
     );
-    const insertMessages = `insert into messages (id, app_id, event_type, event_id, payload, created_at)
+    const insertMessages = `insert into messages (id, app_id, event_type, event_id, payload, created_at${msCol})
        select mid, tn.app, $8::text, 'evt-' || ($9::bigint + g),
               '{"type":"order.paid","seq":' || g || ',"order":{"id":"ord_' || g ||
               '","total":"149.90","currency":"EUR","items":3},"customer":{"id":"cus_' || (g % 997) ||
-              '","country":"DE","tier":"gold"},"occurredAt":"2025-01-01T12:00:00.000Z"}', t
+              '","country":"DE","tier":"gold"},"occurredAt":"2025-01-01T12:00:00.000Z"}', t${msVal}
        ${rows}`;
     await client.query(
       eventIds[0].present
@@ -91,11 +99,11 @@ export async function seedSpan(pool: Pool, tenants: Tenant[], s: SpanSeed): Prom
       `with d as (
          insert into deliveries (message_id, endpoint_id, app_id, status, attempt_count, max_attempts,
                                  next_attempt_at, created_at, updated_at, delivered_at, last_attempt_at,
-                                 last_status_code, last_response_ms)
+                                 last_status_code, last_response_ms${msCol})
          select mid, tn.ep, tn.app, case when g % 200 = 0 then 'dead_letter' else 'delivered' end,
                 $8::int, $8::int, t, t, t + ($8::int - 1) * interval '1 second',
                 case when g % 200 = 0 then null else t + ($8::int - 1) * interval '1 second' end,
-                t + ($8::int - 1) * interval '1 second', case when g % 200 = 0 then 503 else 200 end, 20 + g % 200
+                t + ($8::int - 1) * interval '1 second', case when g % 200 = 0 then 503 else 200 end, 20 + g % 200${msVal}
          ${rows}
          order by g
          returning id, message_id, endpoint_id, app_id, created_at, status)
