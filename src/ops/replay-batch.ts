@@ -130,6 +130,14 @@ requeued as (
   where d.id = p.delivery_id and d.message_ms = p.message_ms and d.status = p.status
   returning d.id
 ),
+-- the messages new rows are written for, locked as a foreign key would (retention deletes
+-- a message's deliveries itself: src/ops/retention.ts); one deleted meanwhile drops out
+kept as (
+  select m.id, m.message_ms from messages m
+  where (m.id, m.message_ms) in (select p.message_id, p.message_ms from picked p
+                                 where p.delivery_id is null)
+  for key share
+),
 inserted as (
   insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at, trigger,
                           ordering_key, message_ms)
@@ -138,7 +146,7 @@ inserted as (
          -- a new row of an ordered message takes its key's place by when it is written
          ${orderingKeySql("em", "(select m.ordering_key from messages m where m.id = p.message_id and m.message_ms = p.message_ms)")},
          p.message_ms
-  from picked p, t, em
+  from picked p join kept k on k.id = p.message_id and k.message_ms = p.message_ms, t, em
   where p.delivery_id is null
   -- (the partition's unique (message_id, endpoint_id): a message's rows share its partition)
   on conflict do nothing

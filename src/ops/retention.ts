@@ -105,9 +105,22 @@ const PURGES: ReadonlyArray<{
           keys as (
             delete from message_event_ids k using gone g
             where g.event_id is not null and k.app_id = g.app_id and k.event_id = g.event_id)
-          select count(*)::int as n from gone`,
+          select count(*)::int as n, coalesce(array_agg(id), '{}') as ids from gone`,
   },
 ];
+
+/**
+ * The deliveries a replay or a resend wrote for these messages while they were being
+ * deleted: the purge's own delete of their deliveries could not see them (its snapshot was
+ * taken before). Those writers lock the message (FOR KEY SHARE) before writing, so the
+ * purge's delete of the message waited for them to commit, and this next statement sees
+ * what they wrote. (A writer that came second finds the message gone and writes nothing.)
+ * Without it such a delivery would outlive its message, which no foreign key deletes since
+ * messages are partitioned (docs/history.md), and the claim would take it again and again.
+ */
+async function deleteLateDeliveries(pool: Pool, messageIds: string[]): Promise<void> {
+  await pool.query("delete from deliveries where message_id = any ($1::text[])", [messageIds]);
+}
 
 type PurgeTotals = Record<PurgeProgress["what"], number>;
 
@@ -149,9 +162,13 @@ export async function purgeExpiredUntil(
     for (;;) {
       const params: unknown[] = [purge.age(retention), retention.batch];
       if (purge.what === "attempts") params.push(rowByRow);
-      const { rows: answer, rowCount } = await pool.query<{ n?: number }>(purge.sql, params);
+      const { rows: answer, rowCount } = await pool.query<{ n?: number; ids?: string[] }>(
+        purge.sql,
+        params,
+      );
       // a delete answers with its count; a statement of several, with a row saying it
       const n = answer[0]?.n ?? rowCount ?? 0;
+      if (purge.what === "messages" && n > 0) await deleteLateDeliveries(pool, answer[0]!.ids!);
       deleted[purge.what] += n;
       if (n > 0) onProgress?.({ what: purge.what, deleted: deleted[purge.what] });
       if (n < retention.batch) break;

@@ -345,10 +345,13 @@ export function registerAttemptRoutes(
       if (isExpunged(msg.payload))
         throw conflict("the message's payload was expunged: it cannot be resent");
       const resent = await resendDelivery(pool, msg.id, endpointId, config.delivery.maxAttempts);
-      if (!resent)
+      if (!resent) {
+        // gone meanwhile (retention): a 404, not "in flight"
+        await findMessageOr404(pool, appId, msg.id);
         throw conflict(
           "this message is being delivered to the endpoint right now; try again shortly",
         );
+      }
       return reply.code(202).send({});
     },
   );

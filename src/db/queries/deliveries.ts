@@ -115,8 +115,11 @@ export async function resendDelivery(
     // The row again if it exists and is not in flight, else a new one: an update, then an
     // insert (an "on conflict do update" needs a unique index on the partitioned table,
     // which it has only per partition: docs/history.md).
+    // The message is locked as a foreign key would (retention deletes a message's
+    // deliveries itself: src/ops/retention.ts); a message deleted meanwhile gets no row.
     `with m as (
        select m.ordering_key, m.message_ms from messages m where m.id = $1::text
+       for key share
      ),
      again as (
        update deliveries d
@@ -131,8 +134,8 @@ export async function resendDelivery(
                                message_ms)
        select $1::text, e.id, e.app_id, ${effectiveSql("e", "maxAttempts", "$3")}, 'manual',
               ${orderingKeySql("e", "(select ordering_key from m)")},
-              coalesce((select message_ms from m), hookrelay_message_ms($1::text))
-       from endpoints e where e.id = $2::text
+              (select message_ms from m)
+       from endpoints e where e.id = $2::text and exists (select 1 from m)
          and not exists (select 1 from deliveries d
                          where d.message_id = $1::text and d.endpoint_id = $2::text)
        on conflict do nothing
