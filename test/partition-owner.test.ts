@@ -37,15 +37,19 @@ async function partitions(): Promise<string[]> {
   return rows.map((r) => r.name as string);
 }
 
+/** the low bits of the ids attemptAt writes: two of them in the same second differ */
+let written = 0;
+
 /** An attempt written by the app role at `atMs`; its partition's name. */
 async function attemptAt(atMs: number): Promise<string> {
+  written += 1;
   const { rows } = await appPool.query(
     `insert into attempts (id, delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,
                            url, started_at, latency_ms, outcome, status_code, created_at)
      values ($1::bigint, 0, 'msg_po', 'ep_po', 'app_po', 1, 'scheduled', 'http://x', $2::timestamptz,
              5, 'success', 200, $2::timestamptz)
      returning tableoid::regclass::text as p`,
-    [attemptIdAt(atMs), new Date(atMs)],
+    [attemptIdAt(atMs) + written, new Date(atMs)],
   );
   return String(rows[0].p).replace(`${SCHEMA}.`, "");
 }
