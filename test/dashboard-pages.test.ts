@@ -221,27 +221,35 @@ describe("pages", () => {
     // every delivery of appA's messages is final: no refresh
     const final = await admin.get("/dashboard/messages?q=evt-a-0");
     expect(final.body).toMatch(/<div id="deliveries">/);
-    // a delivery that failed once and waits a minute for its retry: every 15 s
+    // a delivery that failed once and waits for its retry: every 15 s
     const waiting = await createEndpoint(appB.id, {
       url: `${rx.url}/fail/${unique("wait")}`,
       maxAttempts: 5,
       retryBaseMs: 60_000,
+      retryCapMs: 60_000,
       eventTypes: ["order.waiting"],
     });
     const sent = await sendMessage(appB.id, { eventType: "order.waiting", payload: {} });
     // appB's other endpoint gets the message too: wait until that delivery is final as well,
-    // so that only the retry is left to wait for
+    // and the waiting one's retry is pinned an hour ahead (the backoff's full jitter may
+    // pick a wait of a few ms), so that only a retry is left to wait for when the page loads
     await waitFor(async () => {
       const { rows } = await h.db.pool.query<{ endpoint_id: string; status: string }>(
         "select endpoint_id, status from deliveries where message_id = $1",
         [sent.id],
       );
-      return (
-        rows.some((r) => r.endpoint_id === waiting.id && r.status === "failed") &&
-        rows.every(
+      if (
+        !rows.every(
           (r) => r.endpoint_id === waiting.id || ["delivered", "dead_letter"].includes(r.status),
         )
+      )
+        return false;
+      const pinned = await h.db.pool.query(
+        `update deliveries set next_attempt_at = now() + interval '1 hour'
+         where message_id = $1 and endpoint_id = $2 and status = 'failed'`,
+        [sent.id, waiting.id],
       );
+      return pinned.rowCount === 1;
     });
     const res = await admin.get(`/dashboard/messages/${sent.id}`);
     const div = res.body.match(/<div id="deliveries"[^>]*>/)?.[0] ?? "";
