@@ -8,6 +8,12 @@
  * so neither side always runs on a warmer machine. The sink answers every export at once and
  * counts them and their bytes, so the figure is the cost of making and exporting the spans,
  * not of a collector.
+ *
+ * Each run measures four sides, on off off on (or off on on off, alternating from run to
+ * run), and compares the two sides' means: a machine that drifts during the run (another
+ * process starting, a cache warming) then weighs on both sides alike. One pair of sides
+ * of 50,000 deliveries lasts about 8 s each here, where a second of someone else's work
+ * moves a single side's rate by 10%.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -15,9 +21,13 @@ import type { BenchContext } from "../lib/context.ts";
 import { type DeliveryRun, runDelivery } from "./delivery.ts";
 
 export interface TracingRun {
-  on: DeliveryRun;
-  off: DeliveryRun;
-  /** on.rate / off.rate */
+  /** the two sides with tracing on, and the two with it off, in the order they ran */
+  on: DeliveryRun[];
+  off: DeliveryRun[];
+  /** the mean rate of each */
+  onRate: number;
+  offRate: number;
+  /** onRate / offRate */
   ratio: number;
   /** the worker's CPU time per 1,000 deliveries, on over off (steadier than rates under load) */
   cpuRatio: number;
@@ -64,30 +74,33 @@ export async function runTracing(ctx: BenchContext, run: number): Promise<Tracin
         env: mode === "on" ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {},
       });
     };
-    let on: DeliveryRun;
-    let off: DeliveryRun;
+    const on: DeliveryRun[] = [];
+    const off: DeliveryRun[] = [];
     let exports = 0;
     let exportBytes = 0;
-    const measureOn = async () => {
+    const measure = async (mode: "on" | "off") => {
       const before = { ...sink.counts };
-      const r = await side("on");
-      exports = sink.counts.exports - before.exports;
-      exportBytes = sink.counts.bytes - before.bytes;
-      return r;
+      const r = await side(mode);
+      if (mode === "on") {
+        exports += sink.counts.exports - before.exports;
+        exportBytes += sink.counts.bytes - before.bytes;
+        on.push(r);
+      } else off.push(r);
     };
-    if (run % 2 === 1) {
-      on = await measureOn();
-      off = await side("off");
-    } else {
-      off = await side("off");
-      on = await measureOn();
-    }
+    const order: ("on" | "off")[] =
+      run % 2 === 1 ? ["on", "off", "off", "on"] : ["off", "on", "on", "off"];
+    for (const mode of order) await measure(mode);
     ctx.log(`  tracing on: ${exports} exports, ${Math.round(exportBytes / 1024)} KiB to the sink`);
-    const cpu = (r: DeliveryRun) => r.cpuPerThousand.ms.worker ?? 0;
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const onRate = mean(on.map((r) => r.rate));
+    const offRate = mean(off.map((r) => r.rate));
+    const cpu = (rs: DeliveryRun[]) => mean(rs.map((r) => r.cpuPerThousand.ms.worker ?? 0));
     return {
       on,
       off,
-      ratio: off.rate > 0 ? on.rate / off.rate : 0,
+      onRate,
+      offRate,
+      ratio: offRate > 0 ? onRate / offRate : 0,
       cpuRatio: cpu(off) > 0 ? cpu(on) / cpu(off) : 0,
       exports,
       exportBytes,
