@@ -5,7 +5,9 @@
  * A message is stored with its id as Nats-Msg-Id and the Standard Webhooks headers,
  * signed, acked with its stream and sequence; a resend within the duplicate window is
  * acked as a duplicate and stored once; a server that goes away is retried and delivered
- * to once it is back; refused credentials, no stream and the wrong stream are classified.
+ * to once it is back; refused credentials (which open the circuit like any failure), a
+ * subject the user may not publish to, a user who may not subscribe to the acks' inbox, no
+ * stream and the wrong stream are classified, each with a sentence saying which.
  */
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -21,13 +23,17 @@ import { waitFor } from "./helpers/receiver.ts";
 let h: Harness;
 let nats: NatsServer;
 
-const { newApp, newEndpoint, send, waitForStatus } = deliveryCalls(() => h);
+const { newApp, newEndpoint, send, deliveryRow, waitForStatus } = deliveryCalls(() => h);
 
 async function apiAttempts(appId: string, msgId: string) {
   const res = await h.call("GET", `/api/v1/app/${appId}/attempt/msg/${msgId}`);
   expect(res.status).toBe(200);
   // newest first
-  return res.body.data as Array<{ errorKind: string | null; detail: Record<string, unknown> }>;
+  return res.body.data as Array<{
+    errorKind: string | null;
+    error: string | null;
+    detail: Record<string, unknown>;
+  }>;
 }
 
 async function jsm() {
@@ -102,11 +108,79 @@ describe.skipIf(!natsInstalled)("NATS JetStream destinations", () => {
 
   test("refused credentials are a credentials error: a dead letter, no retry", async () => {
     const app = await newApp();
-    const ep = await newEndpoint(app, nats.url({ password: "wrong", rest: "?subject=hooks.x" }));
+    const wrong = await newEndpoint(app, nats.url({ password: "wrong", rest: "?subject=hooks.x" }));
+    const nobody = await newEndpoint(
+      app,
+      nats.url({ user: "nobody", password: "nobody", rest: "?subject=hooks.x" }),
+    );
     const msg = await send(app);
-    const row = await waitForStatus(msg, ep, "dead_letter");
-    expect(row.attempt_count).toBe(1);
-    expect(row.last_error_kind).toBe("credentials");
+    for (const ep of [wrong, nobody]) {
+      const row = await waitForStatus(msg, ep, "dead_letter");
+      expect(row.attempt_count).toBe(1);
+      expect(row.last_error_kind).toBe("credentials");
+    }
+    const attempts = await apiAttempts(app, msg);
+    expect(attempts).toHaveLength(2);
+    for (const a of attempts) {
+      expect(a.error).toBe(
+        "the server refused the credentials (the URL's user and password): Authorization Violation",
+      );
+    }
+  });
+
+  test("refused credentials count for the circuit breaker: it opens, and the next delivery waits", async () => {
+    const app = await newApp();
+    const ep = await newEndpoint(app, nats.url({ password: "wrong", rest: "?subject=hooks.x" }), {
+      failureThreshold: 2,
+    });
+    for (const n of [1, 2]) {
+      const msg = await send(app, { n });
+      await waitForStatus(msg, ep, "dead_letter");
+    }
+    const { rows } = await h.db.pool.query(
+      "select circuit_state from endpoint_health where endpoint_id = $1",
+      [ep],
+    );
+    expect(rows[0].circuit_state).toBe("open");
+    const third = await send(app, { n: 3 });
+    await new Promise((r) => setTimeout(r, 500));
+    const row = await deliveryRow(third, ep);
+    expect(row).toMatchObject({ status: "pending", attempt_count: 0 });
+  });
+
+  test("a subject the user may not publish to, or no inbox for acks, is a credentials error; the worker goes on", async () => {
+    const app = await newApp();
+    const allowed = await newEndpoint(
+      app,
+      nats.url({ user: "narrow", password: "narrow", rest: "?subject=hooks.narrow.ok" }),
+    );
+    const denied = await newEndpoint(
+      app,
+      nats.url({ user: "narrow", password: "narrow", rest: "?subject=hooks.denied" }),
+    );
+    const deaf = await newEndpoint(
+      app,
+      nats.url({ user: "deaf", password: "deaf", rest: "?subject=hooks.deaf" }),
+    );
+    for (const round of [1, 2]) {
+      // (the second round publishes on the connections the first opened, or their successors)
+      const msg = await send(app, { round });
+      await waitForStatus(msg, allowed, "delivered");
+      for (const ep of [denied, deaf]) {
+        const row = await waitForStatus(msg, ep, "dead_letter");
+        expect(row.attempt_count).toBe(1);
+        expect(row.last_error_kind).toBe("credentials");
+      }
+      const errors = (await apiAttempts(app, msg)).map((a) => a.error);
+      expect(errors).toContain(
+        'the server does not let the user publish to subject "hooks.denied": Permissions Violation for Publish to "hooks.denied"',
+      );
+      expect(errors).toContainEqual(
+        expect.stringMatching(
+          /^the server does not let the user subscribe to its reply inbox \(_INBOX\.>\), so no ack can come back: Permissions Violation for Subscription to "_INBOX\./,
+        ),
+      );
+    }
   });
 
   test("no stream for the subject, or another stream than expected, is refused: retried", async () => {

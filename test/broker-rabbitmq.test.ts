@@ -36,7 +36,11 @@ const { newApp, newEndpoint, send, waitForStatus } = deliveryCalls(() => h);
 async function apiAttempts(appId: string, msgId: string) {
   const res = await h.call("GET", `/api/v1/app/${appId}/attempt/msg/${msgId}`);
   expect(res.status).toBe(200);
-  return res.body.data as Array<{ errorKind: string | null; detail: Record<string, unknown> }>;
+  return res.body.data as Array<{
+    errorKind: string | null;
+    error: string | null;
+    detail: Record<string, unknown>;
+  }>;
 }
 
 /** A queue of the test's own, bound nowhere but to the default exchange by its name. */
@@ -195,6 +199,23 @@ describe.skipIf(!rabbitmqInstalled)("RabbitMQ destinations", () => {
     const row = await waitForStatus(msg, ep, "dead_letter");
     expect(row.attempt_count).toBe(1);
     expect(row.last_error_kind).toBe("credentials");
+    const [attempt] = await apiAttempts(app, msg);
+    expect(attempt!.error).toBe(
+      "the broker refused the credentials (the URL's user and password): ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN. For details see the broker logfile.",
+    );
+  });
+
+  test("a virtual host that does not exist is a credentials error: a dead letter, no retry", async () => {
+    const app = await newApp();
+    const ep = await newEndpoint(app, rmq.url({ rest: "/no-such-vhost?routingKey=x" }));
+    const msg = await send(app);
+    const row = await waitForStatus(msg, ep, "dead_letter");
+    expect(row.attempt_count).toBe(1);
+    expect(row.last_error_kind).toBe("credentials");
+    const [attempt] = await apiAttempts(app, msg);
+    expect(attempt!.error).toBe(
+      'the broker refused to open virtual host "no-such-vhost": it does not exist or the user may not open it (Expected ConnectionOpenOk; got <ConnectionClose channel:0>)',
+    );
   });
 
   test("an unroutable publish (no queue bound) is refused by the broker: retried", async () => {
@@ -219,6 +240,10 @@ describe.skipIf(!rabbitmqInstalled)("RabbitMQ destinations", () => {
     const row = await waitForStatus(msg, ep, "dead_letter");
     expect(row.attempt_count).toBe(2);
     expect(row.last_error_kind).toBe("broker_refused");
+    const [attempt] = await apiAttempts(app, msg);
+    expect(attempt!.error).toBe(
+      "the broker refused the publish: NOT_FOUND - no exchange 'no-such-exchange' in vhost '/'",
+    );
   });
 
   test("a broker that goes away is retried, and delivered to once it is back", async () => {

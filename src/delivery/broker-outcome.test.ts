@@ -21,9 +21,30 @@ describe("what a broker's error means", () => {
     const login = new Error(
       'Handshake terminated by server: 403 (ACCESS-REFUSED) with message "ACCESS_REFUSED - Login was refused"',
     );
-    expect(amqpFailure(login)).toMatchObject({ verdict: "permanent", kind: "credentials" });
+    expect(amqpFailure(login)).toEqual({
+      verdict: "permanent",
+      kind: "credentials",
+      message:
+        "the broker refused the credentials (the URL's user and password): ACCESS_REFUSED - Login was refused",
+    });
     const vhost = new Error("Expected ConnectionOpenOk; got <ConnectionClose channel:0>");
-    expect(amqpFailure(vhost)).toMatchObject({ kind: "credentials" });
+    expect(amqpFailure(vhost, "prod")).toMatchObject({
+      kind: "credentials",
+      message: expect.stringMatching(
+        /^the broker refused to open virtual host "prod": it does not/,
+      ),
+    });
+    const write = Object.assign(
+      new Error(
+        `Channel closed by server: 403 (ACCESS-REFUSED) with message "ACCESS_REFUSED - write access to exchange 'amq.default' in vhost '/' refused for user 'x'"`,
+      ),
+      { code: 403 },
+    );
+    expect(amqpFailure(write)).toEqual({
+      verdict: "permanent",
+      kind: "credentials",
+      message: `the broker does not let the user publish there: ACCESS_REFUSED - write access to exchange 'amq.default' in vhost '/' refused for user 'x'`,
+    });
     const exchange = Object.assign(new Error("Channel closed by server: 404 (NOT-FOUND)"), {
       code: 404,
     });

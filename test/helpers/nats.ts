@@ -1,8 +1,9 @@
 /**
  * Debian's nats-server with JetStream for the broker destination tests
  * (docs/destinations.md): one per test file, on a free 127.0.0.1 port, its store in a temp
- * directory, one user (`user`/`password`), its monitoring endpoint on another free port,
- * stopped by its PID. It starts in well under a
+ * directory, one user with every permission (`user`/`password`) and two with less
+ * (`LIMITED_USERS`: for the permission errors), its monitoring endpoint on another free
+ * port, stopped by its PID. It starts in well under a
  * second; `restart()` stops it and starts it again on the same port and store (the
  * streams survive).
  */
@@ -17,12 +18,22 @@ import { freePort, portOpen, waitUntil } from "./broker-ports.ts";
 export const NATS_SERVER = "/usr/sbin/nats-server";
 export const natsInstalled = existsSync(NATS_SERVER);
 
+/**
+ * Users besides `user`, password = their name: `narrow` may publish to `hooks.narrow.>` only;
+ * `deaf` may publish anywhere but subscribe to no `_INBOX.>` subject (where the stream's
+ * acks come back).
+ */
+export const LIMITED_USERS = {
+  narrow: 'permissions: { publish: { allow: ["hooks.narrow.>"] } }',
+  deaf: 'permissions: { subscribe: { deny: ["_INBOX.>"] } }',
+} as const;
+
 export interface NatsServer {
   port: number;
   user: string;
   password: string;
-  /** nats://user:password@127.0.0.1:port (another password, or a query, if given) */
-  url(options?: { password?: string; rest?: string }): string;
+  /** nats://user:password@127.0.0.1:port (another user, password, or a query, if given) */
+  url(options?: { user?: string; password?: string; rest?: string }): string;
   /** a client connection of the test's own (closed by stop()) */
   client(): Promise<NatsConnection>;
   /**
@@ -50,7 +61,12 @@ export async function startNats(): Promise<NatsServer> {
       `listen: 127.0.0.1:${port}`,
       `http: 127.0.0.1:${monitorPort}`,
       `jetstream { store_dir: "${path.join(dir, "store")}" }`,
-      `authorization { user: "${user}", password: "${password}" }`,
+      "authorization { users = [",
+      `  { user: "${user}", password: "${password}" }`,
+      ...Object.entries(LIMITED_USERS).map(
+        ([name, permissions]) => `  { user: "${name}", password: "${name}", ${permissions} }`,
+      ),
+      "] }",
       "",
     ].join("\n"),
   );
@@ -93,7 +109,7 @@ export async function startNats(): Promise<NatsServer> {
     user,
     password,
     url: (o = {}) =>
-      `nats://${user}:${encodeURIComponent(o.password ?? password)}@127.0.0.1:${port}${o.rest ?? ""}`,
+      `nats://${o.user ?? user}:${encodeURIComponent(o.password ?? password)}@127.0.0.1:${port}${o.rest ?? ""}`,
     async client() {
       const c = await connect({ servers: `127.0.0.1:${port}`, user, pass: password });
       clients.push(c);

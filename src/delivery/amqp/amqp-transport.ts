@@ -53,31 +53,48 @@ const detailOf = (target: AmqpTarget | null, eventType: string): AmqpDetail => (
   confirmed: false,
 });
 
-/** What an AMQP error says, as an attempt failure (after commonFailure). */
-export function amqpFailure(err: unknown): BrokerFailure {
+/** The broker's own words in an amqplib error: `with message "..."`, else the whole text. */
+const brokerText = (text: string) => /with message "(.*)"/.exec(text)?.[1] ?? text;
+
+/**
+ * What an AMQP error says, as an attempt failure (after commonFailure). `vhost`: the
+ * endpoint's virtual host, named when the broker refused to open it.
+ */
+export function amqpFailure(err: unknown, vhost?: string): BrokerFailure {
   const common = commonFailure(err);
   if (common) return common;
   const text = err instanceof Error ? err.message : String(err);
   const code = (err as { code?: unknown })?.code;
-  // (a virtual host the user may not open, or that does not exist, closes the handshake)
-  if (
-    /ACCESS.REFUSED|NOT_ALLOWED|\b403\b|\b530\b|ConnectionOpenOk; got <ConnectionClose/.test(
-      text,
-    ) ||
-    code === 403 ||
-    code === 530
-  ) {
+  // A virtual host that does not exist, or that the user may not open, closes the
+  // connection in answer to connection.open, after the login was accepted; amqplib keeps
+  // only that (its error drops the broker's reply text).
+  if (/ConnectionOpenOk; got <ConnectionClose/.test(text) || code === 530) {
+    const which = vhost === undefined ? "the virtual host" : `virtual host "${vhost}"`;
     return {
       verdict: Verdict.permanent,
       kind: ErrorKind.credentials,
-      message: `the broker refused the credentials or the virtual host: ${text}`,
+      message: `the broker refused to open ${which}: it does not exist or the user may not open it (${brokerText(text)})`,
+    };
+  }
+  if (/Handshake terminated by server: 403|ACCESS.REFUSED - Login/.test(text)) {
+    return {
+      verdict: Verdict.permanent,
+      kind: ErrorKind.credentials,
+      message: `the broker refused the credentials (the URL's user and password): ${brokerText(text)}`,
+    };
+  }
+  if (/ACCESS.REFUSED|NOT_ALLOWED|\b403\b|\b530\b/.test(text) || code === 403) {
+    return {
+      verdict: Verdict.permanent,
+      kind: ErrorKind.credentials,
+      message: `the broker does not let the user publish there: ${brokerText(text)}`,
     };
   }
   if (code === 404 || /NOT_FOUND/.test(text)) {
     return {
       verdict: Verdict.transient,
       kind: ErrorKind.brokerRefused,
-      message: `the broker refused the publish: ${text}`,
+      message: `the broker refused the publish: ${brokerText(text)}`,
     };
   }
   return { verdict: Verdict.transient, kind: ErrorKind.connection, message: text };
@@ -149,7 +166,7 @@ export function makeAmqpTransport(options: AmqpTransportOptions): Transport<Amqp
         return brokerOutcome(startedAt, t0, null, null, detail);
       } catch (err) {
         // (a link that died is replaced by the next publish: broker-links.ts)
-        return brokerOutcome(startedAt, t0, amqpFailure(err), null, detail);
+        return brokerOutcome(startedAt, t0, amqpFailure(err, message.target.vhost), null, detail);
       }
     },
     newAbort: () => new AttemptAbort(),

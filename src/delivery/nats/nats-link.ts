@@ -86,6 +86,13 @@ function linkOver(connection: NatsConnection): NatsLink {
   const pending = new Map<string, Pending>();
   let next = 0;
   let alive = true;
+  /**
+   * The server refused the inbox subscription (the user may not subscribe to `_INBOX.>`):
+   * no ack can ever come back on this connection, so every publish fails with that refusal
+   * at once instead of waiting for its timeout, and the connection is closed (the next
+   * attempt opens a new one and finds out whether the permissions changed).
+   */
+  let refused: Error | null = null;
 
   const failAll = (err: Error, which: (p: Pending) => boolean = () => true) => {
     for (const [token, p] of pending) {
@@ -98,7 +105,9 @@ function linkOver(connection: NatsConnection): NatsLink {
   connection.subscribe(`${prefix}.*`, {
     callback: (err, msg) => {
       if (err) {
+        refused = err;
         failAll(err);
+        void connection.close().catch(() => {});
         return;
       }
       const token = msg.subject.slice(prefix.length + 1);
@@ -144,9 +153,10 @@ function linkOver(connection: NatsConnection): NatsLink {
 
   return {
     get alive() {
-      return alive;
+      return alive && refused === null;
     },
     publish(subject, body, headers, options) {
+      if (refused !== null) return Promise.reject(refused);
       const h = headerBlock(headers, options.msgId, options.stream);
       const token = String(next++);
       return new Promise<PubAck>((resolve, reject) => {

@@ -61,13 +61,27 @@ const detailOf = (target: NatsTarget | null, eventType: string): NatsDetail => (
 export function natsFailure(err: unknown, subject: string): BrokerFailure {
   const common = commonFailure(err);
   if (common) return common;
-  const text = err instanceof Error ? err.message : String(err);
+  // (the client quotes some of the server's -ERR texts: 'Authorization Violation')
+  const text = (err instanceof Error ? err.message : String(err)).replace(/^'(.*)'$/, "$1");
   const code = String((err as { code?: unknown })?.code ?? "");
-  if (/AUTHORIZATION_VIOLATION|AUTHENTICATION|PERMISSIONS_VIOLATION|BAD_CREDS/i.test(code + text)) {
+  if (/PERMISSIONS_VIOLATION|Permissions Violation/i.test(`${code} ${text}`)) {
     return {
       verdict: Verdict.permanent,
       kind: ErrorKind.credentials,
-      message: `the server refused the credentials or the subject: ${text}`,
+      message: /for Subscription/i.test(text)
+        ? `the server does not let the user subscribe to its reply inbox (_INBOX.>), so no ack can come back: ${text}`
+        : `the server does not let the user publish to subject "${subject}": ${text}`,
+    };
+  }
+  if (
+    /AUTHORIZATION_VIOLATION|AUTHENTICATION|BAD_CREDS|Authorization Violation/i.test(
+      `${code} ${text}`,
+    )
+  ) {
+    return {
+      verdict: Verdict.permanent,
+      kind: ErrorKind.credentials,
+      message: `the server refused the credentials (the URL's user and password): ${text}`,
     };
   }
   if (code === "503") {
