@@ -153,16 +153,21 @@ describe.skipIf(missing)("the claim on PostgreSQL 15 with JIT on", () => {
     expect(runs.jitFunctions).toBeGreaterThan(0);
   });
 
-  test("a claim on a direct connection is not JIT-compiled and leaves JIT on", async (t) => {
+  test("a claim on a direct connection is not JIT-compiled, is planned generically from its first run, and leaves both settings as they were", async (t) => {
     if (noJit) t.skip();
     const direct = pool((db as PooledDatabase).directUrl);
     await resetStatements();
     for (let i = 0; i < 3; i++)
       expect(await claimDeliveries(direct, options())).toHaveLength(BATCH);
     expect(await claimRuns()).toEqual({ calls: 3, jitFunctions: 0 });
-    // the pool's one connection, after the claims
-    const { rows } = await direct.query("select current_setting('jit') as jit");
-    expect(rows[0].jit).toBe("on");
+    // the pool's one connection, after the claims: one plan, made generic from the first run
+    // (PostgreSQL's default would have made three custom plans by now)
+    const { rows } = await direct.query(
+      `select current_setting('jit') as jit, current_setting('plan_cache_mode') as mode,
+              generic_plans::int as generic, custom_plans::int as custom
+       from pg_prepared_statements where name = 'hookrelay_claim_deliveries'`,
+    );
+    expect(rows).toEqual([{ jit: "on", mode: "auto", generic: 3, custom: 0 }]);
   });
 
   test("a claim through PgBouncer in transaction mode is not JIT-compiled and leaves JIT on", async (t) => {

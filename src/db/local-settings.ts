@@ -1,6 +1,6 @@
 /**
  * One statement run with settings of its own, in one round trip: the claim's JIT off, the
- * result write's generic plan (docs/delivery.md, "The claim and JIT";
+ * claim's and the result write's generic plans (docs/delivery.md, "The claim and JIT";
  * docs/performance.md, scenario 3's history).
  *
  * PostgreSQL plans a statement at its Bind, and reads `jit` and `plan_cache_mode` then. So

@@ -1,10 +1,16 @@
 /**
  * Claims due deliveries for one worker: a single short statement (in a transaction of its
- * own, with JIT off, in one round trip) that marks the rows in_flight under a lease and returns everything needed to send them.
+ * own, with JIT off and its generic plan, in one round trip) that marks the rows in_flight
+ * under a lease and returns everything needed to send them.
  * No transaction stays open while requests run.
  */
 import pg from "pg";
-import { queryWithLocalSettings, WITHOUT_JIT } from "../db/local-settings.ts";
+import {
+  GENERIC_PLAN,
+  type LocalSettings,
+  queryWithLocalSettings,
+  WITHOUT_JIT,
+} from "../db/local-settings.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NOW_SQL, type NowParam } from "../db/sql/clock.ts";
@@ -99,7 +105,7 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // durable commit (the claim's result write, say) flushes it anyway. Not waiting shortens
 // every claim by one flush, and with it the time the claim holds its health rows. So the
 // claim must run as its own transaction (the worker sends it on the pool, where
-// claimDeliveries runs it alone, with JIT off: db/local-settings.ts): inside a caller's
+// claimDeliveries runs it alone, with CLAIM_SETTINGS: db/local-settings.ts): inside a caller's
 // transaction the setting would cover that transaction's commit too.
 /** A lease runs for the endpoint's timeout plus the margin. */
 const leaseFor = (timeoutMs: string) =>
@@ -260,11 +266,19 @@ left join health h on h.endpoint_id = c.endpoint_id
 );
 
 /**
+ * The claim's settings for its own transaction (db/local-settings.ts). No JIT: the claim's
+ * estimated cost grows with the endpoints that have due rows; past jit_above_cost a
+ * PostgreSQL with JIT on would compile it on every run, for tens of ms more than the claim
+ * itself takes (docs/delivery.md, "The claim and JIT"). Its generic plan from the first run
+ * on each connection: planning the claim takes 5-15 ms, and PostgreSQL would otherwise plan
+ * its first five runs on every connection one by one before settling on the generic plan
+ * (docs/performance.md, scenario 3's history).
+ */
+const CLAIM_SETTINGS: LocalSettings = { ...WITHOUT_JIT, ...GENERIC_PLAN };
+
+/**
  * Claims due deliveries. On a pool (the worker's way): in a transaction of its own on one
- * of its connections, with JIT off for that transaction, in one round trip
- * (db/local-settings.ts). The claim's estimated cost grows with the endpoints that have due
- * rows; past jit_above_cost a PostgreSQL with JIT on would compile it on every run, for tens
- * of ms more than the claim itself takes (docs/delivery.md, "The claim and JIT"). On a
+ * of its connections, with CLAIM_SETTINGS for that transaction, in one round trip. On a
  * client: the statement alone, in whatever transaction the client has (a test's, rolled
  * back).
  */
@@ -282,7 +296,7 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
   });
   const { rows } =
     db instanceof pg.Pool
-      ? await queryWithLocalSettings(db, WITHOUT_JIT, query)
+      ? await queryWithLocalSettings(db, CLAIM_SETTINGS, query)
       : await db.query(query);
   return rows.map((r) => ({
     id: r.id,
