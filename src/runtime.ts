@@ -30,7 +30,7 @@ import { makeBackoff } from "./lib/backoff.ts";
 import { type Logger, makeLogger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
-import { ensureAttemptPartitions, partitionNotes } from "./ops/attempt-partitions.ts";
+import { partitionNotes } from "./ops/attempt-partitions.ts";
 import { rollUpCharts } from "./ops/chart-rollup.ts";
 import {
   type Maintenance,
@@ -38,6 +38,7 @@ import {
   makeMaintenance,
   purgeIdempotencyKeys,
 } from "./ops/maintenance.ts";
+import { ensureHistoryPartitions } from "./ops/message-partitions.ts";
 import { makeMetrics } from "./ops/metrics.ts";
 import { ensureOperationalEndpoint } from "./ops/operational-webhook.ts";
 import { NO_PARTITION_OWNER, withPartitionOwner } from "./ops/partition-owner.ts";
@@ -172,20 +173,17 @@ export function maintenanceTasks(
     },
     {
       // before retention: a period is created before rows that need it are purged
-      name: "attempt-partitions",
+      name: "partitions",
       everyMs: every,
       async run(pool) {
         // as the owner's role when this one may not (src/ops/partition-owner.ts)
         const created = await withPartitionOwner(
           pool,
           config.migrationDatabaseUrl,
-          async (owner) =>
-            owner === null
-              ? []
-              : ensureAttemptPartitions(owner, config.partitions, config.retention.attemptsMs),
+          async (owner) => (owner === null ? [] : ensureHistoryPartitions(owner, config)),
           logger,
         );
-        if (created.length > 0) logger.info({ created }, "attempt partitions created");
+        if (created.length > 0) logger.info({ created }, "history partitions created");
       },
     },
     {
@@ -200,7 +198,7 @@ export function maintenanceTasks(
           logger,
         );
         if (droppedPartitions.length > 0)
-          logger.info({ dropped: droppedPartitions }, "attempt partitions dropped by retention");
+          logger.info({ dropped: droppedPartitions }, "history partitions dropped by retention");
       },
     },
     {
@@ -312,7 +310,7 @@ export async function startRuntime(
       });
     });
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
-    // the attempts table's partitions, now and ahead (docs/history.md); the maintenance task
+    // the history tables' partitions, now and ahead (docs/history.md); the maintenance task
     // keeps them coming, and a missing one never fails an insert
     // (as the owner's role when this one may not: src/ops/partition-owner.ts)
     await withPartitionOwner(
@@ -323,15 +321,15 @@ export async function startRuntime(
           logger.warn(NO_PARTITION_OWNER);
           return [];
         }
-        return ensureAttemptPartitions(owner, config.partitions, config.retention.attemptsMs);
+        return ensureHistoryPartitions(owner, config);
       },
       logger,
     ).then(
-      (created) => created.length > 0 && logger.info({ created }, "attempt partitions created"),
+      (created) => created.length > 0 && logger.info({ created }, "history partitions created"),
       (err) =>
         logger.warn(
           { err },
-          "attempt partitions could not be created now; rows wait in attempts_default",
+          "history partitions could not be created now; rows wait in the default partitions",
         ),
     );
     for (const note of partitionNotes(config)) logger.warn(note);

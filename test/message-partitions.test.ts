@@ -12,10 +12,13 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadMigrations, migrate } from "../src/db/migrate.ts";
 import { ID_PREFIX, idTimeMs, newId } from "../src/ids.ts";
+import { partitionName } from "../src/ops/attempt-partitions.ts";
+import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
 import { writeMessages } from "../src/queue/enqueue-message.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 
 const ROWS = 5_000;
+const DAY = 86_400_000;
 
 let db: TestDb;
 let dir: string;
@@ -157,6 +160,25 @@ describe("migrating to partitioned messages and deliveries", () => {
       "select max(id) filter (where message_ms = 0) as old, min(id) filter (where message_ms > 0) as new from deliveries",
     );
     expect(Number(ids[0].new)).toBeGreaterThan(Number(ids[0].old));
+
+    // the first creation of periods (at start, or the maintenance task) moves this version's
+    // rows out of the default partitions into their period; the legacy rows stay as they are
+    const created = await ensureMessagePartitions(pool, { interval: "day", aheadMs: 0 }, DAY);
+    const day = partitionName(Number(ms) - (Number(ms) % DAY), "day", "messages");
+    expect(created).toEqual(expect.arrayContaining([day, day.replace("messages", "deliveries")]));
+    const { rows: moved } = await pool.query(
+      `select (select count(*)::int from messages_default) as messages_default,
+              (select count(*)::int from deliveries_default) as deliveries_default,
+              (select count(*)::int from messages_legacy) as messages_legacy,
+              (select count(*)::int from ${day} where id = $1) as in_period`,
+      [one!.messageId],
+    );
+    expect(moved[0]).toEqual({
+      messages_default: 0,
+      deliveries_default: 0,
+      messages_legacy: ROWS + written,
+      in_period: 1,
+    });
   });
 
   test("a message's (message_id, endpoint_id) stays unique in its partition; on conflict do nothing steps over it", async () => {

@@ -28,11 +28,11 @@ const app = uniqueRole("hr_po_app");
 let db: TestDb;
 let appPool: Pool;
 
-/** The attempt partitions in the schema, by name. */
-async function partitions(): Promise<string[]> {
+/** The partitions of a table in the schema (attempts by default), by name. */
+async function partitions(table = "attempts"): Promise<string[]> {
   const { rows } = await db.pool.query(
     `select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
-     where i.inhparent = '${SCHEMA}.attempts'::regclass order by 1`,
+     where i.inhparent = '${SCHEMA}.${table}'::regclass order by 1`,
   );
   return rows.map((r) => r.name as string);
 }
@@ -103,7 +103,7 @@ describe("partition upkeep through HOOKRELAY_MIGRATION_DATABASE_URL", () => {
 
   test("without it the app role creates none: its attempts wait in the default partition, and start says so", async () => {
     expect(await withPartitionOwner(appPool, undefined, async (o) => o)).toBeNull();
-    await task("attempt-partitions").run(appPool);
+    await task("partitions").run(appPool);
     expect(await partitions()).toEqual(["attempts_default", "attempts_legacy"]);
     expect(await attemptAt(Date.now())).toBe("attempts_default");
     const lines: string[] = [];
@@ -120,7 +120,10 @@ describe("partition upkeep through HOOKRELAY_MIGRATION_DATABASE_URL", () => {
     );
     await rt.stop();
     expect(lines.join("")).toContain("HOOKRELAY_MIGRATION_DATABASE_URL names no role that does");
-    expect(NO_PARTITION_OWNER).toMatch(/attempts stay in attempts_default/);
+    expect(NO_PARTITION_OWNER).toMatch(
+      /stay in attempts_default, messages_default and deliveries_default/,
+    );
+    expect(await partitions("messages")).toEqual(["messages_default", "messages_legacy"]);
   });
 
   test("with it a server starting as the app role creates today's and the next days' partitions, which take over the waiting rows", async () => {
@@ -135,6 +138,11 @@ describe("partition upkeep through HOOKRELAY_MIGRATION_DATABASE_URL", () => {
     );
     const { rows } = await appPool.query("select count(*)::int as n from attempts_default");
     expect(rows[0].n).toBe(0);
+    // messages' and deliveries' periods alike
+    for (const table of ["messages", "deliveries"] as const)
+      expect(await partitions(table)).toEqual(
+        expect.arrayContaining([0, 1, 2].map((d) => partitionName(today + d * DAY, "day", table))),
+      );
     expect(await attemptAt(Date.now())).toBe(partitionName(today, "day"));
   });
 
@@ -162,9 +170,9 @@ describe("partition upkeep through HOOKRELAY_MIGRATION_DATABASE_URL", () => {
     await task("retention", urlAs(db.url, owner)).run(appPool);
     expect(await partitions()).not.toContain(partitionName(old, "day"));
     expect(await partitions()).not.toContain(partitionName(today + 4 * DAY, "day"));
-    await task("attempt-partitions", undefined, 4).run(appPool);
+    await task("partitions", undefined, 4).run(appPool);
     expect(await partitions()).not.toContain(partitionName(today + 4 * DAY, "day"));
-    await task("attempt-partitions", urlAs(db.url, owner), 4).run(appPool);
+    await task("partitions", urlAs(db.url, owner), 4).run(appPool);
     expect(await partitions()).toContain(partitionName(today + 4 * DAY, "day"));
   });
 });

@@ -23,9 +23,9 @@ import { withTransaction } from "../db/pool.ts";
 import { attemptIdAt, LEGACY_ATTEMPT_ID_END } from "../db/sql/attempt-ids.ts";
 
 /** How long partition work waits for running statements on attempts before it gives up. */
-const LOCK_TIMEOUT = "2s";
-// Taken by every partition change, so two processes starting at once never race.
-const PARTITION_LOCK = 0x686f6f70;
+export const LOCK_TIMEOUT = "2s";
+/** Taken by every partition change, so two processes starting at once never race. */
+export const PARTITION_LOCK = 0x686f6f70;
 const HOUR_MS = 3_600_000;
 
 export const INTERVAL_MS = { day: 24 * HOUR_MS, hour: HOUR_MS } as const;
@@ -44,12 +44,24 @@ const bound = (text: string): number =>
       ? Number.POSITIVE_INFINITY
       : Number(text.replace(/'/g, ""));
 
+/** The partitioned tables of history: attempts by id, messages and deliveries by message_ms. */
+export type HistoryTable = "attempts" | "messages" | "deliveries";
+
 /** The range partitions of attempts in id order (the default partition left out). */
-export async function listAttemptPartitions(db: Queryable): Promise<AttemptPartition[]> {
+export function listAttemptPartitions(db: Queryable): Promise<AttemptPartition[]> {
+  return listPartitions(db, "attempts");
+}
+
+/** The range partitions of `table` in key order (the default partition left out). */
+export async function listPartitions(
+  db: Queryable,
+  table: HistoryTable,
+): Promise<AttemptPartition[]> {
   const { rows } = await db.query<{ name: string; bound: string }>(
     `select c.relname as name, pg_get_expr(c.relpartbound, c.oid) as bound
      from pg_inherits i join pg_class c on c.oid = i.inhrelid
-     where i.inhparent = 'attempts'::regclass`,
+     where i.inhparent = $1::regclass`,
+    [table],
   );
   const out: AttemptPartition[] = [];
   for (const r of rows) {
@@ -66,14 +78,19 @@ export function periodStart(ms: number, interval: PartitionConfig["interval"]): 
 
 /**
  * attempts_pYYYYMMDD for a day, attempts_pYYYYMMDDHH for an hour; + MM for a piece that
- * starts off the hour (between partitions of another interval).
+ * starts off the hour (between partitions of another interval). The same for messages and
+ * deliveries with their table's name.
  */
-export function partitionName(startMs: number, interval: PartitionConfig["interval"]): string {
+export function partitionName(
+  startMs: number,
+  interval: PartitionConfig["interval"],
+  table: HistoryTable = "attempts",
+): string {
   const digits = new Date(startMs).toISOString().slice(0, 16).replace(/\D/g, ""); // 202612061300
   if (interval === "day" && startMs % INTERVAL_MS.day === 0)
-    return `attempts_p${digits.slice(0, 8)}`;
-  if (startMs % INTERVAL_MS.hour === 0) return `attempts_p${digits.slice(0, 10)}`;
-  return `attempts_p${digits}`;
+    return `${table}_p${digits.slice(0, 8)}`;
+  if (startMs % INTERVAL_MS.hour === 0) return `${table}_p${digits.slice(0, 10)}`;
+  return `${table}_p${digits}`;
 }
 
 /** The parts of [lo, hi) no partition of `existing` covers. */

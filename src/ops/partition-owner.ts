@@ -45,4 +45,4 @@ export async function withPartitionOwner<T>(
 
 /** The sentence a server says at start when no role of its own may manage partitions. */
 export const NO_PARTITION_OWNER =
-  "this role does not own the attempts table and HOOKRELAY_MIGRATION_DATABASE_URL names no role that does: no partition of attempts is created or dropped, so attempts stay in attempts_default and retention deletes them in batches (docs/history.md)";
+  "this role does not own the attempts table and HOOKRELAY_MIGRATION_DATABASE_URL names no role that does: no partition of attempts, messages or deliveries is created or dropped, so their rows stay in attempts_default, messages_default and deliveries_default and retention deletes them in batches (docs/history.md)";

@@ -30,6 +30,7 @@ import {
   dropAttemptPartitionsBefore,
   mayManagePartitions,
 } from "./attempt-partitions.ts";
+import { dropMessagePartitionsBefore } from "./message-partitions.ts";
 import type { PartitionOwner } from "./partition-owner.ts";
 
 export interface PurgeProgress {
@@ -80,7 +81,9 @@ const PURGES: ReadonlyArray<{
             select d.id from deliveries d
             where d.dead_lettered
               and (d.updated_at < now() - $1::bigint * interval '1 millisecond'
-                   or exists (select 1 from messages m where m.id = d.message_id and m.expires_at <= now()))
+                   or exists (select 1 from messages m
+                              where m.id = d.message_id and m.message_ms = d.message_ms
+                                and m.expires_at <= now()))
             limit $2::integer))`,
   },
   {
@@ -88,20 +91,40 @@ const PURGES: ReadonlyArray<{
     age: (r) => r.payloadMs,
     // deliveries of these messages (all delivered or canceled) go with them, and their
     // eventIds (migration 0033), which a new message may then take again. (No foreign key
-    // cascades since messages are partitioned: migration 0036.)
+    // cascades since messages are partitioned: migration 0036.) The rows no period drop
+    // takes (message-partitions.ts), in four parts as the attempts' above: the legacy
+    // partition's past the age (its BRIN index), the default partition's (rows that waited
+    // for their period, and the backlog held past a dropped one), messages past their own
+    // retention (the partial index on expires_at) younger than the age, and only for a role
+    // that may not drop periods ($3), the periods' rows past the age. Disjoint, so a batch
+    // counts its rows once. Never the rows of a period past the age when the drop will take
+    // it whole.
     sql: `with gone as (
             delete from messages x using (
-              select m.id, m.message_ms from messages m
-              where (m.created_at < now() - $1::bigint * interval '1 millisecond' or m.expires_at <= now())
-                and not exists (
+              select m.id, m.message_ms from (
+                select id, message_ms from messages
+                where message_ms < 1 and created_at < now() - $1::bigint * interval '1 millisecond'
+                union all
+                select id, message_ms from messages_default
+                where created_at < now() - $1::bigint * interval '1 millisecond'
+                union all
+                select id, message_ms from messages
+                where expires_at <= now() and created_at >= now() - $1::bigint * interval '1 millisecond'
+                union all
+                select id, message_ms from messages
+                where $3::boolean and message_ms >= 1
+                  and created_at < now() - $1::bigint * interval '1 millisecond'
+                  and tableoid <> 'messages_default'::regclass) m
+              where not exists (
                   select 1 from deliveries d
-                  where d.message_id = m.id
+                  where d.message_id = m.id and d.message_ms = m.message_ms
                     and (d.queued or d.dead_lettered))
               limit $2::integer) g
             where x.id = g.id and x.message_ms = g.message_ms
-            returning x.id, x.app_id, x.event_id),
+            returning x.id, x.app_id, x.event_id, x.message_ms),
           rows_gone as (
-            delete from deliveries d using gone g where d.message_id = g.id),
+            delete from deliveries d using gone g
+            where d.message_id = g.id and d.message_ms = g.message_ms),
           keys as (
             delete from message_event_ids k using gone g
             where g.event_id is not null and k.app_id = g.app_id and k.event_id = g.event_id)
@@ -149,19 +172,29 @@ export async function purgeExpiredUntil(
 ): Promise<{ deleted: PurgeTotals; done: boolean; droppedPartitions: DroppedPartition[] }> {
   const deleted = { attempts: 0, dead_letters: 0, messages: 0 };
   // the database's clock, as the deletes below use
-  const { rows } = await pool.query<{ cutoff: Date }>(
-    "select now() - $1::bigint * interval '1 millisecond' as cutoff",
-    [retention.attemptsMs],
+  const { rows } = await pool.query<{ cutoff: Date; payloadCutoff: Date }>(
+    `select now() - $1::bigint * interval '1 millisecond' as cutoff,
+            now() - $2::bigint * interval '1 millisecond' as "payloadCutoff"`,
+    [retention.attemptsMs, retention.payloadMs],
   );
   const drops = owner !== null && (await mayManagePartitions(owner));
   const droppedPartitions = drops
     ? await dropAttemptPartitionsBefore(owner, rows[0]!.cutoff.getTime())
     : [];
+  // messages and deliveries by period too, their backlog kept (message-partitions.ts)
+  if (drops) {
+    const periods = await dropMessagePartitionsBefore(
+      owner,
+      rows[0]!.payloadCutoff.getTime(),
+      retention.deadLetterMs,
+    );
+    for (const p of periods) droppedPartitions.push(...p.partitions);
+  }
   const rowByRow = !drops;
   for (const purge of PURGES) {
     for (;;) {
       const params: unknown[] = [purge.age(retention), retention.batch];
-      if (purge.what === "attempts") params.push(rowByRow);
+      if (purge.what !== "dead_letters") params.push(rowByRow);
       const { rows: answer, rowCount } = await pool.query<{ n?: number; ids?: string[] }>(
         purge.sql,
         params,
