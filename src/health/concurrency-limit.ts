@@ -44,6 +44,29 @@ export const claimLimitSql = (h: string, max: string, adaptive: string) =>
  * $defaultAdaptiveConcurrency.
  */
 export const concurrencyStepSql = (maxSql: string, adaptiveSql: string) => `
+-- The batch's answers per endpoint (not the attempts that never reached it: as
+-- record-results.ts's latency samples); fresh: to requests started since the last move. One
+-- pass over the batch, grouped: a lookup per endpoint read the whole batch once for each
+-- endpoint in it, 7 ms of a 27 ms write of 256 results over 86 endpoints
+-- (docs/performance.md, scenario 3's history).
+conc_answers as (
+  select r.endpoint_id,
+         count(*) filter (where fr.fresh and r.outcome = 'success')::int as oks,
+         min(r.latency_ms) filter (where fr.fresh and r.outcome = 'success')::float8 as min_ok_ms,
+         avg(r.latency_ms) filter (where fr.fresh and r.outcome = 'success')::float8 as avg_ok_ms,
+         count(*) filter (where fr.fresh and r.error_kind = '${ErrorKind.timeout}')::int as timeouts,
+         count(*) filter (where fr.fresh and r.error_kind = '${ErrorKind.rateLimited}')::int as limited,
+         max(r.started_at + r.latency_ms * interval '1 millisecond') as last_answer_at
+  from r
+  join locked h on h.endpoint_id = r.endpoint_id
+  cross join lateral (
+    select r.started_at >= coalesce(h.concurrency_since, '-infinity'::timestamptz) as fresh
+  ) fr
+  where r.error_kind is null
+     or r.error_kind not in ('${ErrorKind.missingField}', '${ErrorKind.expunged}',
+                             '${ErrorKind.proxy}', '${ErrorKind.oauth}')
+  group by r.endpoint_id
+),
 conc_in as (
   select h.endpoint_id, h.in_flight, h.concurrency_limit, h.concurrency_reason as reason,
          h.concurrency_since, h.latency_floor_ms as floor_ms, i.pause_ms, i.ok_count,
@@ -52,23 +75,11 @@ conc_in as (
   from locked h
   join i on i.endpoint_id = h.endpoint_id
   join endpoints e on e.id = h.endpoint_id
+  left join conc_answers a on a.endpoint_id = h.endpoint_id
+  -- (an endpoint without answers in the batch: no oks, timeouts nor 429s)
   cross join lateral (
-    -- the batch's answers from this endpoint (not the attempts that never reached it: as
-    -- record-results.ts's latency samples); fresh: to requests started since the last move
-    select count(*) filter (where fresh and r.outcome = 'success')::int as oks,
-           min(r.latency_ms) filter (where fresh and r.outcome = 'success')::float8 as min_ok_ms,
-           avg(r.latency_ms) filter (where fresh and r.outcome = 'success')::float8 as avg_ok_ms,
-           count(*) filter (where fresh and r.error_kind = '${ErrorKind.timeout}')::int as timeouts,
-           count(*) filter (where fresh and r.error_kind = '${ErrorKind.rateLimited}')::int as limited,
-           max(r.started_at + r.latency_ms * interval '1 millisecond') as last_answer_at
-    from r
-    cross join lateral (
-      select r.started_at >= coalesce(h.concurrency_since, '-infinity'::timestamptz) as fresh
-    ) fr
-    where r.endpoint_id = h.endpoint_id
-      and (r.error_kind is null
-           or r.error_kind not in ('${ErrorKind.missingField}', '${ErrorKind.expunged}',
-                                   '${ErrorKind.proxy}', '${ErrorKind.oauth}'))
+    select coalesce(a.oks, 0) as oks, a.min_ok_ms, a.avg_ok_ms, coalesce(a.timeouts, 0) as timeouts,
+           coalesce(a.limited, 0) as limited, a.last_answer_at
   ) f
 ),
 -- The steps below are materialized: each reads its step's columns several times, and
