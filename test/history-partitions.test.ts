@@ -345,6 +345,37 @@ describe("time bounds prune partitions", () => {
     expect(plan).toContain(dayOf(Date.now()));
   });
 
+  test("an attempt's id default runs inline (no SQL function call per row), and hookrelay_attempt_id_at agrees with attemptIdAt in any time zone", async () => {
+    const { rows } = await db.pool.query(
+      `explain (verbose, costs off)
+       insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,
+                             url, started_at, latency_ms, outcome)
+       values (0, 'msg_h', 'ep_h', 'app_h', 1, 'scheduled', 'http://x', now(), 5, 'success')`,
+    );
+    const plan = rows.map((r) => r["QUERY PLAN"]).join("\n");
+    expect(plan).toContain("nextval('attempts_id_seq'");
+    expect(plan).not.toContain("hookrelay_attempt_id_at");
+    const at = [
+      Date.UTC(2026, 11, 6, 13, 59, 59, 999),
+      Date.UTC(2024, 0, 1),
+      Date.UTC(2031, 5, 30, 23, 0, 0, 1),
+    ];
+    for (const zone of ["UTC", "Asia/Kathmandu", "America/St_Johns"]) {
+      const c = await db.pool.connect();
+      try {
+        await c.query(`set time zone '${zone}'`);
+        const got = await c.query(
+          "select hookrelay_attempt_id_at(t)::text as id from unnest($1::timestamptz[]) with ordinality u(t, n) order by n",
+          [at.map((ms) => new Date(ms))],
+        );
+        expect(got.rows.map((r) => Number(r.id))).toEqual(at.map(attemptIdAt));
+      } finally {
+        await c.query("reset time zone");
+        c.release();
+      }
+    }
+  });
+
   test("a lookup by id reads one partition", async () => {
     const id = await attemptNow(db.pool);
     const { rows } = await db.pool.query(
