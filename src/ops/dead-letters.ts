@@ -78,7 +78,7 @@ const LIST_SQL = namedSql<
             d.last_status_code, d.last_error_kind, d.last_error, d.updated_at,
             (extract(epoch from d.updated_at) * 1000000)::bigint::text as dead_at_micros
      from deliveries d
-     join messages m on m.id = d.message_id
+     join messages m on m.id = d.message_id and m.message_ms = d.message_ms
      join endpoints e on e.id = d.endpoint_id
      where ${FILTER_SQL}
        and ($afterMicros::bigint is null

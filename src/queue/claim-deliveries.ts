@@ -184,7 +184,7 @@ claimed as (
   -- (message_ms: the row's partition, docs/history.md)
   where d.id = p.id and d.message_ms = p.message_ms
   returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger,
-            d.failure_notified, d.attempts_given_back
+            d.failure_notified, d.attempts_given_back, d.message_ms
 ),
 lease as (
   insert into claims (token, worker_id, worker_lock, delivery_ids, lease_expires_at)
@@ -249,7 +249,9 @@ select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attem
        (h.before is not null and h.before <> 'closed') as is_probe
 from claimed c
 cross join lateral (
-  select event_type, payload, event_id, traceparent from messages where id = c.message_id offset 0
+  -- (message_ms: its partition, not every day's; docs/history.md)
+  select event_type, payload, event_id, traceparent from messages
+  where id = c.message_id and message_ms = c.message_ms offset 0
 ) m
 cross join lateral (
   select url, headers, timeout_ms, retry_base_ms, retry_cap_ms, propagate_trace,

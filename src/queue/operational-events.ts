@@ -3,6 +3,8 @@
  * part of the result write (queue/record-results.ts). The events, who raises each and the
  * rule that picks an attempt's are domain/operational-events.ts.
  */
+
+import { messageMsOf } from "../db/sql/message-ms.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import { OperationalEvent } from "../domain/operational-events.ts";
 import { PUBLIC_ID_PREFIX } from "../ids-public.ts";
@@ -47,7 +49,7 @@ op_attempt_events as (
   from r
   join updated u on u.id = r.id
   join applications a on a.id = r.app_id
-  join messages m on m.id = r.message_id
+  join messages m on m.id = r.message_id and ${messageMsOf("m", "r.message_id")}
   join inserted ins on ins.delivery_id = r.id and ins.attempt_number = r.attempt_number
   where r.op_event is not null and $opAppId::text is not null and r.app_id <> $opAppId::text
   order by r.n, ins.id desc

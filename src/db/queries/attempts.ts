@@ -2,6 +2,7 @@
 import { ID_PREFIX, idTimeMs } from "../../ids.ts";
 import type { Queryable } from "../pool.ts";
 import { attemptsSinceSql } from "../sql/attempt-ids.ts";
+import { messageMsOf } from "../sql/message-ms.ts";
 import type { PageWindow } from "./page-window.ts";
 
 export interface AttemptRow {
@@ -83,7 +84,7 @@ export async function listAttempts(
        -- of those types (a sequential scan of messages, test/browse-explain.test.ts)
        and ($9::text[] is null and $10::text is null or exists (
              select 1 from messages m
-             where m.id = attempts.message_id
+             where m.id = attempts.message_id and ${messageMsOf("m", "attempts.message_id")}
                and ($9::text[] is null or m.event_type = any ($9::text[]))
                and ($10::text is null or $10::text = any (m.channels))
              offset 0))

@@ -6,6 +6,7 @@
 import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
 import type { Queryable } from "../pool.ts";
 import { requeueSet } from "../sql/delivery-states.ts";
+import { messageMsOf } from "../sql/message-ms.ts";
 import { orderingKeySql } from "../sql/ordering-key.ts";
 import { WORK_CHANNEL } from "../work-channel.ts";
 import type { MessageRow } from "./messages.ts";
@@ -46,7 +47,8 @@ export async function listMessageDeliveries(
             e.created_at, e.updated_at, d.status, d.attempt_count, d.next_attempt_at,
             d.last_status_code, d.last_error_kind, d.last_error, d.delivered_at
      from deliveries d join endpoints e on e.id = d.endpoint_id
-     where d.message_id = $1::text and ($2::text is null or e.id ${page.op} $2::text)
+     where d.message_id = $1::text and ${messageMsOf("d", "$1::text")}
+       and ($2::text is null or e.id ${page.op} $2::text)
      order by e.id ${page.direction} limit $3::integer`,
     [messageId, page.cursor, page.limit],
   );
@@ -76,7 +78,7 @@ export async function listEndpointMessages(
   const { rows } = await db.query<MessageDeliveryRow>(
     `select m.id, m.event_type, m.event_id, m.payload, m.channels, m.tags, m.created_at,
             d.status, d.next_attempt_at
-     from deliveries d join messages m on m.id = d.message_id
+     from deliveries d join messages m on m.id = d.message_id and m.message_ms = d.message_ms
      where d.endpoint_id = $1::text and ($2::text is null or d.message_id ${page.op} $2::text)
        and ($4::text[] is null or d.status = any ($4::text[]))
        and ($5::text[] is null or m.event_type = any ($5::text[]))
@@ -118,7 +120,8 @@ export async function resendDelivery(
     // The message is locked as a foreign key would (retention deletes a message's
     // deliveries itself: src/ops/retention.ts); a message deleted meanwhile gets no row.
     `with m as (
-       select m.ordering_key, m.message_ms from messages m where m.id = $1::text
+       select m.ordering_key, m.message_ms from messages m
+       where m.id = $1::text and ${messageMsOf("m", "$1::text")}
        for key share
      ),
      again as (
@@ -126,7 +129,7 @@ export async function resendDelivery(
        set ${requeueSet({ maxAttempts: effectiveSql("e", "maxAttempts", "$3"), dueAt: "now()" })}
        from endpoints e
        where e.id = $2::text and d.message_id = $1::text and d.endpoint_id = $2::text
-         and d.status <> 'in_flight'
+         and ${messageMsOf("d", "$1::text")} and d.status <> 'in_flight'
        returning 1
      ),
      added as (
@@ -137,7 +140,8 @@ export async function resendDelivery(
               (select message_ms from m)
        from endpoints e where e.id = $2::text and exists (select 1 from m)
          and not exists (select 1 from deliveries d
-                         where d.message_id = $1::text and d.endpoint_id = $2::text)
+                         where d.message_id = $1::text and d.endpoint_id = $2::text
+                           and ${messageMsOf("d", "$1::text")})
        on conflict do nothing
        returning 1
      )

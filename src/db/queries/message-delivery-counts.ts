@@ -2,6 +2,7 @@
  * How a page of messages stands: for each message, how many of its deliveries are in each
  * state (the status column of the message lists and exports, docs/browse.md).
  */
+import { ID_PREFIX, idTimeMs } from "../../ids.ts";
 import type { Queryable } from "../pool.ts";
 
 /** Message id -> delivery state -> how many of its deliveries are in it. */
@@ -20,8 +21,11 @@ export async function deliveryCountsOf(
   const { rows } = await db.query<{ message_id: string; status: string; n: number }>(
     `select message_id, status, count(*)::integer as n from deliveries
      where message_id = any ($1::text[])
+       -- their partitions (src/db/sql/message-ms.ts), not every day's: the milliseconds
+       -- their ids carry, as hookrelay_message_ms reads them, and 0 (the legacy partition)
+       and message_ms = any ($2::bigint[])
      group by message_id, status`,
-    [messageIds],
+    [messageIds, [0, ...new Set(messageIds.map((id) => idTimeMs(id, ID_PREFIX.message) ?? 0))]],
   );
   for (const r of rows) {
     const one = counts.get(r.message_id) ?? {};

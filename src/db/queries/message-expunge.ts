@@ -13,6 +13,7 @@
  */
 import { EXPUNGED_PAYLOAD, EXPUNGED_PAYLOAD_SHOWN } from "../../domain/expunged-payload.ts";
 import type { Queryable } from "../pool.ts";
+import { messageMsOf } from "../sql/message-ms.ts";
 
 /** The error text a delivery canceled by an expunge carries. */
 export const EXPUNGED_ERROR = "the message's payload was expunged: nothing more is sent";
@@ -21,14 +22,15 @@ export const EXPUNGED_ERROR = "the message's payload was expunged: nothing more 
 export async function expungeMessage(db: Queryable, appId: string, id: string): Promise<boolean> {
   const { rows } = await db.query<{ id: string }>(
     `update messages set payload = $3::text, expunged_at = coalesce(expunged_at, now())
-     where id = $1::text and app_id = $2::text returning id`,
+     where id = $1::text and app_id = $2::text and ${messageMsOf("", "$1::text")} returning id`,
     [id, appId, EXPUNGED_PAYLOAD],
   );
   if (rows.length === 0) return false;
   await db.query(
     `update deliveries set status = 'canceled', updated_at = now(),
             last_error_kind = 'expunged', last_error = $2::text
-     where message_id = $1::text and status in ('pending', 'failed')`,
+     where message_id = $1::text and ${messageMsOf("", "$1::text")}
+       and status in ('pending', 'failed')`,
     [id, EXPUNGED_ERROR],
   );
   // (attempts_message_idx finds them; only template URLs carry payload values)

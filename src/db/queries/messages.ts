@@ -1,5 +1,6 @@
 /** Messages of an app: the rows behind /api/v1/app/{app}/msg. */
 import type { Queryable } from "../pool.ts";
+import { messageMsOf } from "../sql/message-ms.ts";
 import type { PageWindow } from "./page-window.ts";
 
 export interface MessageRow {
@@ -34,7 +35,7 @@ export interface MessageFilter {
 
 export async function getMessage(db: Queryable, id: string): Promise<MessageRow | null> {
   const { rows } = await db.query<MessageRow>(
-    `select ${COLUMNS} from messages where id = $1::text`,
+    `select ${COLUMNS} from messages where id = $1::text and ${messageMsOf("", "$1::text")}`,
     [id],
   );
   return rows[0] ?? null;
@@ -47,8 +48,13 @@ export async function findMessage(
   idOrEventId: string,
 ): Promise<MessageRow | null> {
   const { rows } = await db.query<MessageRow>(
+    // the partitions of the id, and of the message that holds the eventId (one per app:
+    // message_event_ids, migration 0033), rather than every day's
     `select ${COLUMNS} from messages
      where app_id = $1::text and (id = $2::text or event_id = $2::text)
+       and message_ms in (hookrelay_message_ms($2::text), 0,
+                          hookrelay_message_ms((select k.message_id from message_event_ids k
+                                                where k.app_id = $1::text and k.event_id = $2::text)))
      order by (id = $2::text) desc limit 1`,
     [appId, idOrEventId],
   );
@@ -75,7 +81,7 @@ function deliveryPart(filter: MessageFilter): string {
                and ($10::text is null or d.endpoint_id = $10::text))`;
   return `and exists (
              select 1 from deliveries d
-             where d.message_id = messages.id
+             where d.message_id = messages.id and d.message_ms = messages.message_ms
                and ($10::text is null or d.endpoint_id = $10::text)
                and ($9::text[] is null or d.status = any ($9::text[])))`;
 }
