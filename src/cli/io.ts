@@ -4,6 +4,12 @@
  * process by run.ts with a given CliIo uses that one, so several can run at once in one
  * process (tests) without sharing output or environment. Commands reach it through
  * cliIo() instead of `process.*` (the serving commands excepted: they own the process).
+ *
+ * Only a run with IO of its own is tracked through AsyncLocalStorage. The process's own run
+ * (main.ts) is kept in a plain variable: on Node 20 an AsyncLocalStorage that has run once
+ * turns on async hooks for the whole process, a JS callback on every promise, timer and
+ * socket made, and `hookrelay worker` / `api` serve from inside that run (it cost the worker
+ * about a tenth of its CPU: docs/performance.md, scenario 3's history).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 
@@ -37,6 +43,8 @@ export interface CliRun {
 }
 
 const current = new AsyncLocalStorage<CliRun>();
+/** the run with the process's own IO, if one has started (main.ts starts one) */
+let processRun: CliRun | null = null;
 
 /** The IO of the command running here (the process's outside any run). */
 export function cliIo(): CliIo {
@@ -45,14 +53,17 @@ export function cliIo(): CliIo {
 
 /** Sets the exit code of the command running here (the process's outside any run). */
 export function setExitCode(code: number): void {
-  const run = current.getStore();
+  const run = current.getStore() ?? processRun;
   if (run) run.exitCode = code;
   else process.exitCode = code;
 }
 
 /** Runs fn as one command with the given IO (the process's by default). */
 export function withCliRun<T>(run: CliRun, fn: () => Promise<T>): Promise<T> {
-  return current.run(run, fn);
+  if (run.io !== processIo) return current.run(run, fn);
+  // the process's own IO: what cliIo() answers outside any run; no AsyncLocalStorage
+  processRun = run;
+  return fn();
 }
 
 export { processIo };
