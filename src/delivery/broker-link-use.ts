@@ -32,9 +32,9 @@ export function makeLinkUse(idleCloseMs: number, closeIdle: (endpointId: string)
   );
   timer.unref();
   return {
+    // (a running publish keeps its link whatever its last use: only its end is noted)
     begin(id) {
       running.set(id, (running.get(id) ?? 0) + 1);
-      lastUsed.set(id, performance.now());
     },
     end(id) {
       const left = (running.get(id) ?? 1) - 1;
