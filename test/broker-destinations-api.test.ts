@@ -50,7 +50,7 @@ test("a broker URL that cannot be used is a 422 saying why", async () => {
     ["nats://127.0.0.1?subject=a.*", /wildcards/],
     ["nats://127.0.0.1?stream=a.b", /stream must be a name/],
     ["amqp://u:p@127.0.0.1/#frag", /fragment/],
-    ["kafka://127.0.0.1:9092", /http or https \(or a broker's amqp, amqps or nats\)/],
+    ["kafka://127.0.0.1:9092", /http or https \(or a broker's amqp, amqps, nats or tls\)/],
   ];
   for (const [url, why] of cases) {
     const res = await create({ url });

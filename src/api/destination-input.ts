@@ -1,6 +1,6 @@
 /**
  * Broker destinations as requests and answers carry them (docs/destinations.md): an
- * endpoint whose `url` is amqp://, amqps:// or nats:// delivers to RabbitMQ or NATS
+ * endpoint whose `url` is amqp://, amqps://, nats:// or tls:// delivers to RabbitMQ or NATS
  * JetStream. The URL's password is taken out of it and sealed at rest
  * (endpoints.destination_secret); answers show it as `***`, and a `***` sent back keeps the
  * stored one, so a read-modify-write never stores the mask.
@@ -17,7 +17,7 @@ import { MASK } from "../security/redact.ts";
 import type { SecretBox } from "../security/secret-box.ts";
 import { validationError } from "./errors.ts";
 
-/** True when `url` names a broker (amqp, amqps, nats), not an HTTP receiver. */
+/** True when `url` names a broker (amqp, amqps, nats, tls), not an HTTP receiver. */
 export function isBrokerUrl(url: string): boolean {
   const kind = destinationKindOf(url);
   return kind !== null && kind !== "http";

@@ -47,7 +47,7 @@ const endpointProperties = {
     minLength: 1,
     maxLength: 2048,
     description:
-      "Where deliveries go: an http(s) URL (or a postback URL template), or a broker: amqp://user:pass@host:5672/vhost?exchange=X&routingKey=Y (RabbitMQ, publisher confirms) or nats://user:pass@host:4222?subject=X&stream=Y (NATS JetStream). A broker URL's password is sealed at rest and answered as ***; sending *** back keeps it (docs/destinations.md).",
+      "Where deliveries go: an http(s) URL (or a postback URL template), or a broker: amqp://user:pass@host:5672/vhost?exchange=X&routingKey=Y (RabbitMQ, publisher confirms) or nats://user:pass@host:4222?subject=X&stream=Y (NATS JetStream; tls:// for NATS over TLS). A broker URL's password is sealed at rest and answered as ***; sending *** back keeps it (docs/destinations.md).",
   },
   description: { type: "string", maxLength: 2048 },
   eventTypes: nameListSchema,
@@ -141,7 +141,7 @@ export function checkUrl(raw: string): string {
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw validationError(
-      `url must use http or https (or a broker's amqp, amqps or nats), not ${url.protocol.replace(":", "")}`,
+      `url must use http or https (or a broker's amqp, amqps, nats or tls), not ${url.protocol.replace(":", "")}`,
     );
   }
   if (url.username || url.password) {

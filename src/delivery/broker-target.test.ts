@@ -13,6 +13,7 @@ describe("destinationKindOf", () => {
     expect(destinationKindOf("AMQP://h")).toBe("amqp");
     expect(destinationKindOf("amqps://h")).toBe("amqp");
     expect(destinationKindOf("nats://h:4222")).toBe("nats");
+    expect(destinationKindOf("tls://h:4222")).toBe("nats");
     expect(destinationKindOf("kafka://h")).toBeNull();
     expect(destinationKindOf("no scheme")).toBeNull();
   });
@@ -39,6 +40,7 @@ describe("parseBrokerUrl", () => {
   test("NATS: subject and stream, or the event type's subject", () => {
     expect(parseBrokerUrl("nats://n.example?subject=a.b&stream=S")).toEqual({
       kind: "nats",
+      tls: false,
       hostname: "n.example",
       port: 4222,
       username: null,
@@ -47,10 +49,16 @@ describe("parseBrokerUrl", () => {
       stream: "S",
     });
     expect(parseBrokerUrl("nats://u:p@n.example:1")).toMatchObject({ subject: null, port: 1 });
+    expect(parseBrokerUrl("tls://u@n.example?subject=a")).toMatchObject({
+      kind: "nats",
+      tls: true,
+      port: 4222,
+      subject: "a",
+    });
   });
 
   test.each([
-    ["http://x.example", /amqp, amqps or nats/],
+    ["http://x.example", /amqp, amqps, nats or tls/],
     ["amqp://h?queue=q", /not "queue"/],
     ["amqp://h?exchange=a&exchange=b", /given twice/],
     [`amqp://h?exchange=${"x".repeat(256)}`, /longer than 255/],

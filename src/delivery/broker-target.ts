@@ -1,11 +1,12 @@
 /**
  * A broker destination's URL (docs/destinations.md): what an endpoint's `url` says when its
- * scheme is amqp, amqps or nats, read into the target a broker transport connects and
+ * scheme is amqp, amqps, nats or tls, read into the target a broker transport connects and
  * publishes to. The password is never part of the stored URL: it is sealed apart
  * (endpoints.destination_secret) and given here opened.
  *
  *   amqp://user:pass@host:5672/vhost?exchange=hooks&routingKey=orders
  *   nats://user:pass@host:4222?subject=hooks.orders&stream=HOOKS
+ *   tls://user:pass@host:4222?subject=hooks.orders         (NATS over TLS, as NATS clients write it)
  *
  * AMQP: the path is the virtual host (percent-encoded; none: "/"); `exchange` defaults to
  * the default exchange (""), `routingKey` to the message's event type. NATS: `subject`
@@ -33,6 +34,8 @@ export interface AmqpTarget {
 
 export interface NatsTarget {
   kind: typeof DestinationKind.nats;
+  /** tls://: the connection is upgraded to TLS and the server's certificate checked */
+  tls: boolean;
   hostname: string;
   port: number;
   username: string | null;
@@ -50,6 +53,7 @@ const SCHEMES: Record<string, { kind: DestinationKind; port: number; tls: boolea
   "amqp:": { kind: DestinationKind.amqp, port: 5672, tls: false },
   "amqps:": { kind: DestinationKind.amqp, port: 5671, tls: true },
   "nats:": { kind: DestinationKind.nats, port: 4222, tls: false },
+  "tls:": { kind: DestinationKind.nats, port: 4222, tls: true },
 };
 
 const OPTIONS: Record<"amqp" | "nats", readonly string[]> = {
@@ -83,7 +87,9 @@ export function parseBrokerUrl(raw: string, password: string | null = null): Bro
   }
   const scheme = SCHEMES[url.protocol];
   if (scheme === undefined || scheme.kind === DestinationKind.http) {
-    throw new BrokerUrlError(`a broker url uses amqp, amqps or nats, not ${url.protocol}`);
+    throw new BrokerUrlError(
+      `a broker url uses amqp, amqps, nats or tls (NATS over TLS), not ${url.protocol}`,
+    );
   }
   if (url.hostname === "") throw new BrokerUrlError("a broker url needs a host");
   if (url.hash !== "") throw new BrokerUrlError("a broker url has no #fragment");
@@ -135,7 +141,7 @@ export function parseBrokerUrl(raw: string, password: string | null = null): Bro
   if (stream !== null && !NATS_STREAM.test(stream)) {
     throw new BrokerUrlError("stream must be a name without spaces, dots, slashes, * or >");
   }
-  return { kind, ...common, subject, stream };
+  return { kind, tls: scheme.tls, ...common, subject, stream };
 }
 
 /** The URL without its password (what endpoints.url stores) and the password apart. */

@@ -48,7 +48,24 @@ export interface NatsServer {
   stop(): Promise<void>;
 }
 
-export async function startNats(): Promise<NatsServer> {
+/**
+ * PEM files for a TLS-only server: its certificate (for localhost) and key, the CA of
+ * clients' (which signed the server's too), and a client certificate of that CA for the
+ * helper's own client.
+ */
+export interface NatsTls {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+  clientCertFile: string;
+  clientKeyFile: string;
+}
+
+/**
+ * With `tls`, the server takes TLS connections only (upgraded after its INFO, as NATS
+ * does) with that certificate, and requires a client certificate its CA signed.
+ */
+export async function startNats(options: { tls?: NatsTls } = {}): Promise<NatsServer> {
   const dir = await mkdtemp(path.join(tmpdir(), "hookrelay-nats-"));
   const port = await freePort();
   const monitorPort = await freePort();
@@ -61,6 +78,16 @@ export async function startNats(): Promise<NatsServer> {
       `listen: 127.0.0.1:${port}`,
       `http: 127.0.0.1:${monitorPort}`,
       `jetstream { store_dir: "${path.join(dir, "store")}" }`,
+      ...(options.tls
+        ? [
+            "tls {",
+            `  cert_file: "${options.tls.certFile}"`,
+            `  key_file: "${options.tls.keyFile}"`,
+            `  ca_file: "${options.tls.caFile}"`,
+            "  verify: true",
+            "}",
+          ]
+        : []),
       "authorization { users = [",
       `  { user: "${user}", password: "${password}" }`,
       ...Object.entries(LIMITED_USERS).map(
@@ -111,7 +138,16 @@ export async function startNats(): Promise<NatsServer> {
     url: (o = {}) =>
       `nats://${o.user ?? user}:${encodeURIComponent(o.password ?? password)}@127.0.0.1:${port}${o.rest ?? ""}`,
     async client() {
-      const c = await connect({ servers: `127.0.0.1:${port}`, user, pass: password });
+      const tls = options.tls;
+      const c = await connect({
+        // (the server's certificate names localhost)
+        servers: `${tls ? "localhost" : "127.0.0.1"}:${port}`,
+        user,
+        pass: password,
+        ...(tls && {
+          tls: { caFile: tls.caFile, certFile: tls.clientCertFile, keyFile: tls.clientKeyFile },
+        }),
+      });
       clients.push(c);
       return c;
     },

@@ -14,10 +14,19 @@
  * an empty 503 status is "no responders" (no stream stores the subject), a JSON `error` is
  * the stream's refusal, otherwise the PubAck.
  */
-import { connect, createInbox, type Msg, type MsgHdrs, type NatsConnection } from "nats";
+import {
+  connect,
+  createInbox,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type TlsOptions,
+} from "nats";
+import { ErrorKind, Verdict } from "../../domain/retry-policy.ts";
 import type { SsrfGuard } from "../../security/ssrf-guard.ts";
 import type { BrokerLink } from "../broker-links.ts";
-import { brokerAddresses } from "../broker-outcome.ts";
+import type { BrokerTls } from "../broker-message.ts";
+import { BrokerAttemptError, brokerAddresses } from "../broker-outcome.ts";
 import type { NatsTarget } from "../broker-target.ts";
 
 export interface PubAck {
@@ -61,9 +70,16 @@ const SWEEP_MS = 1_000;
 const serverOf = (address: string, port: number) =>
   `${address.includes(":") ? `[${address}]` : address}:${port}`;
 
+/**
+ * Opens a link. Over TLS (a `tls://` url) the connection is upgraded after the server's
+ * INFO, as NATS does, and the server's certificate is checked against the url's host name
+ * (not the vetted address dialled); the endpoint's `tlsCa` replaces the system's CAs and its
+ * client certificate is presented when the server asks for one, as for amqps.
+ */
 export async function openNatsLink(
   guard: SsrfGuard,
   target: NatsTarget,
+  tls: BrokerTls | null,
   connectTimeoutMs: number,
 ): Promise<NatsLink> {
   const addresses = await brokerAddresses(guard, target.hostname);
@@ -77,8 +93,37 @@ export async function openNatsLink(
     noAsyncTraces: true,
     ...(target.username !== null && { user: target.username }),
     ...(target.password !== null && { pass: target.password }),
+    ...(target.tls && {
+      // (the client hands these to tls.connect as they are; its type leaves servername out)
+      tls: {
+        servername: target.hostname,
+        ...(tls?.ca && { ca: tls.ca }),
+        ...(tls?.cert && { cert: tls.cert, key: tls.key ?? undefined }),
+      } as TlsOptions,
+    }),
+  }).catch((err: unknown) => {
+    throw target.tls ? refusedAfterHandshake(err) : err;
   });
   return linkOver(connection);
+}
+
+/**
+ * Under TLS 1.3 a server that refuses the client's certificate (none, or another CA's) says
+ * so only after the handshake, and then closes the connection: the client's next write (its
+ * CONNECT) fails with a reset before the alert is read. A connection over TLS reset while
+ * it opens is reported as that, a `tls` failure, rather than as network trouble.
+ */
+function refusedAfterHandshake(err: unknown): unknown {
+  const code = (err as { code?: unknown })?.code;
+  if (code !== "ECONNRESET" && code !== "EPIPE") return err;
+  return new BrokerAttemptError(
+    {
+      verdict: Verdict.transient,
+      kind: ErrorKind.tls,
+      message: `TLS failed (${code}): the server closed the connection right after the TLS handshake; it may require a client certificate, or not trust ours (an endpoint's tlsClientCert): ${(err as Error).message}`,
+    },
+    { cause: err },
+  );
 }
 
 function linkOver(connection: NatsConnection): NatsLink {

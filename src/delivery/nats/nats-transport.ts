@@ -29,6 +29,7 @@ import {
   underDeadline,
 } from "../broker-outcome.ts";
 import type { NatsTarget } from "../broker-target.ts";
+import { tlsFailureCode } from "../egress/tls-failure.ts";
 import { AttemptAbort } from "../http-sender.ts";
 import { DestinationKind, type Transport } from "../transport.ts";
 import { type NatsLink, openNatsLink } from "./nats-link.ts";
@@ -59,6 +60,10 @@ const detailOf = (target: NatsTarget | null, eventType: string): NatsDetail => (
 
 /** What a NATS error says, as an attempt failure (after commonFailure). */
 export function natsFailure(err: unknown, subject: string): BrokerFailure {
+  // the client wraps a failed TLS handshake (and others) in an error of its own
+  const chained = (err as { chainedError?: unknown })?.chainedError;
+  if (chained !== undefined && tlsFailureCode(chained) !== null)
+    return natsFailure(chained, subject);
   const common = commonFailure(err);
   if (common) return common;
   // (the client quotes some of the server's -ERR texts: 'Authorization Violation')
@@ -121,7 +126,7 @@ export function makeNatsTransport(options: NatsTransportOptions): Transport<Nats
     const ack = await links.use(
       message.endpointId,
       message.linkKey,
-      () => openNatsLink(options.ssrfGuard, message.target, connectTimeoutMs),
+      () => openNatsLink(options.ssrfGuard, message.target, message.tls, connectTimeoutMs),
       (link) =>
         link.publish(detail.subject, message.body, message.headers, {
           msgId: message.messageId,
