@@ -273,9 +273,13 @@ export function partitionNotes(config: Pick<Config, "retention" | "partitions">)
     notes.push(
       `HOOKRELAY_RETENTION_ATTEMPTS_MS (${hours(config.retention.attemptsMs)}) is shorter than one attempts partition (${config.partitions.interval}): attempts are kept up to ${hours(config.retention.attemptsMs + interval)}, since a partition goes whole; HOOKRELAY_PARTITION_INTERVAL=hour keeps them closer to their age`,
     );
+  if (config.retention.payloadMs < interval)
+    notes.push(
+      `HOOKRELAY_RETENTION_PAYLOAD_MS (${hours(config.retention.payloadMs)}) is shorter than one partition of messages and deliveries (${config.partitions.interval}): delivered messages are kept up to ${hours(config.retention.payloadMs + interval)}, since a partition goes whole; HOOKRELAY_PARTITION_INTERVAL=hour keeps them closer to their age`,
+    );
   if (config.partitions.aheadMs < interval)
     notes.push(
-      `HOOKRELAY_PARTITIONS_AHEAD_MS (${hours(config.partitions.aheadMs)}) is shorter than one attempts partition: should maintenance stop for a while, new attempts wait in attempts_default until it creates their partition`,
+      `HOOKRELAY_PARTITIONS_AHEAD_MS (${hours(config.partitions.aheadMs)}) is shorter than one partition: should maintenance stop for a while, new attempts, messages and deliveries wait in the default partitions until it creates their partition`,
     );
   return notes;
 }
