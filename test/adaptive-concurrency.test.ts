@@ -262,7 +262,7 @@ test("a timeout halves the limit once: a timeout of a request sent before the cu
   });
   await send(appId);
   const { rows: rowsOf } = await h.db.pool.query(
-    "select id, endpoint_id, message_id from deliveries where endpoint_id = any ($1::text[])",
+    "select id, endpoint_id, message_id, message_ms from deliveries where endpoint_id = any ($1::text[])",
     [[on, off]],
   );
   await h.db.pool.query(
@@ -274,6 +274,7 @@ test("a timeout halves the limit once: a timeout of a request sent before the cu
     const row = rowsOf.find((r) => r.endpoint_id === endpointId)!;
     return {
       deliveryId: row.id,
+      messageMs: Number(row.message_ms),
       claimToken: randomUUID(),
       messageId: row.message_id,
       endpointId,

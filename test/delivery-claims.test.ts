@@ -32,6 +32,7 @@ function resultFor(
 ): DeliveryResult {
   return {
     deliveryId: claim.id,
+    messageMs: claim.messageMs,
     claimToken: token,
     messageId: claim.messageId,
     endpointId: claim.endpointId,

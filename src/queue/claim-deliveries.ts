@@ -67,6 +67,8 @@ export interface ClaimedDelivery extends OutboundDelivery {
   attemptsGivenBack?: number;
   /** an operational failing/exhausted event was sent about it (queue/operational-events.ts) */
   failureNotified: boolean;
+  /** its row's partition key (deliveries.message_ms): the result write finds the row there */
+  messageMs: number;
 }
 
 // One statement, in four steps:
@@ -232,7 +234,7 @@ signing as (
 -- "offset 0" keeps each lookup a per-row index probe: flattened into a join, the planner
 -- may hash-join the whole messages table to find a few hundred rows.
 select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
-       c.failure_notified, c.attempts_given_back, m.event_type, m.payload, m.event_id,
+       c.failure_notified, c.attempts_given_back, c.message_ms, m.event_type, m.payload, m.event_id,
        m.traceparent,
        e.url, e.headers, ${effectiveSql("e", "timeoutMs")} as timeout_ms,
        e.retry_base_ms, e.retry_cap_ms, e.propagate_trace,
@@ -324,6 +326,8 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     missingFields: r.missing_fields,
     successRule: r.success_rule,
     failureNotified: r.failure_notified,
+    // (a bigint: the driver's text, a millisecond well within a number's exact range)
+    messageMs: Number(r.message_ms),
     attemptsGivenBack: r.attempts_given_back,
     traceparent: r.traceparent,
     propagateTrace: r.propagate_trace === "on",

@@ -47,6 +47,11 @@ import { failureNotifiedSet, operationalEventsSql } from "./operational-events.t
 
 export interface DeliveryResult {
   deliveryId: number;
+  /**
+   * the delivery row's partition key (deliveries.message_ms, as the claim returned it): the
+   * write updates the row in its partition alone, not by id in every period's
+   */
+  messageMs: number;
   claimToken: string;
   messageId: string;
   endpointId: string;
@@ -91,6 +96,7 @@ export interface DeliveryResult {
 interface RecordParams extends CircuitSettings, NowParam {
   // one element per result
   ids: string;
+  messageMs: string;
   tokens: string;
   statuses: string;
   delaysMs: string;
@@ -145,18 +151,19 @@ with r as (
     $statusCodes::integer[], $errorKinds::text[], $errors::text[], $responseBodies::text[],
     $outcomes::text[], $messageIds::text[], $endpointIds::text[], $appIds::text[],
     $triggers::text[], $urls::text[], $isProbes::boolean[], $opEvents::text[], $opMsgIds::text[],
-    $givenBacks::smallint[], $details::text[]
+    $givenBacks::smallint[], $details::text[], $messageMs::bigint[]
   ) with ordinality as r(id, token, status, delay_ms, attempt_number, started_at,
          latency_ms, status_code, error_kind, error, response_body, outcome,
          message_id, endpoint_id, app_id, trigger, url, is_probe, op_event, op_msg_id,
-         given_back, detail, n)
+         given_back, detail, message_ms, n)
 ),
 updated as (
   update deliveries d
   set ${attemptSet("d", "r")},
       ${failureNotifiedSet("d", "r")}
   from r
-  where d.id = r.id and ${heldBy("d", "r.token")}
+  -- (message_ms: the row's partition; PostgreSQL prunes the others row by row)
+  where d.id = r.id and d.message_ms = r.message_ms and ${heldBy("d", "r.token")}
   returning d.id, d.endpoint_id
 ),
 samples as (
@@ -258,6 +265,7 @@ export async function recordResults(
   const per = <T>(f: (o: (typeof outcomes)[number]) => T) => outcomes.map(f);
   const query = RECORD_SQL.query({
     ids: plainArray(col((r) => r.deliveryId)),
+    messageMs: plainArray(col((r) => r.messageMs)),
     tokens: textArray(col((r) => r.claimToken)),
     statuses: textArray(col((r) => r.nextStatus)),
     delaysMs: plainArray(col((r) => Math.round(r.retryDelayMs))),

@@ -9,6 +9,7 @@ import { makeAttemptRecorder } from "./record-attempt.ts";
 
 const claim: ClaimedDelivery = {
   id: 7,
+  messageMs: 0,
   messageId: "msg_1",
   endpointId: "ep_1",
   appId: "app_1",
@@ -63,6 +64,7 @@ test("a success is recorded as delivered, attempt number one past the claim's co
   expect(written).toEqual([
     {
       deliveryId: 7,
+      messageMs: 0,
       claimToken: "tok",
       messageId: "msg_1",
       endpointId: "ep_1",

@@ -126,6 +126,7 @@ export function makeAttemptRecorder(deps: {
             });
       const recorded: DeliveryResult = {
         deliveryId: claim.id,
+        messageMs: claim.messageMs,
         claimToken,
         messageId: claim.messageId,
         endpointId: claim.endpointId,

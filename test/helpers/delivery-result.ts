@@ -4,6 +4,7 @@ import type { DeliveryResult } from "../../src/queue/record-results.ts";
 export function successResult(changes: Partial<DeliveryResult> = {}): DeliveryResult {
   return {
     deliveryId: 1,
+    messageMs: 0,
     claimToken: "00000000-0000-0000-0000-000000000000",
     messageId: "msg_x",
     endpointId: "ep_x",

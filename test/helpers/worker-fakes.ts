@@ -16,6 +16,7 @@ import type { ClaimedDelivery } from "../../src/queue/claim-deliveries.ts";
 export function claimedRow(id: number, extra: Partial<ClaimedDelivery> = {}): ClaimedDelivery {
   return {
     id,
+    messageMs: 0,
     messageId: `msg_${id}`,
     endpointId: "ep_1",
     appId: "app_1",

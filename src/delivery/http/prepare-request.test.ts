@@ -9,6 +9,7 @@ import { makeRequestPreparer, USER_AGENT } from "./prepare-request.ts";
 function claim(extra: Partial<ClaimedDelivery> = {}): ClaimedDelivery {
   return {
     id: 1,
+    messageMs: 0,
     messageId: "msg_1",
     endpointId: "ep_1",
     appId: "app_1",
