@@ -4,8 +4,9 @@
  * (test/helpers/rabbitmq.ts; skipped where rabbitmq-server is not installed). A message
  * arrives with its id as the AMQP message-id and the Standard Webhooks headers, signed; the
  * password is sealed at rest and masked in answers; a broker that goes away is retried and
- * delivered to once it is back; refused credentials, an unroutable publish and a missing
- * exchange are classified attempts; stopping the worker closes its connection. Over amqps
+ * delivered to once it is back; refused credentials, a virtual host that does not exist
+ * or the user may not open, a user who may not write, an unroutable publish and a missing
+ * exchange are classified attempts, each saying which; stopping the worker closes its connection. Over amqps
  * (the node's TLS listener, certificates made by the test) the endpoint's tlsCa verifies
  * the broker, and a certificate that does not verify is an attempt of kind `tls`.
  */
@@ -205,17 +206,38 @@ describe.skipIf(!rabbitmqInstalled)("RabbitMQ destinations", () => {
     );
   });
 
-  test("a virtual host that does not exist is a credentials error: a dead letter, no retry", async () => {
+  test("a virtual host that does not exist or the user may not open, or no write permission, is a credentials error", async () => {
+    // a vhost the tests' user has no permissions on, and a user who may only read
+    await rmq.ctl("add_vhost", "locked");
+    await rmq.ctl("add_user", "reader", "reader-secret");
+    await rmq.ctl("set_permissions", "-p", "/", "reader", "", "", ".*");
     const app = await newApp();
-    const ep = await newEndpoint(app, rmq.url({ rest: "/no-such-vhost?routingKey=x" }));
-    const msg = await send(app);
-    const row = await waitForStatus(msg, ep, "dead_letter");
-    expect(row.attempt_count).toBe(1);
-    expect(row.last_error_kind).toBe("credentials");
-    const [attempt] = await apiAttempts(app, msg);
-    expect(attempt!.error).toBe(
-      'the broker refused to open virtual host "no-such-vhost": it does not exist or the user may not open it (Expected ConnectionOpenOk; got <ConnectionClose channel:0>)',
+    const missing = await newEndpoint(app, rmq.url({ rest: "/no-such-vhost?routingKey=x" }));
+    const locked = await newEndpoint(app, rmq.url({ rest: "/locked?routingKey=x" }));
+    const reader = await newEndpoint(
+      app,
+      `amqp://reader:reader-secret@127.0.0.1:${rmq.port}/?routingKey=x`,
     );
+    const msg = await send(app);
+    const refused = (vhost: string) =>
+      `the broker refused to open virtual host "${vhost}": it does not exist or the user may not open it (Expected ConnectionOpenOk; got <ConnectionClose channel:0>)`;
+    for (const [ep, error] of [
+      [missing, refused("no-such-vhost")],
+      [locked, refused("locked")],
+      [
+        reader,
+        "the broker does not let the user publish there: ACCESS_REFUSED - access to exchange 'amq.default' in vhost '/' refused for user 'reader'",
+      ],
+    ] as const) {
+      const row = await waitForStatus(msg, ep, "dead_letter");
+      expect(row.attempt_count).toBe(1);
+      expect(row.last_error_kind).toBe("credentials");
+      const { rows } = await h.db.pool.query(
+        "select error from attempts where message_id = $1 and endpoint_id = $2",
+        [msg, ep],
+      );
+      expect(rows[0].error).toBe(error);
+    }
   });
 
   test("an unroutable publish (no queue bound) is refused by the broker: retried", async () => {

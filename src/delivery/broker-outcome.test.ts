@@ -36,14 +36,14 @@ describe("what a broker's error means", () => {
     });
     const write = Object.assign(
       new Error(
-        `Channel closed by server: 403 (ACCESS-REFUSED) with message "ACCESS_REFUSED - write access to exchange 'amq.default' in vhost '/' refused for user 'x'"`,
+        `Channel closed by server: 403 (ACCESS-REFUSED) with message "ACCESS_REFUSED - access to exchange 'amq.default' in vhost '/' refused for user 'x'"`,
       ),
       { code: 403 },
     );
     expect(amqpFailure(write)).toEqual({
       verdict: "permanent",
       kind: "credentials",
-      message: `the broker does not let the user publish there: ACCESS_REFUSED - write access to exchange 'amq.default' in vhost '/' refused for user 'x'`,
+      message: `the broker does not let the user publish there: ACCESS_REFUSED - access to exchange 'amq.default' in vhost '/' refused for user 'x'`,
     });
     const exchange = Object.assign(new Error("Channel closed by server: 404 (NOT-FOUND)"), {
       code: 404,

@@ -6,20 +6,24 @@
  * helper starts its own epmd in the foreground (so no system epmd is touched or left
  * behind) and stops both by PID. It starts in about 10-20 s.
  *
- * The node has one user (`user`/`password`) on the default virtual host, from anywhere.
+ * The node has one user (`user`/`password`) on the default virtual host, from anywhere;
+ * a test adds others, and virtual hosts, with `ctl` (rabbitmqctl against the node).
  * Given certificate files (`tls`), it also listens for amqps on another free port, with
  * that certificate; it asks clients for theirs and refuses one its CA did not sign, but
  * takes a client without one.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { type ChannelModel, connect } from "amqplib";
 import { freePort, waitUntil } from "./broker-ports.ts";
 
+const exec = promisify(execFile);
 const SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server";
+const CTL = "/usr/lib/rabbitmq/bin/rabbitmqctl";
 const EPMD = "/usr/bin/epmd";
 export const rabbitmqInstalled = existsSync(SERVER) && existsSync(EPMD);
 
@@ -40,6 +44,8 @@ export interface RabbitMq {
   url(options?: { password?: string; rest?: string }): string;
   /** a client connection of the test's own (closed by stop()) */
   client(): Promise<ChannelModel>;
+  /** runs rabbitmqctl against the node (e.g. add_vhost, add_user, set_permissions) */
+  ctl(...args: string[]): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -177,6 +183,13 @@ export async function startRabbitMq(options: { tls?: RabbitMqTls } = {}): Promis
       c.on("error", () => {});
       clients.push(c);
       return c;
+    },
+    async ctl(...args) {
+      const { stdout } = await exec(CTL, ["-n", env.RABBITMQ_NODENAME, ...args], {
+        env,
+        timeout: 60_000,
+      });
+      return stdout;
     },
     stop,
   };
