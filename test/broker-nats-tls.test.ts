@@ -5,7 +5,9 @@
  * from a throwaway CA made with openssl (test/helpers/tls-certificates.ts). Delivered with
  * the endpoint's `tlsCa` and a client certificate of the server's CA; a `tls` attempt
  * error, saying which, when the server's certificate is not trusted or the client
- * certificate comes from another CA.
+ * certificate comes from another CA. And a second server that takes a token instead of a
+ * user: `nats://:TOKEN@host` logs in with it (sealed and masked as a password); a wrong one
+ * is a credentials dead letter.
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -19,6 +21,7 @@ import { makeCertificates, type TlsFiles } from "./helpers/tls-certificates.ts";
 const KEY = Buffer.alloc(32, 9).toString("base64");
 let h: Harness;
 let nats: NatsServer;
+let tokenNats: NatsServer;
 let pkiDir: string;
 let pki: TlsFiles;
 
@@ -48,6 +51,9 @@ describe.skipIf(!natsInstalled)("NATS JetStream over TLS", () => {
     });
     const manager = await (await nats.client()).jetstreamManager();
     await manager.streams.add({ name: "SECURE", subjects: ["secure.>"] });
+    tokenNats = await startNats({ token: "nats-token-1" });
+    const tokens = await (await tokenNats.client()).jetstreamManager();
+    await tokens.streams.add({ name: "TOKENS", subjects: ["token.>"] });
     h = await startHarness({
       encryptionKey: KEY,
       // the server's certificate names localhost only
@@ -58,6 +64,7 @@ describe.skipIf(!natsInstalled)("NATS JetStream over TLS", () => {
   afterAll(async () => {
     await h?.close();
     await nats?.stop();
+    await tokenNats?.stop();
     if (pkiDir) await rm(pkiDir, { recursive: true, force: true });
   }, 60_000);
 
@@ -113,5 +120,26 @@ describe.skipIf(!natsInstalled)("NATS JetStream over TLS", () => {
     expect((await errors(msg, stranger))[0]).toMatch(
       /^TLS failed \(\w+\): .*(may require a client certificate|refused the handshake)/,
     );
+  });
+
+  test("nats://:TOKEN@host logs in with the token, sealed and masked; a wrong token is a credentials dead letter", async () => {
+    const app = await newApp();
+    const at = (token: string) =>
+      `nats://:${token}@127.0.0.1:${tokenNats.port}?subject=token.orders&stream=TOKENS`;
+    const created = await h.call("POST", `/api/v1/app/${app}/endpoint`, {
+      url: at("nats-token-1"),
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.url).toBe(
+      `nats://:***@127.0.0.1:${tokenNats.port}?subject=token.orders&stream=TOKENS`,
+    );
+    const wrong = await newEndpoint(app, at("not-the-token"));
+    const msg = await send(app);
+    await waitForStatus(msg, created.body.id, "delivered");
+    const row = await waitForStatus(msg, wrong, "dead_letter");
+    expect(row.last_error_kind).toBe("credentials");
+    expect(await errors(msg, wrong)).toEqual([
+      "the server refused the credentials (the URL's user and password, or token): Authorization Violation",
+    ]);
   });
 });

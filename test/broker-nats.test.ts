@@ -123,7 +123,7 @@ describe.skipIf(!natsInstalled)("NATS JetStream destinations", () => {
     expect(attempts).toHaveLength(2);
     for (const a of attempts) {
       expect(a.error).toBe(
-        "the server refused the credentials (the URL's user and password): Authorization Violation",
+        "the server refused the credentials (the URL's user and password, or token): Authorization Violation",
       );
     }
   });

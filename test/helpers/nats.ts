@@ -62,10 +62,13 @@ export interface NatsTls {
 }
 
 /**
+ * With `token`, the server takes that token instead of any user (`client()` uses it).
  * With `tls`, the server takes TLS connections only (upgraded after its INFO, as NATS
  * does) with that certificate, and requires a client certificate its CA signed.
  */
-export async function startNats(options: { tls?: NatsTls } = {}): Promise<NatsServer> {
+export async function startNats(
+  options: { tls?: NatsTls; token?: string } = {},
+): Promise<NatsServer> {
   const dir = await mkdtemp(path.join(tmpdir(), "hookrelay-nats-"));
   const port = await freePort();
   const monitorPort = await freePort();
@@ -88,12 +91,16 @@ export async function startNats(options: { tls?: NatsTls } = {}): Promise<NatsSe
             "}",
           ]
         : []),
-      "authorization { users = [",
-      `  { user: "${user}", password: "${password}" }`,
-      ...Object.entries(LIMITED_USERS).map(
-        ([name, permissions]) => `  { user: "${name}", password: "${name}", ${permissions} }`,
-      ),
-      "] }",
+      ...(options.token
+        ? [`authorization { token: "${options.token}" }`]
+        : [
+            "authorization { users = [",
+            `  { user: "${user}", password: "${password}" }`,
+            ...Object.entries(LIMITED_USERS).map(
+              ([name, permissions]) => `  { user: "${name}", password: "${name}", ${permissions} }`,
+            ),
+            "] }",
+          ]),
       "",
     ].join("\n"),
   );
@@ -142,8 +149,7 @@ export async function startNats(options: { tls?: NatsTls } = {}): Promise<NatsSe
       const c = await connect({
         // (the server's certificate names localhost)
         servers: `${tls ? "localhost" : "127.0.0.1"}:${port}`,
-        user,
-        pass: password,
+        ...(options.token ? { token: options.token } : { user, pass: password }),
         ...(tls && {
           tls: { caFile: tls.caFile, certFile: tls.clientCertFile, keyFile: tls.clientKeyFile },
         }),

@@ -91,8 +91,11 @@ export async function openNatsLink(
     ignoreClusterUpdates: true,
     noRandomize: true,
     noAsyncTraces: true,
+    // a password without a user (nats://:TOKEN@host) is a token; the password is sealed
+    // at rest and masked, which a token in the user's place would not be
     ...(target.username !== null && { user: target.username }),
-    ...(target.password !== null && { pass: target.password }),
+    ...(target.password !== null &&
+      (target.username === null ? { token: target.password } : { pass: target.password })),
     ...(target.tls && {
       // (the client hands these to tls.connect as they are; its type leaves servername out)
       tls: {

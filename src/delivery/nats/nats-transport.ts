@@ -86,7 +86,7 @@ export function natsFailure(err: unknown, subject: string): BrokerFailure {
     return {
       verdict: Verdict.permanent,
       kind: ErrorKind.credentials,
-      message: `the server refused the credentials (the URL's user and password): ${text}`,
+      message: `the server refused the credentials (the URL's user and password, or token): ${text}`,
     };
   }
   if (code === "503") {
