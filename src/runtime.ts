@@ -32,6 +32,7 @@ import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
 import { partitionNotes } from "./ops/attempt-partitions.ts";
 import { rollUpCharts } from "./ops/chart-rollup.ts";
+import { raiseDeliveryFloor } from "./ops/delivery-floor.ts";
 import {
   type Maintenance,
   type MaintenanceTask,
@@ -185,6 +186,12 @@ export function maintenanceTasks(
         );
         if (created.length > 0) logger.info({ created }, "history partitions created");
       },
+    },
+    {
+      // the claim's floor, raised to the oldest queued delivery's period (docs/history.md)
+      name: "delivery-floor",
+      everyMs: every,
+      run: (pool) => raiseDeliveryFloor(pool).then(() => undefined),
     },
     {
       name: "retention",

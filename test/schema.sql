@@ -309,6 +309,13 @@ table deliveries_legacy (
   constraint deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'delivered'::text, 'failed'::text, 'dead_letter'::text, 'canceled'::text])))
 );
 
+table delivery_floor (
+  one boolean not null default true,
+  ms bigint not null,
+  constraint delivery_floor_one_check CHECK (one),
+  constraint delivery_floor_pkey PRIMARY KEY (one)
+);
+
 table endpoint_health (
   endpoint_id text not null,
   circuit_state text not null default 'closed'::text,
@@ -623,6 +630,7 @@ CREATE INDEX deliveries_legacy_ordered_dead_idx ON public.deliveries_legacy USIN
 CREATE INDEX deliveries_legacy_ordered_queued_idx ON public.deliveries_legacy USING btree (endpoint_id, ordering_key, id) WHERE (queued AND (ordering_key IS NOT NULL));
 CREATE UNIQUE INDEX deliveries_legacy_pkey ON public.deliveries_legacy USING btree (id);
 CREATE INDEX deliveries_legacy_unordered_due_idx ON public.deliveries_legacy USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE (queued AND (ordering_key IS NULL));
+CREATE UNIQUE INDEX delivery_floor_pkey ON public.delivery_floor USING btree (one);
 CREATE UNIQUE INDEX endpoint_health_pkey ON public.endpoint_health USING btree (endpoint_id);
 CREATE INDEX endpoint_secrets_endpoint_idx ON public.endpoint_secrets USING btree (endpoint_id);
 CREATE UNIQUE INDEX endpoint_secrets_pkey ON public.endpoint_secrets USING btree (id);

@@ -6,6 +6,7 @@
  */
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { lowerFloorSql } from "../db/sql/delivery-floor.ts";
 import { CANCELABLE, cancelSet, requeueSet } from "../db/sql/delivery-states.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
@@ -285,8 +286,10 @@ requeued as (
       requeued_at = now(), requeued_by = $by::text
   from paced p
   where d.id = p.id
-  returning 1
-)
+  returning d.message_ms
+),
+-- the claim reads the queue from the floor up (db/sql/delivery-floor.ts)
+floor as (${lowerFloorSql("(select min(message_ms) from requeued)")})
 select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
 from requeued`);
 

@@ -6,6 +6,7 @@
  */
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { lowerFloorSql } from "../db/sql/delivery-floor.ts";
 import { requeueSet } from "../db/sql/delivery-states.ts";
 import { orderingKeySql } from "../db/sql/ordering-key.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
@@ -128,7 +129,7 @@ requeued as (
       requeued_at = now(), requeued_by = t.id
   from picked p, t, em
   where d.id = p.delivery_id and d.message_ms = p.message_ms and d.status = p.status
-  returning d.id
+  returning d.id, d.message_ms
 ),
 -- the messages new rows are written for, locked as a foreign key would (retention deletes
 -- a message's deliveries itself: src/ops/retention.ts); one deleted meanwhile drops out
@@ -150,8 +151,11 @@ inserted as (
   where p.delivery_id is null
   -- (the partition's unique (message_id, endpoint_id): a message's rows share its partition)
   on conflict do nothing
-  returning id
+  returning id, message_ms
 ),
+-- the claim reads the queue from the floor up (db/sql/delivery-floor.ts)
+floor as (${lowerFloorSql(`(select min(u.ms) from (select message_ms as ms from requeued
+                                                    union all select message_ms from inserted) u)`)}),
 st as (
   select (select count(*) from requeued) + (select count(*) from inserted) as sent,
          (select count(*) from picked) as picked,

@@ -5,6 +5,7 @@
  */
 import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
 import type { Queryable } from "../pool.ts";
+import { lowerFloorSql } from "../sql/delivery-floor.ts";
 import { requeueSet } from "../sql/delivery-states.ts";
 import { messageMsOf } from "../sql/message-ms.ts";
 import { orderingKeySql } from "../sql/ordering-key.ts";
@@ -144,7 +145,9 @@ export async function resendDelivery(
                            and ${messageMsOf("d", "$1::text")})
        on conflict do nothing
        returning 1
-     )
+     ),
+     -- the claim reads the queue from the floor up (db/sql/delivery-floor.ts)
+     floor as (${lowerFloorSql("(select m.message_ms from m where exists (select 1 from again) or exists (select 1 from added))")})
      select pg_notify('${WORK_CHANNEL}', '') from (select * from again union all select * from added) r`,
     [messageId, endpointId, defaultMaxAttempts],
   );
