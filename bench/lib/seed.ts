@@ -110,10 +110,13 @@ export async function seedMessages(
       const keys = m.keys?.slice(start, start + chunk) ?? ids.map(() => null);
       await client.query(
         // traced (scenario 15): each message a producer's traceparent of its own trace
-        `insert into messages (id, app_id, event_type, payload, ordering_key, traceparent)
+        // message_ms: the millisecond the id carries, as the API writes it, so the rows go to
+        // today's period of messages and deliveries as in production (docs/history.md)
+        `insert into messages (id, app_id, event_type, payload, ordering_key, traceparent, message_ms)
          select id, app, $3::text, payload, k,
                 case when $6::boolean
-                     then '00-' || md5(id) || '-' || left(md5(id || '.'), 16) || '-01' end
+                     then '00-' || md5(id) || '-' || left(md5(id || '.'), 16) || '-01' end,
+                hookrelay_message_ms(id)
          from unnest($1::text[], $2::text[], $4::text[], $5::text[]) as t(id, app, payload, k)`,
         [
           ids,
@@ -126,8 +129,8 @@ export async function seedMessages(
       );
       // "with ordinality ... order by n": the rows' ids follow the messages' order
       await client.query(
-        `insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at, ordering_key)
-         select id, ep, app, $4::integer, now(), k
+        `insert into deliveries (message_id, endpoint_id, app_id, max_attempts, next_attempt_at, ordering_key, message_ms)
+         select id, ep, app, $4::integer, now(), k, hookrelay_message_ms(id)
          from unnest($1::text[], $2::text[], $3::text[], $5::text[]) with ordinality as t(id, ep, app, k, n)
          order by n`,
         [ids, targets.map((t) => t.endpointId), targets.map((t) => t.appId), maxAttempts, keys],
