@@ -8,6 +8,7 @@
 
 import { ensureAttemptPartitions } from "../../src/ops/attempt-partitions.ts";
 import { rollUpCharts } from "../../src/ops/chart-rollup.ts";
+import { ensureMessagePartitions } from "../../src/ops/message-partitions.ts";
 import type { BenchContext, FreshDb } from "../lib/context.ts";
 import {
   createIndexes,
@@ -46,8 +47,10 @@ export async function prepareSteadyHistory(ctx: BenchContext): Promise<SteadyHis
   const tenants = await createTenants(pool, ctx.receiver.urls, ctx.secret);
   const today = Date.now() - (Date.now() % DAY);
   const first = today - days * DAY;
-  // the days' partitions and today's and tomorrow's, as maintenance would have made them
+  // the days' partitions and today's and tomorrow's, as maintenance would have made them:
+  // attempts', and messages' and deliveries' (the seeded rows carry their message_ms)
   await ensureAttemptPartitions(pool, { interval: "day", aheadMs: (days + 1) * DAY }, 0, first);
+  await ensureMessagePartitions(pool, { interval: "day", aheadMs: (days + 1) * DAY }, 0, first);
   const t0 = nowMs();
   const defs = await dropSecondaryIndexes(pool);
   let next = 0;

@@ -14,7 +14,6 @@ import {
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NOW_SQL, type NowParam } from "../db/sql/clock.ts";
-import { aboveFloorSql } from "../db/sql/delivery-floor.ts";
 import { claimSet } from "../db/sql/delivery-states.ts";
 import type { OutboundDelivery } from "../delivery/transport.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
@@ -142,7 +141,7 @@ ready as (
     and exists (
       select 1 from deliveries d
       where d.endpoint_id = h.endpoint_id
-        and d.queued and ${aboveFloorSql("d")}
+        and d.queued
         and d.next_attempt_at <= ${NOW_SQL}
         and d.status <> 'in_flight')
   order by h.endpoint_id

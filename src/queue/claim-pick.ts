@@ -2,12 +2,10 @@
  * The claim's `picked` step for one endpoint (src/queue/claim-deliveries.ts): which of its
  * due rows it takes, unordered ones and ordering keys' heads (docs/delivery.md, "Ordering"),
  * each found through an index made for it, so no claim reads the rows that wait behind
- * their key's head. Every read of the queue is bounded below by the claim's floor
- * (db/sql/delivery-floor.ts): the periods older than the oldest queued row are skipped. A fragment of the claim's statement: it reads the claim's `room` row
+ * their key's head. A fragment of the claim's statement: it reads the claim's `room` row
  * as `r` (endpoint_id, in_flight, room) and its `$now` parameter.
  */
 import { NOW_SQL } from "../db/sql/clock.ts";
-import { aboveFloorSql } from "../db/sql/delivery-floor.ts";
 
 /**
  * An ordered row is its key's head when no earlier row of the same (endpoint, key), by id
@@ -21,7 +19,7 @@ const ORDER_HEAD_SQL = `
         not exists (
           select 1 from deliveries o
           where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
-            and o.id < d.id and o.queued and ${aboveFloorSql("o")})
+            and o.id < d.id and o.queued)
         and not exists (
           select 1 from deliveries o
           where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
@@ -37,7 +35,7 @@ const UNORDERED_SQL = `
        select d.id, d.endpoint_id, d.next_attempt_at, d.message_ms
        from deliveries d
        where d.endpoint_id = r.endpoint_id
-         and d.queued and d.ordering_key is null and ${aboveFloorSql("d")}
+         and d.queued and d.ordering_key is null
          and d.next_attempt_at <= ${NOW_SQL}
          and d.status <> 'in_flight'
        order by d.next_attempt_at
@@ -58,7 +56,6 @@ const KEY_HEADS_SQL = `
        with recursive k as (
          (select q.ordering_key, q.id, q.message_ms from deliveries q
           where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
-            and ${aboveFloorSql("q")}
           order by q.ordering_key, q.id
           limit 1)
          union all
@@ -67,7 +64,6 @@ const KEY_HEADS_SQL = `
           cross join lateral (
             select q.ordering_key, q.id, q.message_ms from deliveries q
             where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
-            and ${aboveFloorSql("q")}
               and q.ordering_key > k.ordering_key
             order by q.ordering_key, q.id
             limit 1) n)
@@ -96,7 +92,6 @@ const KEY_HEADS_SQL = `
 const HAS_KEYS_SQL = `
       (select q.id from deliveries q
        where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
-            and ${aboveFloorSql("q")}
        order by q.ordering_key, q.id
        limit 1) is not null`;
 
@@ -118,7 +113,7 @@ const KEYED_SQL = `
              d.status <> 'in_flight' and (d.ordering_key is null or (${ORDER_HEAD_SQL})) as takes
       from deliveries d
       where d.endpoint_id = r.endpoint_id
-        and d.queued and ${aboveFloorSql("d")}
+        and d.queued
         and d.next_attempt_at <= ${NOW_SQL}
       order by d.next_attempt_at
       limit r.in_flight + 2 * greatest(r.room, 0)
