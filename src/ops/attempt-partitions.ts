@@ -77,6 +77,23 @@ export function periodStart(ms: number, interval: PartitionConfig["interval"]): 
 }
 
 /**
+ * The periods to make sure of, ascending: those of `waiting` (the starts of rows waiting in
+ * a default partition) and every one from now's to `aheadMs` past now.
+ */
+export function periodsToEnsure(
+  waiting: Iterable<number>,
+  config: PartitionConfig,
+  nowMs: number,
+): number[] {
+  const starts = new Set(waiting);
+  const step = INTERVAL_MS[config.interval];
+  const end = periodStart(nowMs + config.aheadMs, config.interval);
+  for (let start = periodStart(nowMs, config.interval); start <= end; start += step)
+    starts.add(start);
+  return [...starts].sort((a, b) => a - b);
+}
+
+/**
  * attempts_pYYYYMMDD for a day, attempts_pYYYYMMDDHH for an hour; + MM for a piece that
  * starts off the hour (between partitions of another interval). The same for messages and
  * deliveries with their table's name.
@@ -149,12 +166,12 @@ export async function ensureAttemptPartitions(
      from attempts_default where id >= $1::bigint and id >= $2::bigint`,
     [LEGACY_ATTEMPT_ID_END, Math.max(LEGACY_ATTEMPT_ID_END, attemptIdAt(nowMs - keepMs)), step],
   );
-  const starts = new Set(rows.map((r) => Number(r.start)));
-  const end = periodStart(nowMs + config.aheadMs, config.interval);
-  for (let start = periodStart(nowMs, config.interval); start <= end; start += step)
-    starts.add(start);
   const created: string[] = [];
-  for (const start of [...starts].sort((a, b) => a - b)) {
+  for (const start of periodsToEnsure(
+    rows.map((r) => Number(r.start)),
+    config,
+    nowMs,
+  )) {
     for (const [lo, hi] of uncovered(
       idOf(start),
       idOf(start + step),

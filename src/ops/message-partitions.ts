@@ -29,7 +29,7 @@ import {
   mayManagePartitions,
   PARTITION_LOCK,
   partitionName,
-  periodStart,
+  periodsToEnsure,
   uncovered,
 } from "./attempt-partitions.ts";
 
@@ -87,12 +87,12 @@ export async function ensureMessagePartitions(
      where message_ms >= $1::bigint`,
     [Math.max(1, nowMs - keepMs), step],
   );
-  const starts = new Set(rows.map((r) => Number(r.start)));
-  const end = periodStart(nowMs + config.aheadMs, config.interval);
-  for (let start = periodStart(nowMs, config.interval); start <= end; start += step)
-    starts.add(start);
   const created: string[] = [];
-  for (const start of [...starts].sort((a, b) => a - b)) {
+  for (const start of periodsToEnsure(
+    rows.map((r) => Number(r.start)),
+    config,
+    nowMs,
+  )) {
     // each table's period in a transaction of its own (one default partition locked at a
     // time, see createPeriod); a message whose period exists before its deliveries' has them
     // in deliveries_default for those milliseconds, and the next creation moves them
