@@ -103,7 +103,7 @@ describe("pages", () => {
     const res = await admin.get("/dashboard/dead-letters");
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain(
-      '<p class="muted" data-testid="analysis-range">1 endpoint with dead letters, most dead first.</p>',
+      '<p class="muted" data-testid="analysis-range">1 endpoint with dead letters (deaths in the last 24 hours), most dead first.</p>',
     );
     expect(res.body).toContain(`/dashboard/endpoints/${epFailing.id}/requeue`);
     expect(res.body).not.toContain('rel="next">Fewer dead');
@@ -131,12 +131,43 @@ describe("pages", () => {
       `data-chart="latency" data-src="/dashboard/chart-data?hours=24&amp;bucket_minutes=5&amp;endpoint_id=${epFailing.id}"`,
     );
     expect(res.body).toContain('data-chart="status"');
-    expect(res.body).toMatch(/3 dead, pattern <strong>[a-z ]+<\/strong>: /);
+    expect(res.body).toMatch(/3 dead in the last 24 hours, pattern <strong>[a-z ]+<\/strong>: /);
     // the app by its name (as the endpoint list shows it), linking to its endpoints
     const appRow = /data-testid="app">([\s\S]*?)<\/dd>/.exec(res.body)![1];
     expect(appRow).toMatch(
       new RegExp(`^<a href="/dashboard/endpoints\\?app=${appA.id}">A &lt;script&gt;alert\\(1\\)`),
     );
+  });
+
+  test("dead letters: the analyses cover the latency window's deaths and say so; the list every one", async () => {
+    // one of the endpoint's three dead letters died two days ago
+    const { rows } = await h.db.pool.query(
+      `update deliveries set updated_at = now() - interval '2 days'
+       where id = (select id from deliveries where endpoint_id = $1 and dead_lettered
+                   order by id limit 1)
+       returning id, updated_at`,
+      [epFailing.id],
+    );
+    expect(rows).toHaveLength(1);
+    try {
+      const detail = (await admin.get(`/dashboard/endpoints/${epFailing.id}`)).body;
+      expect(detail).toMatch(/data-testid="dead-analysis">2 dead in the last 24 hours, pattern /);
+      expect(detail).toContain("3 dead letters in all");
+      const page = (await admin.get("/dashboard/dead-letters")).body;
+      const analysis = /<table data-testid="analysis">[\s\S]*?<\/table>/.exec(page)![0];
+      expect(analysis).toMatch(/<td class="num">2<\/td>/);
+      const list = /<table data-testid="dead-letters">[\s\S]*?<\/table>/.exec(page)![0];
+      expect(list.match(/<tr>/g)).toHaveLength(1 + 3);
+      // a start of its own widens it
+      const since = new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10);
+      const wide = (await admin.get(`/dashboard/dead-letters?since=${since}`)).body;
+      expect(wide).toContain(`(deaths since ${since}T00:00:00Z)`);
+      expect(/<table data-testid="analysis">[\s\S]*?<\/table>/.exec(wide)![0]).toMatch(
+        /<td class="num">3<\/td>/,
+      );
+    } finally {
+      await h.db.pool.query("update deliveries set updated_at = now() where id = $1", [rows[0].id]);
+    }
   });
 
   test("dead letters: the list takes its filters from the URL", async () => {
@@ -151,7 +182,7 @@ describe("pages", () => {
     expect(kind).toContain('value="http_status"');
     const since = await admin.get("/dashboard/dead-letters?since=2999-01-01");
     expect(rows(since.body)).toBe(0);
-    expect(since.body).toContain("No dead letters match.");
+    expect(since.body).toContain("No dead letters match (deaths since 2999-01-01T00:00:00Z).");
     expect(since.body).toContain('value="2999-01-01"');
   });
 

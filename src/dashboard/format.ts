@@ -25,6 +25,14 @@ export function age(valueMs: number | null | undefined): Html | string {
   return `${(s / 86_400).toFixed(1)} d`;
 }
 
+/** A window of time in words: "24 hours", "7 days", "90 minutes", "1 hour". */
+export function windowText(valueMs: number): string {
+  const unit = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
+  if (valueMs % 86_400_000 === 0 && valueMs > 86_400_000) return unit(valueMs / 86_400_000, "day");
+  if (valueMs % 3_600_000 === 0) return unit(valueMs / 3_600_000, "hour");
+  return unit(Math.max(1, Math.round(valueMs / 60_000)), "minute");
+}
+
 /** Age of a point in time from now. */
 export const since = (at: Date | string | null | undefined): Html | string =>
   at ? age(Date.now() - new Date(at).getTime()) : dash;

@@ -5,10 +5,16 @@
  * (GET /dead-letters/analysis, GET /dead-letters) with the same filters.
  * Requeue goes through the endpoint's confirmation page (pages/endpoint.ts), which states
  * how many rows and at what pace.
+ *
+ * The analysis reads every dead letter it ranks (their errors, status codes and times), so
+ * it covers the deaths of a window, the latency window (HOOKRELAY_LATENCY_WINDOW_MS, 24 h
+ * by default), unless `since` sets another start; the page says which. Over a month of
+ * history the whole of it cost seconds (docs/history.md, "Queries and pruning"). The list
+ * is not bounded: it pages newest first from an index, whatever the history holds.
  */
 import type { FastifyInstance } from "fastify";
 import { type DashboardDeps, sessionOf } from "../context.ts";
-import { badge, count, time } from "../format.ts";
+import { badge, count, time, windowText } from "../format.ts";
 import { dashboardPath, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
 import { clippedText } from "../payload-view.ts";
@@ -21,7 +27,7 @@ const ANALYSIS_PAGE = 50;
 
 export function registerDeadLetterPages(
   app: FastifyInstance,
-  { calls, redactor }: DashboardDeps,
+  { calls, redactor, config }: DashboardDeps,
 ): void {
   app.get("/dead-letters", { schema: { hide: true } }, async (request, reply) => {
     const session = sessionOf(request);
@@ -38,6 +44,12 @@ export function registerDeadLetterPages(
     if (q.iterator) list.set("iterator", q.iterator);
     const ranked = new URLSearchParams(filter);
     ranked.set("limit", String(ANALYSIS_PAGE));
+    // the analysis's window: the filter's start, else the latency window's
+    const windowed = !filter.has("since");
+    if (windowed) ranked.set("since", new Date(Date.now() - config.health.windowMs).toISOString());
+    const died = windowed
+      ? `deaths in the last ${windowText(config.health.windowMs)}`
+      : `deaths since ${filter.get("since")}`;
     if (q.ranked && /^\d{1,9}$/.test(q.ranked)) ranked.set("iterator", q.ranked);
     const [analysis, dead] = await Promise.all([
       calls.read(principal, "/api/v1/dead-letters/analysis", {}, ranked),
@@ -59,11 +71,11 @@ export function registerDeadLetterPages(
 <section aria-labelledby="h-analysis"><h2 id="h-analysis">Analysis by endpoint</h2>
 ${
   rows.length === 0
-    ? html`<p class="muted">${total > 0 ? "No more endpoints." : "No dead letters match."}</p>`
+    ? html`<p class="muted" data-testid="analysis-range">${total > 0 ? "No more endpoints." : `No dead letters match (${died}).`}</p>`
     : html`<p class="muted" data-testid="analysis-range">${
         total > rows.length
-          ? `Endpoints ${count(from + 1)}–${count(from + rows.length)} of ${count(total)} with dead letters, most dead first.`
-          : `${count(total)} ${total === 1 ? "endpoint" : "endpoints"} with dead letters, most dead first.`
+          ? `Endpoints ${count(from + 1)}–${count(from + rows.length)} of ${count(total)} with dead letters (${died}), most dead first.`
+          : `${count(total)} ${total === 1 ? "endpoint" : "endpoints"} with dead letters (${died}), most dead first.`
       }</p><div class="table-wrap"><table data-testid="analysis">
 <thead><tr><th>Endpoint</th><th class="num">Dead</th><th>Pattern</th><th>Suggested action</th><th class="hide-narrow">Most common</th><th class="hide-narrow">First – last</th><th></th></tr></thead>
 <tbody>${rows.map(
@@ -89,6 +101,7 @@ ${
     }</nav>
 </section>
 <section aria-labelledby="h-list"><h2 id="h-list">Dead letters</h2>
+<p class="muted">Every dead letter the filters match, newest death first.</p>
 <div class="table-wrap"><table data-testid="dead-letters">
 <thead><tr><th>Died</th><th>Delivery</th><th>Message</th><th class="hide-narrow">Endpoint</th><th class="num">Attempts</th><th>Last status</th><th>Last error</th></tr></thead>
 <tbody>${letters.map(

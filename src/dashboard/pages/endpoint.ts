@@ -6,7 +6,8 @@
  * POST circuit/reset, rotate = POST secret/rotate, requeue = POST /dead-letters/requeue),
  * then back to this page (POST-redirect-GET) with what happened. The requeue's confirmation
  * states what GET /dead-letters/requeue-plan says it would take, and at what pace. The
- * "Replay" section (form and recent replays) is pages/endpoint-replay.ts's.
+ * "Replay" section (form and recent replays) is pages/endpoint-replay.ts's. The dead-letter
+ * analysis covers the deaths of the latency window (as pages/dead-letters.ts), and says so.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../api/auth.ts";
@@ -19,7 +20,7 @@ import { type DashboardDeps, sessionOf } from "../context.ts";
 import { CSRF_FIELD } from "../csrf.ts";
 import { deliveryFacts } from "../endpoint-form.ts";
 import { headersFacts } from "../endpoint-headers-facts.ts";
-import { age, badge, count, dash, ms, ownApp, percent, time } from "../format.ts";
+import { age, badge, count, dash, ms, ownApp, percent, time, windowText } from "../format.ts";
 import { dashboardPath, type Html, html } from "../html.ts";
 import { sendPage } from "../layout.ts";
 import { clippedText } from "../payload-view.ts";
@@ -102,7 +103,8 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
       const { principal, csrfToken } = session;
       const id = request.params.endpointId;
       const appId = await appOf(deps, principal, id);
-      const hours = chartHours(request.query, deps.config.health.windowMs);
+      const windowMs = deps.config.health.windowMs;
+      const hours = chartHours(request.query, windowMs);
       const [endpoint, health, attempts, analysis, appName] = await Promise.all([
         calls.read(principal, "/api/v1/app/:appId/endpoint/:endpointId", {
           appId,
@@ -118,7 +120,13 @@ export function registerEndpointPages(app: FastifyInstance, deps: DashboardDeps)
           { appId, endpointId: id },
           { limit: 25 },
         ),
-        calls.read(principal, "/api/v1/dead-letters/analysis", {}, { endpoint_id: id }),
+        // the deaths of the latency window: the analysis reads each one it covers
+        calls.read(
+          principal,
+          "/api/v1/dead-letters/analysis",
+          {},
+          { endpoint_id: id, since: new Date(Date.now() - windowMs).toISOString() },
+        ),
         appNameOf(deps.pool, appId),
       ]);
       // the custom headers, sensitive values masked by the API
@@ -220,10 +228,14 @@ ${flash && html`<p class="notice" role="status">${flash}</p>`}
 ${blocked}
 ${endpointChartsSection(id, hours, deps.config.health.windowMs)}
 ${
-  dl &&
-  html`<section aria-labelledby="h-dead"><h2 id="h-dead">Dead letters</h2>
-<p>${count(dl.deadCount)} dead, pattern <strong>${String(dl.pattern).replaceAll("_", " ")}</strong>: ${dl.suggestedAction}</p>
-<p class="muted">Most common: ${dl.mostCommonStatusCode ?? "no status"}, ${dl.mostCommonError ? clippedText(redactor.text(dl.mostCommonError)) : "no error text"}; first ${time(dl.firstDeadAt)}, last ${time(dl.lastDeadAt)}.</p></section>`
+  dl
+    ? html`<section aria-labelledby="h-dead"><h2 id="h-dead">Dead letters</h2>
+<p data-testid="dead-analysis">${count(dl.deadCount)} dead in the last ${windowText(windowMs)}, pattern <strong>${String(dl.pattern).replaceAll("_", " ")}</strong>: ${dl.suggestedAction}</p>
+<p class="muted">Most common: ${dl.mostCommonStatusCode ?? "no status"}, ${dl.mostCommonError ? clippedText(redactor.text(dl.mostCommonError)) : "no error text"}; first ${time(dl.firstDeadAt)}, last ${time(dl.lastDeadAt)}. ${count(hl.queue.deadLetter)} dead letters in all: <a href="${dashboardPath(["dead-letters"], { endpoint_id: id })}">list them</a>.</p></section>`
+    : hl.queue.deadLetter > 0
+      ? html`<section aria-labelledby="h-dead"><h2 id="h-dead">Dead letters</h2>
+<p data-testid="dead-analysis">None died in the last ${windowText(windowMs)}; ${count(hl.queue.deadLetter)} older: <a href="${dashboardPath(["dead-letters"], { endpoint_id: id })}">list them</a>.</p></section>`
+      : ""
 }
 ${replay}
 <section aria-labelledby="h-attempts"><h2 id="h-attempts">Recent attempts</h2>

@@ -5,6 +5,7 @@
  * then read through the API (GET /app/{app}/msg/{id}).
  */
 import type { Queryable } from "../../db/pool.ts";
+import { messageMsOf } from "../../db/sql/message-ms.ts";
 
 export interface MessageHit {
   id: string;
@@ -21,13 +22,36 @@ export async function lookUpMessages(
   appId: string | null,
   limit = 20,
 ): Promise<MessageHit[]> {
-  // two index lookups: the primary key, and messages_event_id_idx (0012_dashboard.sql)
+  // Two lookups, each reading only the partitions that can hold its rows (docs/history.md,
+  // "Messages and deliveries"): as a message id, the id's own period (messageMsOf); as an
+  // eventId, the periods of the message ids message_event_ids names for it in any app
+  // (message_event_ids_event_idx), and the legacy partition, whose rows an older
+  // hookrelay may have written without a row there (migration 0033).
   const { rows } = await db.query<MessageHit>(
-    `select m.id, m.app_id, a.name as app_name, m.event_type, m.event_id, m.created_at
-     from messages m join applications a on a.id = m.app_id
-     where (m.id = $1::text or m.event_id = $1::text)
-       and ($2::text is null or m.app_id = $2::text)
-     order by m.id = $1::text desc, m.created_at desc
+    `with hits as (
+       select m.id, m.app_id, m.event_type, m.event_id, m.created_at
+       from messages m
+       where m.id = $1::text and ${messageMsOf("m", "$1::text")}
+         and ($2::text is null or m.app_id = $2::text)
+       union
+       select m.id, m.app_id, m.event_type, m.event_id, m.created_at
+       from message_event_ids k
+       -- a probe per hit in its own period (the limit keeps it a parameterized probe,
+       -- which a plan for small tables would otherwise turn into a scan of every period)
+       cross join lateral (
+         select m.id, m.app_id, m.event_type, m.event_id, m.created_at from messages m
+         where m.id = k.message_id and m.message_ms = hookrelay_message_ms(k.message_id)
+         limit 1) m
+       where k.event_id = $1::text and ($2::text is null or k.app_id = $2::text)
+       union
+       select m.id, m.app_id, m.event_type, m.event_id, m.created_at
+       from messages m
+       where m.event_id = $1::text and m.message_ms = 0
+         and ($2::text is null or m.app_id = $2::text)
+     )
+     select h.id, h.app_id, a.name as app_name, h.event_type, h.event_id, h.created_at
+     from hits h join applications a on a.id = h.app_id
+     order by h.id = $1::text desc, h.created_at desc
      limit $3::int`,
     [idOrEventId, appId, limit],
   );
