@@ -33,6 +33,7 @@ import { syncAlerts } from "./ops/alerts.ts";
 import { partitionNotes } from "./ops/attempt-partitions.ts";
 import { rollUpCharts } from "./ops/chart-rollup.ts";
 import { raiseDeliveryFloor } from "./ops/delivery-floor.ts";
+import { summarizeDeliveryIdBlocks } from "./ops/delivery-id-blocks.ts";
 import {
   type Maintenance,
   type MaintenanceTask,
@@ -192,6 +193,12 @@ export function maintenanceTasks(
       name: "delivery-floor",
       everyMs: every,
       run: (pool) => raiseDeliveryFloor(pool).then(() => undefined),
+    },
+    {
+      // each block of delivery ids' range of message_ms, for lookups by id (docs/history.md)
+      name: "delivery-id-blocks",
+      everyMs: every,
+      run: (pool) => summarizeDeliveryIdBlocks(pool).then(() => undefined),
     },
     {
       name: "retention",

@@ -316,6 +316,22 @@ table delivery_floor (
   constraint delivery_floor_pkey PRIMARY KEY (one)
 );
 
+table delivery_id_block_marks (
+  one boolean not null default true,
+  done_below bigint not null,
+  mark_seq bigint,
+  mark_at timestamp with time zone,
+  constraint delivery_id_block_marks_one_check CHECK (one),
+  constraint delivery_id_block_marks_pkey PRIMARY KEY (one)
+);
+
+table delivery_id_blocks (
+  block bigint not null,
+  min_ms bigint not null,
+  max_ms bigint not null,
+  constraint delivery_id_blocks_pkey PRIMARY KEY (block)
+);
+
 table endpoint_health (
   endpoint_id text not null,
   circuit_state text not null default 'closed'::text,
@@ -631,6 +647,8 @@ CREATE INDEX deliveries_legacy_ordered_queued_idx ON public.deliveries_legacy US
 CREATE UNIQUE INDEX deliveries_legacy_pkey ON public.deliveries_legacy USING btree (id);
 CREATE INDEX deliveries_legacy_unordered_due_idx ON public.deliveries_legacy USING btree (endpoint_id, next_attempt_at) WITH (deduplicate_items=off) WHERE (queued AND (ordering_key IS NULL));
 CREATE UNIQUE INDEX delivery_floor_pkey ON public.delivery_floor USING btree (one);
+CREATE UNIQUE INDEX delivery_id_block_marks_pkey ON public.delivery_id_block_marks USING btree (one);
+CREATE UNIQUE INDEX delivery_id_blocks_pkey ON public.delivery_id_blocks USING btree (block);
 CREATE UNIQUE INDEX endpoint_health_pkey ON public.endpoint_health USING btree (endpoint_id);
 CREATE INDEX endpoint_secrets_endpoint_idx ON public.endpoint_secrets USING btree (endpoint_id);
 CREATE UNIQUE INDEX endpoint_secrets_pkey ON public.endpoint_secrets USING btree (id);

@@ -10,6 +10,7 @@
  * its position is read from the row, which is exact while it stays dead.
  */
 import type { Pool } from "../db/pool.ts";
+import { deliveryIdBoundSql } from "../db/sql/delivery-id-blocks.ts";
 import type { DeadLetterPosition } from "../ops/dead-letters.ts";
 import type { Principal } from "./auth.ts";
 import { badRequest } from "./errors.ts";
@@ -40,7 +41,8 @@ export async function deadLetterPositionOf(
   }
   const { rows } = await pool.query(
     `select (extract(epoch from updated_at) * 1000000)::bigint::text as micros
-     from deliveries where id = $1::bigint and ($2::text is null or app_id = $2::text)`,
+     from deliveries
+     where id = $1::bigint and ${deliveryIdBoundSql("", "$1")} and ($2::text is null or app_id = $2::text)`,
     [deliveryId, principal.role === "app" ? principal.appId : null],
   );
   if (rows.length === 0) throw badRequest("iterator is not valid for this listing");

@@ -7,6 +7,7 @@
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { lowerFloorSql } from "../db/sql/delivery-floor.ts";
+import { deliveryIdBoundSql } from "../db/sql/delivery-id-blocks.ts";
 import { CANCELABLE, cancelSet, requeueSet } from "../db/sql/delivery-states.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
@@ -269,12 +270,14 @@ const REQUEUE_SQL = namedSql<{
 }>(`
 with target as (
   -- (the lock is taken inside: FOR UPDATE cannot sit beside a window function)
-  select l.id, l.endpoint_id, row_number() over (partition by l.endpoint_id order by l.id) as rn
+  select l.id, l.message_ms, l.endpoint_id,
+         row_number() over (partition by l.endpoint_id order by l.id) as rn
   from (
-    select d.id, d.endpoint_id
+    select d.id, d.message_ms, d.endpoint_id
     from deliveries d
     where (d.status = 'dead_letter' or ($includeFailed::boolean and d.status = 'failed'))
-      and ($deliveryId::bigint is null or d.id = $deliveryId::bigint)
+      and ($deliveryId::bigint is null
+           or (d.id = $deliveryId::bigint and ${deliveryIdBoundSql("d", "$deliveryId")}))
       and ($endpointId::text is null or d.endpoint_id = $endpointId::text)
       and ($since::timestamptz is null or d.updated_at >= $since::timestamptz)
       and ($appId::text is null or d.app_id = $appId::text)
@@ -282,7 +285,7 @@ with target as (
   ) l
 ),
 paced as (
-  select t.id, ${effectiveSql("e", "maxAttempts")} as max_attempts,
+  select t.id, t.message_ms, ${effectiveSql("e", "maxAttempts")} as max_attempts,
          -- least() skips nulls: the strictest configured limit, per second
          now() + coalesce((t.rn - 1) / least(${effectiveSql("e", "ratePerSecond")}::float8,
                                              e.rate_per_minute / 60.0,
@@ -294,7 +297,10 @@ requeued as (
   set ${requeueSet({ maxAttempts: "p.max_attempts", dueAt: "p.due" })},
       requeued_at = now(), requeued_by = $by::text
   from paced p
-  where d.id = p.id
+  -- each row in its own partition (a probe per row, not every period's by id)
+  where d.id = p.id and d.message_ms = p.message_ms
+    -- one delivery: its id's block bounds this read too, whatever the join
+    and ($deliveryId::bigint is null or ${deliveryIdBoundSql("d", "$deliveryId")})
   returning d.message_ms
 ),
 -- the claim reads the queue from the floor up (db/sql/delivery-floor.ts)
@@ -335,7 +341,8 @@ export async function cancelDelivery(
 ): Promise<boolean> {
   const { rowCount } = await db.query(
     `update deliveries set ${cancelSet}
-     where id = $1::bigint and status in ${CANCELABLE} and ($2::text is null or app_id = $2::text)`,
+     where id = $1::bigint and ${deliveryIdBoundSql("", "$1")}
+       and status in ${CANCELABLE} and ($2::text is null or app_id = $2::text)`,
     [deliveryId, appId],
   );
   return rowCount === 1;

@@ -15,6 +15,7 @@
  * are then sorted by delivery id and paged; `waiting` is counted for the page's rows only.
  */
 import type { Queryable } from "../db/pool.ts";
+import { deliveryIdBoundSql } from "../db/sql/delivery-id-blocks.ts";
 import { SKIPPABLE, skipSet } from "../db/sql/delivery-states.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 
@@ -129,7 +130,7 @@ export async function retryFailedHead(db: Queryable, deliveryId: number): Promis
   const { rows } = await db.query(
     `with due as (
        update deliveries set next_attempt_at = now(), updated_at = now()
-       where id = $1::bigint and status = 'failed'
+       where id = $1::bigint and ${deliveryIdBoundSql("", "$1")} and status = 'failed'
        returning 1)
      select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
      from due`,
@@ -146,7 +147,7 @@ export async function skipHead(db: Queryable, deliveryId: number): Promise<boole
   const { rows } = await db.query(
     `with skipped as (
        update deliveries set ${skipSet}
-       where id = $1::bigint and status in ${SKIPPABLE}
+       where id = $1::bigint and ${deliveryIdBoundSql("", "$1")} and status in ${SKIPPABLE}
        returning 1)
      select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
      from skipped`,

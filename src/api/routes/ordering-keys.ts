@@ -10,6 +10,7 @@
  * letter included, so the next delivery of the key goes.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { deliveryIdBoundSql } from "../../db/sql/delivery-id-blocks.ts";
 import { publicIdsOf } from "../../ids-public-key.ts";
 import { requeueDeliveries } from "../../ops/dead-letters.ts";
 import {
@@ -55,7 +56,8 @@ export function registerOrderingKeyRoutes(
     if (!head) {
       // another endpoint's (or app's) delivery is one that does not exist here
       const { rowCount } = await pool.query(
-        "select 1 from deliveries where id = $1::bigint and endpoint_id = $2::text",
+        `select 1 from deliveries
+         where id = $1::bigint and ${deliveryIdBoundSql("", "$1")} and endpoint_id = $2::text`,
         [deliveryId, endpointId],
       );
       if (rowCount === 0) throw notFound("delivery");

@@ -6,6 +6,7 @@
 import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
 import type { Queryable } from "../pool.ts";
 import { lowerFloorSql } from "../sql/delivery-floor.ts";
+import { deliveryIdBoundSql } from "../sql/delivery-id-blocks.ts";
 import { requeueSet } from "../sql/delivery-states.ts";
 import { messageMsOf } from "../sql/message-ms.ts";
 import { orderingKeySql } from "../sql/ordering-key.ts";
@@ -161,7 +162,8 @@ export async function deliveryStatus(
   appId: string | null,
 ): Promise<string | null> {
   const { rows } = await db.query<{ status: string }>(
-    "select status from deliveries where id = $1::bigint and ($2::text is null or app_id = $2::text)",
+    `select status from deliveries
+     where id = $1::bigint and ${deliveryIdBoundSql("", "$1")} and ($2::text is null or app_id = $2::text)`,
     [id, appId],
   );
   return rows[0]?.status ?? null;
