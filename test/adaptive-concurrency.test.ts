@@ -6,8 +6,9 @@
  * and reason the health resource shows, never on how long something took.
  */
 
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, beforeAll, expect, onTestFinished, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { type DeliveryResult, recordResults } from "../src/queue/record-results.ts";
 import { dashboardClient } from "./helpers/dashboard-client.ts";
@@ -315,6 +316,217 @@ test("a timeout halves the limit once: a timeout of a request sent before the cu
   // one sent after the cut (its answer came 2 s after it was sent) cuts again
   await write([timedOut(on, new Date(sentAt.getTime() + 2_500))]);
   expect(await limitOf(on)).toEqual({ limit: 2, reason: "timeouts" });
+});
+
+/**
+ * Blocks this process's event loop (the worker's, the receivers' and the API's alike) for
+ * `busyMs` in every turn of the loop, as a worker with far more work than CPU is: every
+ * answer waits for the loop to come round, whatever its receiver did. Returns its stop.
+ */
+function blockEveryTurn(busyMs: number): () => void {
+  let on = true;
+  const turn = () => {
+    if (!on) return;
+    const until = performance.now() + busyMs;
+    while (performance.now() < until) {
+      // busy, on purpose
+    }
+    setImmediate(turn);
+  };
+  setImmediate(turn);
+  return () => {
+    on = false;
+  };
+}
+
+/**
+ * A receiver in a process of its own (a blocked loop here must not slow it down), on
+ * 127.0.0.1: /steady answers 200 after 5 ms, always; /climb after 10 ms for its first
+ * `warm` requests, then 40 ms more for each request after them, up to 3 s.
+ */
+async function startOutOfProcessReceiver(warm: number) {
+  const script = `
+    const http = require("node:http");
+    let climbs = 0;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        const ms = req.url.startsWith("/climb")
+          ? Math.min(3000, 10 + 40 * Math.max(0, climbs++ - ${warm}))
+          : 5;
+        setTimeout(() => res.end("ok"), ms);
+      });
+    });
+    server.listen(0, "127.0.0.1", () => console.log("port " + server.address().port));
+    process.on("disconnect", () => process.exit(0));
+  `;
+  const child = spawn(process.execPath, ["-e", script], {
+    stdio: ["ignore", "pipe", "inherit", "ipc"],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = /port (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on("exit", (code) => reject(new Error(`receiver exited with ${code}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop() {
+      child.kill("SIGTERM");
+    },
+  };
+}
+
+test("the worker's own lateness is not the receiver's: with its loop blocked on purpose, a receiver of constant latency keeps its limit; one whose latency climbs is still cut", async () => {
+  const MAX = 20;
+  const WARM = 40;
+  const BLOCKED = 30;
+  const rxOut = await startOutOfProcessReceiver(WARM);
+  onTestFinished(() => rxOut.stop());
+  const appId = await newApp();
+  const steadyId = await newEndpoint(appId, `${rxOut.url}/steady`, {
+    maxInFlight: MAX,
+    timeoutMs: 10_000,
+  });
+  const climbingId = await newEndpoint(appId, `${rxOut.url}/climb`, {
+    maxInFlight: MAX,
+    timeoutMs: 10_000,
+  });
+  // each endpoint learns its latency floor on a free loop: a few milliseconds
+  const delivered = (endpointId: string) => count(endpointId, "status = 'delivered'");
+  await sendMany(appId, WARM);
+  await waitFor(
+    async () => (await delivered(steadyId)) === WARM && (await delivered(climbingId)) === WARM,
+    30_000,
+    "the first messages delivered",
+  );
+  const floorOf = async (endpointId: string) =>
+    Number(
+      (
+        await h.db.pool.query(
+          "select latency_floor_ms from endpoint_health where endpoint_id = $1",
+          [endpointId],
+        )
+      ).rows[0].latency_floor_ms,
+    );
+  const steadyFloor = await floorOf(steadyId);
+  expect(steadyFloor).toBeLessThan(100);
+  // the steady endpoint's limit has been cut by nothing so far
+  expect((await concurrency(appId, steadyId)).reason).not.toBe("latency_rising");
+  const { rows: before } = await h.db.pool.query(
+    "select coalesce(max(id), 0) as id from attempts where endpoint_id = $1",
+    [steadyId],
+  );
+
+  // then the loop is late in every turn while BLOCKED more messages go to each
+  const watchSteady = watchLimit(appId, steadyId);
+  const watchClimbing = watchLimit(appId, climbingId);
+  const unblock = blockEveryTurn(150);
+  try {
+    await sendMany(appId, BLOCKED);
+    await waitFor(
+      async () =>
+        (await delivered(steadyId)) === WARM + BLOCKED &&
+        (await delivered(climbingId)) === WARM + BLOCKED,
+      90_000,
+      "every message delivered",
+    );
+  } finally {
+    unblock();
+    await watchSteady.stop();
+    await watchClimbing.stop();
+  }
+  // the steady receiver's answers, as measured, were slow enough to cut its limit had the
+  // rule read them whole (tolerance: 2 x the floor and at least 250 ms more) ...
+  const { rows: measured } = await h.db.pool.query(
+    `select percentile_cont(0.5) within group (order by latency_ms)::float8 as p50
+     from attempts where endpoint_id = $1 and id > $2`,
+    [steadyId, before[0].id],
+  );
+  expect(measured[0].p50).toBeGreaterThan(Math.max(2 * steadyFloor, steadyFloor + 250));
+  // ... but the loop's own lateness is not read as the receiver's: no latency cut
+  expect(watchSteady.seen.some((c) => c.reason === "latency_rising")).toBe(false);
+  expect((await concurrency(appId, steadyId)).reason).not.toBe("latency_rising");
+  // while the receiver whose latency climbs with its load is still cut for it
+  expect(watchClimbing.seen.some((c) => c.reason === "latency_rising")).toBe(true);
+});
+
+test("the rule reads an answer's latency less the worker's lateness meanwhile", async () => {
+  const appId = await newApp();
+  // disabled: no worker sends their deliveries; the results below are written as a worker
+  // would, with tokens that move no row
+  const late = await newEndpoint(appId, "http://127.0.0.1:9/late", {
+    maxInFlight: 8,
+    disabled: true,
+  });
+  const slow = await newEndpoint(appId, "http://127.0.0.1:9/slow", {
+    maxInFlight: 8,
+    disabled: true,
+  });
+  await send(appId);
+  const { rows: rowsOf } = await h.db.pool.query(
+    "select id, endpoint_id, message_id, message_ms from deliveries where endpoint_id = any ($1::text[])",
+    [[late, slow]],
+  );
+  await h.db.pool.query(
+    `update endpoint_health set concurrency_limit = 8, concurrency_reason = 'at_max',
+       concurrency_since = now() - interval '1 minute', latency_floor_ms = 10, in_flight = 8
+     where endpoint_id = any ($1::text[])`,
+    [[late, slow]],
+  );
+  const answered = (
+    endpointId: string,
+    latencyMs: number,
+    workerLateMs: number,
+  ): DeliveryResult => {
+    const row = rowsOf.find((r) => r.endpoint_id === endpointId)!;
+    return {
+      deliveryId: row.id,
+      messageMs: Number(row.message_ms),
+      claimToken: randomUUID(),
+      messageId: row.message_id,
+      endpointId,
+      appId,
+      trigger: "scheduled",
+      url: "http://127.0.0.1:9/",
+      attemptNumber: 1,
+      nextStatus: "delivered",
+      retryDelayMs: 0,
+      startedAt: new Date(Date.now() - 1_000),
+      latencyMs,
+      workerLateMs,
+      success: true,
+      statusCode: 200,
+      errorKind: null,
+      error: null,
+      responseBody: null,
+      isProbe: false,
+      pauseMs: null,
+    };
+  };
+  // both measured 600 ms against a floor of 10 ms: one while the worker's loop was late
+  // for 590 of them (the receiver's share: 10 ms), the other with the loop on time
+  await recordResults(
+    h.db.pool,
+    [answered(late, 600, 590), answered(slow, 600, 0)],
+    h.config.health,
+    null,
+    null,
+    8,
+  );
+  const { rows } = await h.db.pool.query(
+    `select endpoint_id, concurrency_limit::float8 as limit, concurrency_reason as reason
+     from endpoint_health where endpoint_id = any ($1::text[])`,
+    [[late, slow]],
+  );
+  const of = (id: string) => rows.find((r) => r.endpoint_id === id);
+  expect(of(late).reason).not.toBe("latency_rising");
+  expect(of(late).limit).toBeGreaterThanOrEqual(8);
+  expect(of(slow).reason).toBe("latency_rising");
+  expect(of(slow).limit).toBeLessThan(8);
 });
 
 test("HOOKRELAY_ADAPTIVE_CONCURRENCY is on by default, takes on and off, and refuses anything else", () => {

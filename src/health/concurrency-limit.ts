@@ -9,7 +9,8 @@
  *   rate_limited    a 429 without a pause, adaptive                                x 0.5
  *   timeouts        a timed-out request, adaptive                                  x 0.5
  *   latency_rising  delivered answers slower on average than the latency floor     x 0.5 .. 0.9
- *                   by the tolerance (2 x, and at least 250 ms more), adaptive
+ *                   by the tolerance (2 x, and at least 250 ms more), adaptive; an
+ *                   answer's latency less the worker's own loop lateness meanwhile
  *   growing         delivered answers while at least half the limit was in use     + 1 per round
  *                   (starting and resuming: + 1 per answer, doubling per round)    trip
  *   at_max          grown to maxInFlight                                           maxInFlight
@@ -39,7 +40,7 @@ export const claimLimitSql = (h: string, max: string, adaptive: string) =>
  * The CTEs that compute each endpoint's next limit, for the statement that writes a batch
  * (after outcomeTransitionsSql's `locked`): `conc`, one row per endpoint in `i`, with
  * new_limit, new_reason, new_since and new_floor. They read the batch's results `r`
- * (endpoint_id, started_at, latency_ms, outcome, error_kind), `i` (pause_ms, ok_count),
+ * (endpoint_id, started_at, latency_ms, worker_late_ms, outcome, error_kind), `i` (pause_ms, ok_count),
  * `locked` (the health rows) and the parameters $defaultMaxInFlight and
  * $defaultAdaptiveConcurrency.
  */
@@ -49,18 +50,23 @@ export const concurrencyStepSql = (maxSql: string, adaptiveSql: string) => `
 -- pass over the batch, grouped: a lookup per endpoint read the whole batch once for each
 -- endpoint in it, 7 ms of a 27 ms write of 256 results over 86 endpoints
 -- (docs/performance.md, scenario 3's history).
+-- The latency read is the receiver's share of each answer's: its latency less the time the
+-- worker's own event loop was late while its request was out (worker_late_ms, from
+-- worker/loop-lateness.ts): a worker too busy to read its answers makes every endpoint
+-- look slow at once, which is no receiver's evidence.
 conc_answers as (
   select r.endpoint_id,
          count(*) filter (where fr.fresh and r.outcome = 'success')::int as oks,
-         min(r.latency_ms) filter (where fr.fresh and r.outcome = 'success')::float8 as min_ok_ms,
-         avg(r.latency_ms) filter (where fr.fresh and r.outcome = 'success')::float8 as avg_ok_ms,
+         min(fr.own_ms) filter (where fr.fresh and r.outcome = 'success')::float8 as min_ok_ms,
+         avg(fr.own_ms) filter (where fr.fresh and r.outcome = 'success')::float8 as avg_ok_ms,
          count(*) filter (where fr.fresh and r.error_kind = '${ErrorKind.timeout}')::int as timeouts,
          count(*) filter (where fr.fresh and r.error_kind = '${ErrorKind.rateLimited}')::int as limited,
          max(r.started_at + r.latency_ms * interval '1 millisecond') as last_answer_at
   from r
   join locked h on h.endpoint_id = r.endpoint_id
   cross join lateral (
-    select r.started_at >= coalesce(h.concurrency_since, '-infinity'::timestamptz) as fresh
+    select r.started_at >= coalesce(h.concurrency_since, '-infinity'::timestamptz) as fresh,
+           greatest(0, r.latency_ms - coalesce(r.worker_late_ms, 0)) as own_ms
   ) fr
   where r.error_kind is null
      or r.error_kind not in ('${ErrorKind.missingField}', '${ErrorKind.expunged}',

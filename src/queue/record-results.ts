@@ -66,6 +66,12 @@ export interface DeliveryResult {
   retryDelayMs: number;
   startedAt: Date;
   latencyMs: number;
+  /**
+   * of latencyMs, how long the worker's own event loop was late meanwhile (worker/
+   * loop-lateness.ts): the adaptive limit does not count it as the receiver's
+   * (docs/adaptive-concurrency.md); absent: 0
+   */
+  workerLateMs?: number;
   success: boolean;
   statusCode: number | null;
   errorKind: string | null;
@@ -103,6 +109,7 @@ interface RecordParams extends CircuitSettings, NowParam {
   attemptNumbers: string;
   startedAts: string;
   latenciesMs: string;
+  workerLatesMs: string;
   statusCodes: string;
   errorKinds: string;
   errors: string;
@@ -151,11 +158,11 @@ with r as (
     $statusCodes::integer[], $errorKinds::text[], $errors::text[], $responseBodies::text[],
     $outcomes::text[], $messageIds::text[], $endpointIds::text[], $appIds::text[],
     $triggers::text[], $urls::text[], $isProbes::boolean[], $opEvents::text[], $opMsgIds::text[],
-    $givenBacks::smallint[], $details::text[], $messageMs::bigint[]
+    $givenBacks::smallint[], $details::text[], $messageMs::bigint[], $workerLatesMs::integer[]
   ) with ordinality as r(id, token, status, delay_ms, attempt_number, started_at,
          latency_ms, status_code, error_kind, error, response_body, outcome,
          message_id, endpoint_id, app_id, trigger, url, is_probe, op_event, op_msg_id,
-         given_back, detail, message_ms, n)
+         given_back, detail, message_ms, worker_late_ms, n)
 ),
 updated as (
   update deliveries d
@@ -272,6 +279,7 @@ export async function recordResults(
     attemptNumbers: plainArray(col((r) => r.attemptNumber)),
     startedAts: timestampArray(col((r) => r.startedAt)),
     latenciesMs: plainArray(col((r) => r.latencyMs)),
+    workerLatesMs: plainArray(col((r) => Math.round(r.workerLateMs ?? 0))),
     statusCodes: plainArray(col((r) => r.statusCode)),
     errorKinds: textArray(col((r) => r.errorKind)),
     errors: textArray(col((r) => storableText(r.error))),

@@ -215,3 +215,23 @@ test("a 429 without a usable Retry-After is backpressure without a pause: the no
   expect(written[0]).toMatchObject({ nextStatus: "failed", pauseMs: null, givenBack: 1 });
   expect(written[0]!.retryDelayMs).toBeLessThanOrEqual(5_000);
 });
+
+test("with the event loop's lateness meter, a result carries the worker's own share of its latency", () => {
+  const written: DeliveryResult[] = [];
+  const asked: number[] = [];
+  const r = makeAttemptRecorder({
+    writer: { add: (x) => written.push(x) },
+    redactor: makeRedactor(),
+    defaults: { retryBaseMs: 1_000, retryCapMs: 60_000 },
+    lateness: {
+      ownShare: (ms) => {
+        asked.push(ms);
+        return ms * 0.75 + 0.4;
+      },
+    },
+  });
+  r.record(claim, "tok", { ...outcome({}), latencyMs: 400 }, true);
+  // asked for the attempt's own latency; the share in whole ms
+  expect(asked).toEqual([400]);
+  expect(written[0]).toMatchObject({ latencyMs: 400, workerLateMs: 300 });
+});

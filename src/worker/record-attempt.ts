@@ -17,6 +17,7 @@ import { ErrorKind, type RetryPolicy, Verdict } from "../domain/retry-policy.ts"
 import type { ClaimedDelivery } from "../queue/claim-deliveries.ts";
 import type { DeliveryResult } from "../queue/record-results.ts";
 import type { Redactor } from "../security/redact.ts";
+import type { LoopLateness } from "./loop-lateness.ts";
 import type { ResultWriter } from "./result-writer.ts";
 
 export interface AttemptRecorder {
@@ -45,6 +46,11 @@ export function makeAttemptRecorder(deps: {
   defaults: Pick<DeliveryDefaults, "retryBaseMs" | "retryCapMs">;
   /** where operational events go; null or absent: none are raised */
   operational?: OperationalTarget | null;
+  /**
+   * the worker's event loop lateness (loop-lateness.ts): each result carries the worker's
+   * own share of its latency; absent: 0
+   */
+  lateness?: Pick<LoopLateness, "ownShare">;
 }): AttemptRecorder {
   const { redactor, defaults } = deps;
   const operational = deps.operational ?? null;
@@ -139,6 +145,10 @@ export function makeAttemptRecorder(deps: {
         retryDelayMs: next.retryDelayMs,
         startedAt: result.startedAt,
         latencyMs: result.latencyMs,
+        // the attempt has just ended: its request was out for the last latencyMs
+        ...(deps.lateness && {
+          workerLateMs: Math.round(deps.lateness.ownShare(result.latencyMs)),
+        }),
         success,
         // the transport's own detail: HTTP's status in attempts.status_code, the others'
         // whole in attempts.detail

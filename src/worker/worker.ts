@@ -44,6 +44,7 @@ import { makeClaimLoop } from "./claim-loop.ts";
 import { makeDeliveryPipeline } from "./delivery-pipeline.ts";
 import { drain } from "./drain.ts";
 import type { Liveness } from "./liveness.ts";
+import { startLoopLateness } from "./loop-lateness.ts";
 import { makeAttemptRecorder } from "./record-attempt.ts";
 import { makeResultWriter } from "./result-writer.ts";
 import { NO_TELEMETRY, type WorkerTelemetry } from "./worker-telemetry.ts";
@@ -130,7 +131,12 @@ export function makeWorker(options: WorkerOptions): Worker {
       loop.wake();
     },
   });
+  // the event loop's own lateness, read back per attempt: the part of its latency that was
+  // the worker's doing, which the adaptive limit does not blame on the receiver
+  // (docs/adaptive-concurrency.md, "The worker's own saturation")
+  const lateness = startLoopLateness();
   const recorder = makeAttemptRecorder({
+    lateness,
     // each result goes with its lease's end: past it the writer stops retrying it
     writer: { add: (r) => writer.add(r, pipeline.leaseEndsAt(r.deliveryId)) },
     redactor: options.redactor,
@@ -203,6 +209,7 @@ export function makeWorker(options: WorkerOptions): Worker {
       }).then(async () => {
         // the broker connections go with the worker (every result is written by now)
         await Promise.all(Object.values(transports).map((t) => t?.close()));
+        lateness.stop();
       });
       return stopped;
     },
