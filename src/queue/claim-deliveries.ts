@@ -223,7 +223,11 @@ health as (
 probe_events as (
   ${probeStartedEventsSql("health", "endpoint_id", "before")}
 ),
-signing as (
+-- Materialized: computed once, one row per endpoint. Inlined, the generic plan (whose
+-- estimate for claimed is one row) read and sorted every endpoint's secrets again for each
+-- claimed row, a third of the claim's time in scenario 3, all of it with the health rows
+-- locked (docs/performance.md, "Scenario 3 with two workers").
+signing as materialized (
   -- the secrets that sign right now: the current one and any still in a rotation's grace
   select s.endpoint_id, array_agg(s.secret order by s.id desc) as secrets
   from endpoint_secrets s

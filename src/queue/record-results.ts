@@ -17,10 +17,11 @@
  * Texts that came from the receiver (error, response body, URL) go through storableText
  * (db/storable-text.ts): one NUL would fail the whole statement.
  *
- * The health rows are locked after the deliveries are written, and the statement commits
- * at once: a claim needs those rows and waits for them, so they are never held across a
- * round trip to the worker (under load that round trip, not the SQL, was most of the
- * time a claim waited).
+ * The health rows are locked after the deliveries, attempts, latency samples and claims rows
+ * are written (`written` makes PostgreSQL run the inserts and the delete first), and the
+ * statement commits at once: a claim needs those rows and waits for them, so they are held
+ * for the health step and the commit alone, never across a round trip to the worker (under
+ * load that round trip, not the SQL, was most of the time a claim waited).
  */
 import pg from "pg";
 import type { HealthConfig } from "../config.ts";
@@ -182,6 +183,7 @@ samples as (
   where r.error_kind is null
      or r.error_kind not in ('${ErrorKind.missingField}', '${ErrorKind.expunged}',
                              '${ErrorKind.proxy}', '${ErrorKind.oauth}')
+  returning 1
 ),
 inserted as (
   insert into attempts (delivery_id, message_id, endpoint_id, app_id, attempt_number, trigger,
@@ -195,6 +197,16 @@ inserted as (
 ),
 finished as (
   delete from claims where token = any ($finishedClaims::uuid[])
+  returning 1
+),
+-- Everything of the batch that needs no health row is written before the health rows are
+-- locked: \`i\` reads this count, so PostgreSQL runs these inserts and the claims' delete
+-- to completion first. Left unread, they would run at the end of the statement, with the
+-- health rows held (a claim of every worker waits for those rows: docs/performance.md,
+-- "Scenario 3 with two workers").
+written as (
+  select (select count(*) from samples) + (select count(*) from inserted)
+         + (select count(*) from finished) as n
 ),
 -- Per endpoint: the slots its applied results release, and its probe's result if that
 -- applied (a stale result is neither: its row was handed back and claimed again). A probe
@@ -221,6 +233,8 @@ i as (
     as o(endpoint_id, any_ok, trailing_failures, last_ok_at, last_fail_at, pause_ms, ok_count)
   left join released rl on rl.endpoint_id = o.endpoint_id
   left join probe p on p.endpoint_id = o.endpoint_id
+  -- (always true: it makes \`written\` run before the health rows are locked)
+  where (select n from written) >= 0
 ),
 ${outcomeTransitionsSql},
 -- 410 Gone disables the endpoint, in the same transaction as the dead letter it caused
