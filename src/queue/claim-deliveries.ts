@@ -49,6 +49,12 @@ export interface ClaimOptions {
   leaseMarginMs: number;
   /** the claim's "now" (db/sql/clock.ts); null or absent: the database's now() */
   now?: Date | null;
+  /**
+   * The length of a period of messages and deliveries (HOOKRELAY_PARTITION_INTERVAL: a day
+   * or an hour, in ms); the claim reads whole periods. Absent: a day (a day's bounds are
+   * an hour's too, so hourly periods are read correctly, a day at a time).
+   */
+  periodMs?: number;
 }
 
 /**
@@ -109,6 +115,48 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // claim must run as its own transaction (the worker sends it on the pool, where
 // claimDeliveries runs it alone, with CLAIM_SETTINGS: db/local-settings.ts): inside a caller's
 // transaction the setting would cover that transaction's commit too.
+/**
+ * How far ahead of the database's clock a message's own time (message_ms, from the id the
+ * API process made with its clock) may be for the claim to read its period without
+ * falling back to every period: an hour (docs/history.md, "The claim's periods").
+ */
+export const CLAIM_AHEAD_MS = 3_600_000;
+
+/** A day in ms: the claim's period when its caller names none. */
+const DAY_MS = 86_400_000;
+
+/**
+ * The periods of deliveries the claim reads (docs/history.md, "The claim's periods"): the
+ * message_ms range [lo_ms, hi_ms), whole periods of $periodMs (aligned as the partitions
+ * are: src/ops/message-partitions.ts), from the floor's period (delivery_floor, kept by
+ * maintenance and lowered by requeues, resends and replays; 1 at least, which leaves out
+ * the legacy partition) to the end of the period holding now + CLAIM_AHEAD_MS. One probe of
+ * every other partition's due index checks that no queued row lies outside (a row from
+ * before the layout, a period below a stale floor, an API clock more than CLAIM_AHEAD_MS
+ * ahead); if one does, the range is every message_ms, as before the periods. So in the
+ * claim's snapshot the range holds every queued row, and an ordering key's earlier row is
+ * never out of sight. Whole periods: the probe never filters a period's rows by time, it
+ * asks whether the period has any.
+ */
+const BOUNDS_SQL = `
+  select case when o.outside then -9223372036854775808 else p.lo end as lo_ms,
+         case when o.outside then 9223372036854775807 else p.hi end as hi_ms
+  from (
+    select greatest(1, (f.ms / $periodMs::bigint) * $periodMs::bigint) as lo,
+           ((floor(extract(epoch from statement_timestamp()) * 1000)::bigint + ${CLAIM_AHEAD_MS})
+              / $periodMs::bigint + 1) * $periodMs::bigint as hi
+    from delivery_floor f
+  ) p
+  cross join lateral (
+    -- (written as deliveries_due_idx's first entry: a probe of each partition's index,
+    -- never a scan of its rows)
+    select (select q.id from deliveries q
+            where q.queued and (q.message_ms < p.lo or q.message_ms >= p.hi)
+            order by q.endpoint_id, q.next_attempt_at
+            limit 1) is not null as outside
+    offset 0
+  ) o`;
+
 /** A lease runs for the endpoint's timeout plus the margin. */
 const leaseFor = (timeoutMs: string) =>
   `${NOW_SQL} + (${timeoutMs} + $leaseMarginMs::int) * interval '1 millisecond'`;
@@ -125,25 +173,30 @@ const CLAIM_SQL = namedSql<Omit<ClaimOptions, "now"> & NowParam>(
 with no_flush_wait as (
   select set_config('synchronous_commit', 'off', true)
 ),
+bounds as materialized (
+  ${BOUNDS_SQL}
+),
 ready as (
   select h.endpoint_id, h.circuit_state, h.in_flight, h.tokens_second, h.tokens_minute,
          h.tokens_hour, h.tokens_at, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
          ${CLAIM_LIMIT_SQL} as conc_limit,
          -- Svix's throttleRate is a per-second limit
          ${effectiveSql("e", "ratePerSecond")} as rate_per_second,
-         e.rate_per_minute, e.rate_per_hour
+         e.rate_per_minute, e.rate_per_hour, x.lo_ms, x.hi_ms
   from endpoint_health h
   join endpoints e on e.id = h.endpoint_id
+  cross join bounds x
   where not e.disabled
     and (h.paused_until is null or h.paused_until <= ${NOW_SQL})
     and h.in_flight < ${CLAIM_LIMIT_SQL}
     and ${admitsClaimSql("h")}
-    and exists (
-      select 1 from deliveries d
-      where d.endpoint_id = h.endpoint_id
-        and d.queued
-        and d.next_attempt_at <= ${NOW_SQL}
-        and d.status <> 'in_flight')
+    -- (a row's probe, its first entry: written as a join, PostgreSQL may hash every queued row)
+    and (select d.id from deliveries d
+         where d.endpoint_id = h.endpoint_id
+           and d.queued and d.message_ms >= x.lo_ms and d.message_ms < x.hi_ms
+           and d.next_attempt_at <= ${NOW_SQL}
+           and d.status <> 'in_flight'
+         limit 1) is not null
   order by h.endpoint_id
   for update of h
 ),
@@ -301,6 +354,7 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     defaultTimeoutMs: o.defaultTimeoutMs,
     leaseMarginMs: o.leaseMarginMs,
     now: o.now ?? null,
+    periodMs: o.periodMs ?? DAY_MS,
   });
   const { rows } =
     db instanceof pg.Pool

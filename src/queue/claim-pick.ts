@@ -3,9 +3,23 @@
  * due rows it takes, unordered ones and ordering keys' heads (docs/delivery.md, "Ordering"),
  * each found through an index made for it, so no claim reads the rows that wait behind
  * their key's head. A fragment of the claim's statement: it reads the claim's `room` row
- * as `r` (endpoint_id, in_flight, room) and its `$now` parameter.
+ * as `r` (endpoint_id, in_flight, room, and lo_ms and hi_ms: the periods that can hold a
+ * queued row, claim-deliveries.ts) and its `$now` parameter.
  */
 import { NOW_SQL } from "../db/sql/clock.ts";
+
+/**
+ * Every search for rows to take is bounded to the claim's periods, [r.lo_ms, r.hi_ms) of
+ * message_ms: PostgreSQL prunes the other partitions of deliveries as the claim runs (the
+ * bounds are a column of the outer row, so the pruning is the executor's). The bounds hold
+ * every queued row of the claim's snapshot, or they are the whole range
+ * (claim-deliveries.ts, BOUNDS_SQL), so a key's earlier row is never out of sight.
+ * ORDER_HEAD_SQL's probes are left unbounded: bounded, each index entry's row must be
+ * fetched for its message_ms, and the generic plan may then read every earlier row of the
+ * key through a bitmap (seen on test/ordering-claim-scan.test.ts's backlog).
+ */
+const inPeriods = (alias: string) =>
+  `${alias}.message_ms >= r.lo_ms and ${alias}.message_ms < r.hi_ms`;
 
 /**
  * An ordered row is its key's head when no earlier row of the same (endpoint, key), by id
@@ -35,7 +49,7 @@ const UNORDERED_SQL = `
        select d.id, d.endpoint_id, d.next_attempt_at, d.message_ms
        from deliveries d
        where d.endpoint_id = r.endpoint_id
-         and d.queued and d.ordering_key is null
+         and d.queued and d.ordering_key is null and ${inPeriods("d")}
          and d.next_attempt_at <= ${NOW_SQL}
          and d.status <> 'in_flight'
        order by d.next_attempt_at
@@ -43,19 +57,15 @@ const UNORDERED_SQL = `
        for update skip locked`;
 
 /**
- * Each key's head: a skip scan of deliveries_ordered_queued_idx (migration 0020), one probe
- * per key for its smallest id still queued. The head is taken when it is due and not in
- * flight (in flight, its key has nothing to take), and no earlier row of its key is
- * dead-lettered, unless the endpoint's orderedDeadLetter is "skip": a probe of
- * deliveries_ordered_dead_idx per head (nested under the endpoint's test, so it never
- * becomes a join over every dead letter). A head another claim took since this statement's
- * snapshot is rechecked in its newest version when it is locked, and dropped; the row
- * behind it is no head in this snapshot.
+ * The endpoint's keys, each with its smallest id still queued: a skip scan of
+ * deliveries_ordered_queued_idx (migration 0020), one probe per key, in key order. A
+ * recursive CTE of KEYED_SQL, read as far as its readers go.
  */
-const KEY_HEADS_SQL = `
-       with recursive k as (
+const KEYS_SQL = `
+       k as (
          (select q.ordering_key, q.id, q.message_ms from deliveries q
           where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
+            and ${inPeriods("q")}
           order by q.ordering_key, q.id
           limit 1)
          union all
@@ -64,10 +74,22 @@ const KEY_HEADS_SQL = `
           cross join lateral (
             select q.ordering_key, q.id, q.message_ms from deliveries q
             where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
+              and ${inPeriods("q")}
               and q.ordering_key > k.ordering_key
             order by q.ordering_key, q.id
             limit 1) n)
-       )
+       )`;
+
+/**
+ * Each key's head, from KEYS_SQL's `k`. The head is taken when it is due and not in
+ * flight (in flight, its key has nothing to take), and no earlier row of its key is
+ * dead-lettered, unless the endpoint's orderedDeadLetter is "skip": a probe of
+ * deliveries_ordered_dead_idx per head (nested under the endpoint's test, so it never
+ * becomes a join over every dead letter). A head another claim took since this statement's
+ * snapshot is rechecked in its newest version when it is locked, and dropped; the row
+ * behind it is no head in this snapshot.
+ */
+const KEY_HEADS_SQL = `
        select d.id, d.endpoint_id, d.next_attempt_at, d.message_ms
        from k
        join deliveries d on d.id = k.id and d.message_ms = k.message_ms
@@ -92,13 +114,18 @@ const KEY_HEADS_SQL = `
 const HAS_KEYS_SQL = `
       (select q.id from deliveries q
        where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
+            and ${inPeriods("q")}
        order by q.ordering_key, q.id
        limit 1) is not null`;
 
 /**
  * The rows of an endpoint with a keyed row queued:
  *
- * - its first in_flight + 2 x room due rows in due order through deliveries_due_idx
+ * - if it has at most in_flight + 2 x room keys queued (KEYS_SQL's walk stops one key past
+ *   that), the rows come from UNORDERED_SQL and KEY_HEADS_SQL at once: one probe per key
+ *   whatever the backlog's depth, and nothing read twice (scenario 13's shape, 10 deep
+ *   keys per endpoint: docs/performance.md);
+ * - else its first in_flight + 2 x room due rows in due order through deliveries_due_idx
  *   (in-flight ones among them: they keep their place), the unordered rows and keys' heads
  *   of them (ORDER_HEAD_SQL) taken: where keys are many and shallow, the heads come first;
  * - if those few rows were not all its due rows and gave less than the room (fewer
@@ -108,12 +135,17 @@ const HAS_KEYS_SQL = `
  *   oldest claimable), so none it locked is left out.
  */
 const KEYED_SQL = `
-    with scan as (
+    with recursive ${KEYS_SQL},
+    few as (
+      select count(*) <= r.in_flight + 2 * greatest(r.room, 0) as few_keys
+      from (select 1 from k limit r.in_flight + 2 * greatest(r.room, 0) + 1) c
+    ),
+    scan as (
       select d.id, d.next_attempt_at, d.message_ms,
              d.status <> 'in_flight' and (d.ordering_key is null or (${ORDER_HEAD_SQL})) as takes
       from deliveries d
       where d.endpoint_id = r.endpoint_id
-        and d.queued
+        and d.queued and ${inPeriods("d")}
         and d.next_attempt_at <= ${NOW_SQL}
       order by d.next_attempt_at
       limit r.in_flight + 2 * greatest(r.room, 0)
@@ -131,8 +163,9 @@ const KEYED_SQL = `
       for update of d skip locked
     ),
     way as (
-      select (select count(*) from scan) = r.in_flight + 2 * greatest(r.room, 0)
-               and (select count(*) from walked) < greatest(r.room, 0) as per_key
+      select (select few_keys from few)
+             or ((select count(*) from scan) = r.in_flight + 2 * greatest(r.room, 0)
+                 and (select count(*) from walked) < greatest(r.room, 0)) as per_key
     )
     select w.id, w.endpoint_id, w.next_attempt_at, w.message_ms from walked w
     where not (select per_key from way)

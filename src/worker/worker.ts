@@ -74,7 +74,7 @@ export interface WorkerOptions {
    * allow-list, which refuses every private address.
    */
   ssrfGuard?: SsrfGuard;
-  config: Pick<Config, "delivery" | "health" | "worker">;
+  config: Pick<Config, "delivery" | "health" | "worker"> & Partial<Pick<Config, "partitions">>;
   logger: Logger;
   /** what the worker reports (metrics: ops/metrics.ts's `worker`); default nothing */
   telemetry?: WorkerTelemetry;
@@ -170,6 +170,8 @@ export function makeWorker(options: WorkerOptions): Worker {
         defaultTimeoutMs: defaults.timeoutMs,
         leaseMarginMs: cfg.leaseMarginMs,
         now: clock(),
+        // the claim reads whole periods of deliveries (docs/history.md, "The claim's periods")
+        periodMs: options.config.partitions?.interval === "hour" ? 3_600_000 : 86_400_000,
       });
       if (claims.length > 0) telemetry.claimed(claims.length);
       pipeline.start(claims, token, claimedAt);
