@@ -10,6 +10,7 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, onTestFinished, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
+import { claimDeliveries } from "../src/queue/claim-deliveries.ts";
 import { type DeliveryResult, recordResults } from "../src/queue/record-results.ts";
 import { dashboardClient } from "./helpers/dashboard-client.ts";
 import {
@@ -18,6 +19,7 @@ import {
   sleep,
   startScriptedReceiver,
 } from "./helpers/deliveries.ts";
+import { successResult } from "./helpers/delivery-result.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import type { Reply } from "./helpers/receiver.ts";
 import { waitFor } from "./helpers/receiver.ts";
@@ -527,6 +529,105 @@ test("the rule reads an answer's latency less the worker's lateness meanwhile", 
   expect(of(late).limit).toBeGreaterThanOrEqual(8);
   expect(of(slow).reason).toBe("latency_rising");
   expect(of(slow).limit).toBeLessThan(8);
+});
+
+test("a broker endpoint's limit starts at its maxInFlight and is not cut for latency; a timeout still cuts it", async () => {
+  const appId = await newApp();
+  // disabled: no worker sends their deliveries; a claim below enables them in a
+  // transaction it rolls back, and results are written as a worker would, with tokens
+  // that move no row
+  const broker = await newEndpoint(appId, "http://127.0.0.1:9/broker", {
+    maxInFlight: 8,
+    disabled: true,
+  });
+  const web = await newEndpoint(appId, "http://127.0.0.1:9/web", {
+    maxInFlight: 8,
+    disabled: true,
+  });
+  await h.db.pool.query(
+    "update endpoints set destination_kind = 'nats', url = 'nats://127.0.0.1:9/?subject=x' where id = $1",
+    [broker],
+  );
+  await sendMany(appId, 10);
+  // nothing learned yet: the broker's at maxInFlight, the web endpoint's at 1
+  expect(await concurrency(appId, broker)).toMatchObject({ current: 8, reason: "starting" });
+  expect(await concurrency(appId, web)).toMatchObject({ current: 1, reason: "starting" });
+  // and the claim takes that many
+  const claimedOf: Record<string, number> = {};
+  const client = await h.db.pool.connect();
+  try {
+    await client.query("begin");
+    await client.query("update endpoints set disabled = false where id = any ($1::text[])", [
+      [broker, web],
+    ]);
+    const rows = await claimDeliveries(client, {
+      workerId: "test",
+      workerLock: null,
+      claimToken: randomUUID(),
+      limit: 100,
+      defaultMaxInFlight: h.config.delivery.maxInFlight,
+      defaultAdaptiveConcurrency: "on",
+      defaultTimeoutMs: h.config.delivery.timeoutMs,
+      leaseMarginMs: h.config.worker.leaseMarginMs,
+    });
+    for (const r of rows) claimedOf[r.endpointId] = (claimedOf[r.endpointId] ?? 0) + 1;
+  } finally {
+    await client.query("rollback");
+    client.release();
+  }
+  expect(claimedOf).toEqual({ [broker]: 8, [web]: 1 });
+
+  const { rows: rowsOf } = await h.db.pool.query(
+    "select id, endpoint_id, message_id, message_ms from deliveries where endpoint_id = any ($1::text[])",
+    [[broker, web]],
+  );
+  await h.db.pool.query(
+    `update endpoint_health set concurrency_limit = 8, concurrency_reason = 'at_max',
+       concurrency_since = now() - interval '1 minute', latency_floor_ms = 10, in_flight = 8
+     where endpoint_id = any ($1::text[])`,
+    [[broker, web]],
+  );
+  const result = (endpointId: string, changes: Partial<DeliveryResult>) => {
+    const row = rowsOf.find((r) => r.endpoint_id === endpointId)!;
+    return successResult({
+      deliveryId: row.id,
+      messageMs: Number(row.message_ms),
+      claimToken: randomUUID(),
+      messageId: row.message_id,
+      endpointId,
+      appId,
+      startedAt: new Date(Date.now() - 5_000),
+      ...changes,
+    });
+  };
+  const limitOf = async (endpointId: string) =>
+    (
+      await h.db.pool.query(
+        "select concurrency_limit::float8 as limit, concurrency_reason as reason from endpoint_health where endpoint_id = $1",
+        [endpointId],
+      )
+    ).rows[0];
+  const write = (results: DeliveryResult[]) =>
+    recordResults(h.db.pool, results, h.config.health, null, null, 8);
+  // confirms 60 x slower than the floor: the web endpoint is cut, the broker is not
+  await write([result(broker, { latencyMs: 600 }), result(web, { latencyMs: 600 })]);
+  expect(await limitOf(web)).toMatchObject({ reason: "latency_rising" });
+  expect((await limitOf(web)).limit).toBeLessThan(8);
+  expect(await limitOf(broker)).toEqual({ limit: 8, reason: "at_max" });
+  // a publish that timed out still halves it
+  await write([
+    result(broker, {
+      startedAt: new Date(),
+      latencyMs: 2_000,
+      success: false,
+      nextStatus: "failed",
+      retryDelayMs: 1_000,
+      statusCode: null,
+      errorKind: "timeout",
+      error: "timed out",
+    }),
+  ]);
+  expect(await limitOf(broker)).toEqual({ limit: 4, reason: "timeouts" });
 });
 
 test("HOOKRELAY_ADAPTIVE_CONCURRENCY is on by default, takes on and off, and refuses anything else", () => {

@@ -9,8 +9,8 @@
  *   rate_limited    a 429 without a pause, adaptive                                x 0.5
  *   timeouts        a timed-out request, adaptive                                  x 0.5
  *   latency_rising  delivered answers slower on average than the latency floor     x 0.5 .. 0.9
- *                   by the tolerance (2 x, and at least 250 ms more), adaptive; an
- *                   answer's latency less the worker's own loop lateness meanwhile
+ *                   by the tolerance (2 x, and at least 250 ms more), adaptive, not a
+ *                   broker; an answer's latency less the worker's own loop lateness
  *   growing         delivered answers while at least half the limit was in use     + 1 per round
  *                   (starting and resuming: + 1 per answer, doubling per round)    trip
  *   at_max          grown to maxInFlight                                           maxInFlight
@@ -19,20 +19,34 @@
  * limit (concurrency_since) are read: requests already in flight when the limit was cut
  * were sent under the old limit, and their news is old. An endpoint that is not adaptive
  * keeps only the pause and its gradual resume (0021's resume room): its limit is
- * maxInFlight otherwise. A new adaptive endpoint starts at 1 ("starting") and doubles.
+ * maxInFlight otherwise. A new adaptive endpoint starts at 1 ("starting") and doubles; a
+ * broker endpoint (RabbitMQ, NATS JetStream) starts at its maxInFlight and is not cut for
+ * latency: a broker's confirms slow down as it batches more writes, which is how it keeps
+ * up, not a sign of harm (docs/adaptive-concurrency.md, "Brokers").
  */
 import { ADAPTIVE_RULE } from "../domain/adaptive-concurrency.ts";
 import { ErrorKind } from "../domain/retry-policy.ts";
+
+/** Whether the endpoints row `e` is a broker's (RabbitMQ, NATS JetStream), in SQL. */
+const brokerSql = (e: string) => `(${e}.destination_kind <> 'http')`;
+
+/**
+ * Where an adaptive endpoint's limit starts (nothing learned yet), in SQL: a broker's at its
+ * maxInFlight (`max`), any other at ADAPTIVE_RULE.initialLimit. `e`: the endpoints row.
+ */
+const initialLimitSql = (e: string, max: string) =>
+  `case when ${brokerSql(e)} then ${max} else ${ADAPTIVE_RULE.initialLimit} end`;
 
 /**
  * The in-flight limit the claim applies to health row `h` (an SQL integer expression),
  * within `max` (maxInFlight): when `adaptive` (an SQL boolean) holds, the floor of its
  * adaptive limit (1 with nothing learned yet); when not, maxInFlight, but while it resumes
  * after a pause. So switching adaptive concurrency off takes effect at the next claim.
+ * `endpoints`: the alias of the endpoint's row (for its destination kind).
  */
-export const claimLimitSql = (h: string, max: string, adaptive: string) =>
+export const claimLimitSql = (h: string, max: string, adaptive: string, endpoints = "e") =>
   `least(${max}, case
-    when ${adaptive} then coalesce(floor(${h}.concurrency_limit)::int, ${ADAPTIVE_RULE.initialLimit})
+    when ${adaptive} then coalesce(floor(${h}.concurrency_limit)::int, ${initialLimitSql(endpoints, max)})
     when ${h}.concurrency_reason = 'resuming' then coalesce(floor(${h}.concurrency_limit)::int, ${max})
     else ${max} end)`;
 
@@ -76,7 +90,7 @@ conc_answers as (
 conc_in as (
   select h.endpoint_id, h.in_flight, h.concurrency_limit, h.concurrency_reason as reason,
          h.concurrency_since, h.latency_floor_ms as floor_ms, i.pause_ms, i.ok_count,
-         ${maxSql} as max_limit, ${adaptiveSql} as adaptive,
+         ${maxSql} as max_limit, ${adaptiveSql} as adaptive, ${brokerSql("e")} as broker,
          f.oks, f.min_ok_ms, f.avg_ok_ms, f.timeouts, f.limited, f.last_answer_at
   from locked h
   join i on i.endpoint_id = h.endpoint_id
@@ -96,7 +110,8 @@ conc_in as (
 conc_state as materialized (
   select c.*,
          coalesce(c.concurrency_limit,
-                  case when c.adaptive then ${ADAPTIVE_RULE.initialLimit} else c.max_limit end) as cur,
+                  case when c.adaptive and not c.broker then ${ADAPTIVE_RULE.initialLimit}
+                       else c.max_limit end) as cur,
          greatest(c.floor_ms * ${ADAPTIVE_RULE.latencyTolerance},
                   c.floor_ms + ${ADAPTIVE_RULE.latencySlackMs}) as slow_ms,
          coalesce(c.reason, 'starting') in ('starting', 'resuming') as slow_start
@@ -112,7 +127,8 @@ conc_move as materialized (
                   else 'hold' end
            when s.limited > 0 then 'rate_limited'
            when s.timeouts > 0 then 'timeouts'
-           when s.avg_ok_ms > s.slow_ms then 'latency_rising'
+           -- (a broker's confirms slow down as it batches more: not read as harm)
+           when s.avg_ok_ms > s.slow_ms and not s.broker then 'latency_rising'
            when s.oks > 0 and s.in_flight * 2 >= s.cur and s.cur < s.max_limit then 'grow'
            when s.oks > 0 and s.cur >= s.max_limit then 'at_max'
            else 'hold'

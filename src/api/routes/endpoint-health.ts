@@ -41,7 +41,12 @@ function concurrencyOut(r: EndpointHealthRow, max: number, adaptive: "on" | "off
     };
   return {
     adaptive: adaptive === "on",
-    current: Math.min(max, learned ?? (adaptive === "on" ? ADAPTIVE_RULE.initialLimit : max)),
+    current: Math.min(
+      max,
+      // (a broker's starts at maxInFlight: concurrency-limit.ts)
+      learned ??
+        (adaptive === "on" && r.destination_kind === "http" ? ADAPTIVE_RULE.initialLimit : max),
+    ),
     max,
     reason: r.concurrency_reason ?? "starting",
     since: iso(r.concurrency_since),

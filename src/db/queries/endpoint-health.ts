@@ -35,6 +35,8 @@ export interface EndpointHealthRow {
   concurrency_since: Date | null;
   /** the endpoint's own adaptiveConcurrency; null: the process default */
   adaptive_concurrency: "on" | "off" | null;
+  /** http, amqp or nats (a broker's adaptive limit starts at maxInFlight) */
+  destination_kind: string;
   last_success_at: Date | null;
   last_failure_at: Date | null;
   p50_ms: number | null;
@@ -57,7 +59,8 @@ const HEALTH_SELECT = `
          e.rate_per_minute, e.rate_per_hour,
          h.circuit_state, h.consecutive_failures, h.cooldown_ms, h.opened_at, h.open_until,
          h.in_flight, h.paused_until, h.concurrency_limit, h.concurrency_reason,
-         h.concurrency_since, e.adaptive_concurrency, h.last_success_at, h.last_failure_at,
+         h.concurrency_since, e.adaptive_concurrency, e.destination_kind, h.last_success_at,
+         h.last_failure_at,
          h.p50_ms, h.p95_ms, h.p99_ms, h.samples, h.success_rate, h.slow, h.very_slow, h.stats_at,
          q.pending, q.oldest_pending_at, dl.dead_letter
   from endpoints e
