@@ -23,6 +23,7 @@ const SCENARIOS = [
   "12 replay",
   "13 ordered",
   "14 adaptive",
+  "15 tracing",
   "16 history",
   // the NATS JetStream half (RabbitMQ takes too long to start for the smoke test)
   "17 brokers",
