@@ -86,8 +86,19 @@ describe("targeted junk", () => {
   // Regression (fixed in bddc362): the NUL check walked the parsed body recursively, so a
   // body nested ~3k levels deep outside the payload (~100k once V8 had optimized the walk)
   // overflowed the stack: RangeError → 500. Now an iterative walk refuses depth > 64.
-  test("deep JSON (10k-100k levels) outside the payload is a 4xx on every route that takes a body", async () => {
+  // (about 150 bodies of up to 200 kB parsed: past the default 60 s on a loaded machine)
+  test("deep JSON (10k-100k levels) outside the payload is a 4xx on every route that takes a body", {
+    timeout: 240_000,
+  }, async () => {
     const deep = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+    const bodies = [
+      `{"name":${deep(10_000)}}`,
+      `{"eventType":"x","payload":{},"tags":${deep(10_000)}}`,
+      deep(10_000),
+      // once V8 has optimized the walk 10k levels may fit on the stack; 100k never do
+      `{"name":${deep(100_000)}}`,
+      deep(100_000),
+    ];
     const writes = routes.filter((r) => ["POST", "PUT", "PATCH"].includes(r.method));
     expect(writes.length).toBeGreaterThan(10);
     const failures: string[] = [];
@@ -95,14 +106,7 @@ describe("targeted junk", () => {
       const url = r.path.replace(/:(\w+)/g, (_, p: string) =>
         encodeURIComponent(realValues(fx, p)[0]!),
       );
-      for (const body of [
-        `{"name":${deep(10_000)}}`,
-        `{"eventType":"x","payload":{},"tags":${deep(10_000)}}`,
-        deep(10_000),
-        // once V8 has optimized the walk 10k levels may fit on the stack; 100k never do
-        `{"name":${deep(100_000)}}`,
-        deep(100_000),
-      ]) {
+      for (const body of bodies) {
         const res = await h.api.inject({
           method: r.method as "POST",
           url,
