@@ -3,12 +3,13 @@
  * docs/history.md): writes the range of message_ms of each block of 65,536 delivery ids
  * once no delivery of that block can still be written.
  *
- * Ids come from the sequence delivery_ids. A run reads the sequence's value and then the
- * clock (the mark); a transaction that took an id up to that value began before the mark.
- * A later run that sees no transaction open since before the mark (pg_stat_activity's
- * xact_start, every session of this database and role; sessions of other roles, whose
- * xact_start PostgreSQL hides from it, do not write deliveries) knows every id up to the value is written or never
- * will be, and summarizes the whole blocks below it. Deliveries never change their id or
+ * Ids come from the sequence delivery_ids (cache 1: no session holds values taken ahead).
+ * A run reads the sequence's value and then the clock (the mark); a transaction that took
+ * an id up to that value began before the mark. A later run that sees no transaction open
+ * since before the mark (pg_stat_activity's xact_start, every session of this database and
+ * role; sessions of other roles, whose xact_start PostgreSQL hides from it, do not write
+ * deliveries) knows every id up to the value is written or never will be, and summarizes
+ * the whole blocks below it. Deliveries never change their id or
  * message_ms (a dropped period's backlog moves to the default partition with both), so a
  * written block stays true; rows deleted since only make it wider than needed.
  */
