@@ -19,7 +19,6 @@ export const TYPICAL_SECONDS: Readonly<Record<string, number>> = {
   "test/export-stream.test.ts": 24,
   "test/broker-rabbitmq.test.ts": 22,
   "test/worker-liveness.test.ts": 21,
-  "test/browse-explain.test.ts": 20,
   "test/portal-browser.test.ts": 20,
   "test/tracing.test.ts": 20,
   "test/ordering-workers.test.ts": 20,
@@ -37,4 +36,5 @@ export const TYPICAL_SECONDS: Readonly<Record<string, number>> = {
   "test/adaptive-concurrency.test.ts": 9,
   "test/delivery-claims.test.ts": 8,
   "test/history-partitions.test.ts": 8,
+  "test/browse-explain.test.ts": 8,
 };
