@@ -288,9 +288,15 @@ describe("periods of messages and deliveries", () => {
 describe("a period dropped while a worker claims and writes results", () => {
   let h: Harness;
   let receiver: Receiver;
+  let dropDone = () => {};
+  const periodsDropped = new Promise<void>((resolve) => {
+    dropDone = resolve;
+  });
   beforeAll(async () => {
     h = await startHarness();
-    // the first request of each message to /flaky fails: its delivery retries
+    // the first request of each message to /flaky fails, and its retries are answered
+    // only once the periods are dropped: every message keeps a delivery queued (retrying
+    // or in flight) until then, however fast the worker runs against the drop
     const seen = new Set<string>();
     receiver = await startReceiver((req) => {
       if (req.path === "/flaky") {
@@ -299,6 +305,7 @@ describe("a period dropped while a worker claims and writes results", () => {
           seen.add(id);
           return { status: 500 };
         }
+        return periodsDropped.then(() => ({ status: 200, delayMs: 20 }));
       }
       return { status: 200, delayMs: 20 };
     });
@@ -371,6 +378,7 @@ describe("a period dropped while a worker claims and writes results", () => {
         { payloadMs: 2 * DAY, attemptsMs: 30 * DAY, deadLetterMs: 30 * DAY, batch: 1000 },
         Number.POSITIVE_INFINITY,
       );
+      dropDone();
       expect(
         result.droppedPartitions.filter((p) => p.name.startsWith("deliveries_p")),
       ).toHaveLength(8);
@@ -386,6 +394,7 @@ describe("a period dropped while a worker claims and writes results", () => {
         "every delivery delivered",
       );
     } finally {
+      dropDone();
       await worker.stop();
       await sender.close();
     }
