@@ -1,8 +1,8 @@
 /**
  * The claim's floor (migration 0038, docs/history.md; src/ops/delivery-floor.ts,
  * src/db/sql/delivery-floor.ts): raised by maintenance to the oldest queued delivery's
- * period; lowered by a requeue, a resend or a replay of an older delivery. (The claim does
- * not read it yet: docs/history.md, "Left to do".)
+ * period; lowered by a requeue, a resend or a replay of an older delivery. (The claim reads
+ * it: test/claim-periods.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Pool } from "../src/db/pool.ts";

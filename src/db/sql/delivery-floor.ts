@@ -1,9 +1,9 @@
 /**
  * The claim's floor (migration 0038, docs/history.md): every queued delivery outside the
  * legacy partition (message_ms 0) has a message_ms of at least delivery_floor.ms. Kept
- * true here; the claim does not read it yet (docs/history.md, "Left to do": the form that
- * prunes the older periods as the claim runs cost scenario 3 more PostgreSQL CPU than it
- * saves on an empty database).
+ * true here; the claim reads it as the lower end of its periods, and checks in its own
+ * statement that no queued row lies below (src/queue/claim-deliveries.ts, BOUNDS_SQL;
+ * docs/history.md, "The claim's periods").
  *
  * Raised only by the maintenance task (src/ops/delivery-floor.ts), which locks the row
  * first and then reads the queue with a new snapshot; lowered by every statement that makes
