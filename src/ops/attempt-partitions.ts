@@ -21,14 +21,15 @@ import type { Config, PartitionConfig } from "../config.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
 import { withTransaction } from "../db/pool.ts";
 import { attemptIdAt, LEGACY_ATTEMPT_ID_END } from "../db/sql/attempt-ids.ts";
+import { INTERVAL_MS } from "../domain/partition-interval.ts";
 
 /** How long partition work waits for running statements on attempts before it gives up. */
 export const LOCK_TIMEOUT = "2s";
 /** Taken by every partition change, so two processes starting at once never race. */
 export const PARTITION_LOCK = 0x686f6f70;
-const HOUR_MS = 3_600_000;
+const HOUR_MS = INTERVAL_MS.hour;
 
-export const INTERVAL_MS = { day: 24 * HOUR_MS, hour: HOUR_MS } as const;
+export { INTERVAL_MS };
 
 /** One partition of attempts: its name and id range [lo, hi) (±Infinity: MINVALUE, MAXVALUE). */
 export interface AttemptPartition {

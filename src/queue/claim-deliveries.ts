@@ -17,6 +17,7 @@ import { NOW_SQL, type NowParam } from "../db/sql/clock.ts";
 import { claimSet } from "../db/sql/delivery-states.ts";
 import type { OutboundDelivery } from "../delivery/transport.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
+import { INTERVAL_MS } from "../domain/partition-interval.ts";
 import {
   admitsClaimSql,
   claimRoomSql,
@@ -121,9 +122,6 @@ export interface ClaimedDelivery extends OutboundDelivery {
  * falling back to every period: an hour (docs/history.md, "The claim's periods").
  */
 export const CLAIM_AHEAD_MS = 3_600_000;
-
-/** A day in ms: the claim's period when its caller names none. */
-const DAY_MS = 86_400_000;
 
 /**
  * The periods of deliveries the claim reads (docs/history.md, "The claim's periods"): the
@@ -354,7 +352,7 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     defaultTimeoutMs: o.defaultTimeoutMs,
     leaseMarginMs: o.leaseMarginMs,
     now: o.now ?? null,
-    periodMs: o.periodMs ?? DAY_MS,
+    periodMs: o.periodMs ?? INTERVAL_MS.day,
   });
   const { rows } =
     db instanceof pg.Pool

@@ -33,6 +33,7 @@ import type { HttpSender } from "../delivery/http-sender.ts";
 import { makeNatsTransport } from "../delivery/nats/nats-transport.ts";
 import type { TransportRegistry } from "../delivery/transport.ts";
 import type { OperationalTarget } from "../domain/operational-events.ts";
+import { INTERVAL_MS } from "../domain/partition-interval.ts";
 import type { Logger } from "../logger.ts";
 import { claimDeliveries } from "../queue/claim-deliveries.ts";
 import { releaseDeliveries, releaseLostClaims } from "../queue/release-deliveries.ts";
@@ -171,7 +172,7 @@ export function makeWorker(options: WorkerOptions): Worker {
         leaseMarginMs: cfg.leaseMarginMs,
         now: clock(),
         // the claim reads whole periods of deliveries (docs/history.md, "The claim's periods")
-        periodMs: options.config.partitions?.interval === "hour" ? 3_600_000 : 86_400_000,
+        periodMs: INTERVAL_MS[options.config.partitions?.interval ?? "day"],
       });
       if (claims.length > 0) telemetry.claimed(claims.length);
       pipeline.start(claims, token, claimedAt);
