@@ -150,3 +150,36 @@ export async function withTransaction<T>(
     client.release();
   }
 }
+
+/** SQLSTATEs of a transaction PostgreSQL aborted to settle a race: run again, it can win. */
+const LOST_RACE = new Set([
+  "40P01", // deadlock_detected
+  "40001", // serialization_failure
+]);
+
+/** Tries of withRetriedTransaction: the first, and two more after a lost race. */
+const RACE_TRIES = 3;
+
+/**
+ * withTransaction, run again (up to RACE_TRIES in all) when PostgreSQL aborted it to break
+ * a deadlock. For statements that take many rows' locks in an order the workers cannot
+ * share: deleting an endpoint or an application cascades through its deliveries and
+ * health row, which a worker's claim or result write locks in the other order (deliveries
+ * first), so one of the two can lose at any time (docs/reliability.md, "Deletes against
+ * the workers"). `fn` must touch nothing but `client`: a lost try is rolled back whole.
+ */
+export async function withRetriedTransaction<T>(
+  pool: Pool,
+  fn: (client: PoolClient) => Promise<T>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await withTransaction(pool, fn);
+    } catch (err) {
+      const code = (err as { code?: unknown } | null)?.code;
+      if (attempt >= RACE_TRIES || typeof code !== "string" || !LOST_RACE.has(code)) throw err;
+      // the winner holds its locks until it commits: a short, jittered pause before the next try
+      await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 80));
+    }
+  }
+}

@@ -1,6 +1,6 @@
 /** /api/v1/app: applications (tenants). */
 import type { FastifyInstance } from "fastify";
-import { type Queryable, withTransaction } from "../../db/pool.ts";
+import { type Queryable, withRetriedTransaction } from "../../db/pool.ts";
 import {
   type AppChanges,
   type AppRow,
@@ -209,7 +209,7 @@ export function registerApplicationRoutes(
       const appId = await resolveAppId(pool, request.principal, request.params.appId);
       // each of its endpoints raises endpoint.deleted, in the transaction of the deletion
       // (docs/operational-webhooks.md); the events are queued while the app still exists
-      await withTransaction(pool, async (client) => {
+      await withRetriedTransaction(pool, async (client) => {
         for (const endpoint of await endpointSubjectsOfApp(client, appId))
           await emitEndpointEvent(client, operational, OperationalEvent.endpointDeleted, endpoint);
         await deleteApp(client, appId);

@@ -1,6 +1,6 @@
 /** /api/v1/app/{appId}/endpoint: endpoints, their secrets and delivery policies. */
 import type { FastifyInstance } from "fastify";
-import { withTransaction } from "../../db/pool.ts";
+import { withRetriedTransaction, withTransaction } from "../../db/pool.ts";
 import { currentSecrets, replaceSecrets } from "../../db/queries/endpoint-secrets.ts";
 import {
   deleteEndpoint,
@@ -342,7 +342,7 @@ export function registerEndpointRoutes(
     { schema: { tags: ["endpoint"], params: endpointParams } },
     async (request, reply) => {
       const { endpointId } = await target(request);
-      await withTransaction(pool, async (client) => {
+      await withRetriedTransaction(pool, async (client) => {
         const gone = await deleteEndpoint(client, endpointId);
         if (gone)
           await emitEndpointEvent(client, operational, OperationalEvent.endpointDeleted, gone);
