@@ -80,8 +80,10 @@ export async function listAttempts(
              else status_code >= $8::integer and status_code < $8::integer + 100 end)
        -- a probe per candidate attempt through messages' primary key, as the page walks
        -- the endpoint's (or message's) attempts in id order and stops at the limit; the
-       -- "offset 0" keeps PostgreSQL from turning the probe into a hash of every message
-       -- of those types (a sequential scan of messages, test/browse-explain.test.ts)
+       -- "offset 0" keeps the probe a subplan, which PostgreSQL cannot pull up into a
+       -- semi-join (one it could run as a hash of every message of those types). A guard,
+       -- not a measured fix: test/browse-explain.test.ts's plans stay on indexes with or
+       -- without it, at 250,000 rows and at 1,000,000
        and ($9::text[] is null and $10::text is null or exists (
              select 1 from messages m
              where m.id = attempts.message_id and ${messageMsOf("m", "attempts.message_id")}
