@@ -61,6 +61,8 @@ export interface Cluster {
   admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T>;
   /** The postmaster and its children right now (backends, autovacuum, WAL writer, ...). */
   pids(): number[];
+  /** The cluster's data directory (what `pg_relation_filepath` paths are relative to). */
+  dataDir: string;
   stop(): Promise<void>;
 }
 
@@ -124,6 +126,7 @@ export async function startCluster(extra: string[]): Promise<Cluster> {
     settings,
     urlFor,
     admin,
+    dataDir: path.join(dataDir, "pg"),
     pids() {
       const postmaster = Number(
         readFileSync(path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0],

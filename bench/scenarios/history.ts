@@ -10,13 +10,15 @@
  * ratios, and the table and index size of one day.
  */
 import { type Pool, withTransaction } from "../../src/db/pool.ts";
-import { attemptIdAt } from "../../src/db/sql/attempt-ids.ts";
+import { attemptIdAt, LEGACY_ATTEMPT_ID_END } from "../../src/db/sql/attempt-ids.ts";
 import {
   dropAttemptPartitionsBefore,
   ensureAttemptPartitions,
+  listAttemptPartitions,
 } from "../../src/ops/attempt-partitions.ts";
 import type { BenchContext, FreshDb } from "../lib/context.ts";
 import { startCpuMeter } from "../lib/cpu.ts";
+import { evictFromPageCache } from "../lib/page-cache.ts";
 import { nowMs } from "../lib/stats.ts";
 
 const DAY = 86_400_000;
@@ -160,6 +162,30 @@ export async function deleteBefore(pool: Pool, table: string, cutoff: number): P
   }
 }
 
+/**
+ * Takes the attempt partitions a drop before `cutoff` would drop, and `copy` (the same rows
+ * in an unpartitioned table), out of the page cache: both purges start cold, as a month-old
+ * day does (bench/lib/page-cache.ts). Logs the bytes.
+ */
+export async function coldBeforePurge(
+  ctx: BenchContext,
+  pool: Pool,
+  cutoff: number,
+  copy: string,
+  label: string,
+): Promise<void> {
+  const limit = attemptIdAt(cutoff);
+  const parts = (await listAttemptPartitions(pool))
+    .filter((p) => p.lo >= LEGACY_ATTEMPT_ID_END && p.hi <= limit)
+    .map((p) => p.name);
+  const mb = (b: number) => (b / 1_048_576).toFixed(0);
+  const partBytes = await evictFromPageCache(pool, ctx.cluster.dataDir, parts);
+  const copyBytes = await evictFromPageCache(pool, ctx.cluster.dataDir, [copy]);
+  ctx.log(
+    `${label}: out of the page cache before the purges: ${parts.join(", ")} (${mb(partBytes)} MB) and ${copy} (${mb(copyBytes)} MB)`,
+  );
+}
+
 /** Purges the oldest day left, once by partition drop and once by batched DELETE + VACUUM. */
 export async function measureHistory(ctx: BenchContext, data: HistoryData): Promise<HistoryRun> {
   const cutoff = data.next + DAY;
@@ -167,6 +193,7 @@ export async function measureHistory(ctx: BenchContext, data: HistoryData): Prom
     throw new Error("16 history: no day left to purge (raise --history-days)");
   data.next = cutoff;
   const pool = data.db.pool;
+  await coldBeforePurge(ctx, pool, cutoff, "attempts_flat", "16 history");
   let dropped = 0;
   const drop = await measured(ctx, pool, async () => {
     dropped = (await dropAttemptPartitionsBefore(pool, cutoff)).length;

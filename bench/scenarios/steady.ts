@@ -24,7 +24,7 @@ import { createTenants, makeMessages, seedMessages, type Tenant } from "../lib/s
 import { nowMs, ratePerSecond, sleep, waitUntil } from "../lib/stats.ts";
 import { timeClaims } from "./backlog.ts";
 import { type DashboardRun, measureDashboard } from "./dashboard.ts";
-import { deleteBefore, measured, type Purge } from "./history.ts";
+import { coldBeforePurge, deleteBefore, measured, type Purge } from "./history.ts";
 import { type IngestRun, runIngest } from "./ingest.ts";
 import { DAY, type SteadyHistory } from "./steady-history.ts";
 
@@ -247,6 +247,7 @@ async function measurePurge(ctx: BenchContext, h: SteadyHistory, dayStart: numbe
   );
   await pool.query("vacuum (analyze) attempts_flat");
   try {
+    await coldBeforePurge(ctx, pool, end, "attempts_flat", "19 steady");
     let dropped = 0;
     const drop = await measured(ctx, pool, async () => {
       dropped = (await dropAttemptPartitionsBefore(pool, end)).length;
