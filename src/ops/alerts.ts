@@ -13,6 +13,7 @@
  */
 import type { AlertConfig, DeliveryDefaults, HealthConfig } from "../config.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
+import { queuedBoundSql, queuedFromMs } from "../db/queries/queue-bounds.ts";
 import { waitingSinceSql } from "../db/sql/delivery-states.ts";
 import { writeIsolating } from "../db/write-isolating.ts";
 import { whileDisabledOf, whileDisabledText } from "../domain/while-disabled.ts";
@@ -42,6 +43,16 @@ export interface AlertSettings {
   delivery?: Pick<DeliveryDefaults, "whileDisabled">;
 }
 
+/** Dead letters per endpoint in the last two windows ($1 ms), `scope` narrowing them. */
+const GROWING_SQL = (scope: string) => `
+  select d.endpoint_id, min(d.app_id) as app_id, e.url,
+         (count(*) filter (where d.updated_at >= now() - $1::bigint * interval '1 millisecond'))::int as recent,
+         (count(*) filter (where d.updated_at < now() - $1::bigint * interval '1 millisecond'))::int as before,
+         min(d.updated_at) filter (where d.updated_at >= now() - $1::bigint * interval '1 millisecond') as since
+  from deliveries d join endpoints e on e.id = d.endpoint_id
+  where d.dead_lettered and d.updated_at >= now() - 2 * $1::bigint * interval '1 millisecond' ${scope}
+  group by d.endpoint_id, e.url`;
+
 /** The alerts that hold right now, optionally for one app. */
 export async function currentAlerts(
   db: Queryable,
@@ -51,16 +62,20 @@ export async function currentAlerts(
   const { alerts: a, health } = config;
   const alerts: Alert[] = [];
 
+  // deaths of every period (no bound on where a dead letter is): a named statement per
+  // scope, whose generic plan PostgreSQL keeps (db/queries/queue-bounds.ts)
   const growing = await db.query(
-    `select d.endpoint_id, min(d.app_id) as app_id, e.url,
-            (count(*) filter (where d.updated_at >= now() - $1::bigint * interval '1 millisecond'))::int as recent,
-            (count(*) filter (where d.updated_at < now() - $1::bigint * interval '1 millisecond'))::int as before,
-            min(d.updated_at) filter (where d.updated_at >= now() - $1::bigint * interval '1 millisecond') as since
-     from deliveries d join endpoints e on e.id = d.endpoint_id
-     where d.dead_lettered and d.updated_at >= now() - 2 * $1::bigint * interval '1 millisecond'
-       and ($2::text is null or d.app_id = $2::text)
-     group by d.endpoint_id, e.url`,
-    [a.deadLetterWindowMs, appId],
+    appId === null
+      ? {
+          name: "hookrelay_alerts_dead_growing",
+          text: GROWING_SQL(""),
+          values: [a.deadLetterWindowMs],
+        }
+      : {
+          name: "hookrelay_alerts_dead_growing_app",
+          text: GROWING_SQL("and d.app_id = $2::text"),
+          values: [a.deadLetterWindowMs, appId],
+        },
   );
   for (const r of growing.rows) {
     if (r.recent >= a.deadLetterMin && r.recent > r.before) {
@@ -76,8 +91,9 @@ export async function currentAlerts(
 
   const oldest = await db.query(
     `select min(${waitingSinceSql("deliveries")}) as at from deliveries
-     where queued and ($1::text is null or app_id = $1::text)`,
-    [appId],
+     where queued and ($1::text is null or app_id = $1::text)
+       and ${queuedBoundSql("deliveries", "$2")}`,
+    [appId, await queuedFromMs(db)],
   );
   const oldestAt: Date | null = oldest.rows[0].at;
   if (oldestAt && Date.now() - oldestAt.getTime() > a.oldestPendingMs) {

@@ -4,6 +4,7 @@
  * longest-waiting delivery has been waiting.
  */
 import type { Queryable } from "../db/pool.ts";
+import { deadLetterTotal, queuedBoundSql, queuedFromMs } from "../db/queries/queue-bounds.ts";
 import { waitingSinceSql } from "../db/sql/delivery-states.ts";
 
 export interface HealthSummary {
@@ -22,14 +23,15 @@ export async function healthSummary(
   db: Queryable,
   appId: string | null = null,
 ): Promise<HealthSummary> {
-  // Queue states come from the partial due index (the backlog, not the history); the last
-  // hour's outcomes from latency_samples (one narrow row per attempt, BRIN on time).
+  // Queue states come from the partial due index (the backlog, not the history) of the
+  // periods that can hold queued rows (db/queries/queue-bounds.ts); the last hour's outcomes from latency_samples (one narrow row per attempt, BRIN on time).
   const { rows } = await db.query(
     `with backlog as (
        -- reads only the partial due index's rows: the backlog, not the history
        select status, count(*)::int as n, min(${waitingSinceSql("deliveries")}) as oldest
        from deliveries
        where queued and ($1::text is null or app_id = $1::text)
+         and ${queuedBoundSql("deliveries", "$2")}
        group by status
      ),
      last_hour as (
@@ -44,19 +46,19 @@ export async function healthSummary(
        coalesce((select n from backlog where status = 'failed'), 0) as awaiting_retry,
        coalesce((select n from backlog where status = 'in_flight'), 0) as in_flight,
        (select min(oldest) from backlog) as oldest_pending,
-       (select count(*) from deliveries
-         where dead_lettered and ($1::text is null or app_id = $1::text))::int as dead_letter,
        h.ok as delivered_last_hour, h.failed as failed_last_hour, h.avg_ms
      from last_hour h`,
-    [appId],
+    [appId, await queuedFromMs(db)],
   );
+  // every period's dead letters: a statement of its own (queue-bounds.ts)
+  const deadLetter = await deadLetterTotal(db, appId);
   const r = rows[0];
   const oldest: Date | null = r.oldest_pending;
   return {
     pending: r.pending,
     awaitingRetry: r.awaiting_retry,
     inFlight: r.in_flight,
-    deadLetter: r.dead_letter,
+    deadLetter,
     deliveredLastHour: r.delivered_last_hour,
     failedLastHour: r.failed_last_hour,
     oldestPending: oldest

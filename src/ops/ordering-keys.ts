@@ -13,8 +13,12 @@
  * one probe per key that has rows still queued or dead, never a read of the rows behind a
  * head, so its cost follows the endpoint's number of such keys, not its backlog. The heads
  * are then sorted by delivery id and paged; `waiting` is counted for the page's rows only.
+ * Queued rows are read in the periods from the claim's floor up (db/queries/queue-bounds.ts);
+ * dead heads in every period, and only when the endpoint has a dead letter with a key.
  */
+import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { queuedBoundSql, queuedFromMs } from "../db/queries/queue-bounds.ts";
 import { deliveryIdBoundSql } from "../db/sql/delivery-id-blocks.ts";
 import { SKIPPABLE, skipSet } from "../db/sql/delivery-states.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
@@ -37,54 +41,97 @@ export interface BlockedKeyRow {
   waiting: number;
 }
 
-/** The first entry after `q`'s key in one of migration 0020's partial indexes. */
+/**
+ * The first entry after `q`'s key in one of migration 0020's partial indexes; queued rows
+ * only in the periods that can hold them ($5: db/queries/queue-bounds.ts).
+ */
 const nextKey = (pred: "queued" | "dead_lettered") => `
-  select n.ordering_key, n.id from ${pred}_heads q cross join lateral (
-    select d.ordering_key, d.id from deliveries d
+  select n.ordering_key, n.id, n.message_ms from ${pred}_heads q cross join lateral (
+    select d.ordering_key, d.id, d.message_ms from deliveries d
     where d.endpoint_id = $1::text and d.${pred} and d.ordering_key is not null
-      and d.ordering_key > q.ordering_key
+      and d.ordering_key > q.ordering_key${pred === "queued" ? ` and ${queuedBoundSql("d", "$5")}` : ""}
     order by d.ordering_key, d.id limit 1) n`;
 
-const BLOCKED_SQL = `
+/**
+ * The listing; `dead`: the endpoint has dead letters with an ordering key, whose heads are
+ * read too (in every period: a dead letter stays in its message's). Without them every
+ * read is of queued rows, so of the periods from the floor up.
+ */
+const blockedSql = (dead: boolean) => `
 with recursive ep as (
   select e.ordered_dead_letter is distinct from 'skip' as blocks
   from endpoints e where e.id = $1::text
 ),
 -- each key's lowest queued row: a skip scan, one probe of the partial index per key
 queued_heads as (
-  (select d.ordering_key, d.id from deliveries d
+  (select d.ordering_key, d.id, d.message_ms from deliveries d
    where d.endpoint_id = $1::text and d.queued and d.ordering_key is not null
+     and ${queuedBoundSql("d", "$5")}
    order by d.ordering_key, d.id limit 1)
   union all ${nextKey("queued")}
 ),
--- each key's lowest dead row, when the endpoint blocks on a dead head
+${
+  dead
+    ? `-- each key's lowest dead row, when the endpoint blocks on a dead head
 dead_lettered_heads as (
-  (select d.ordering_key, d.id from deliveries d
+  (select d.ordering_key, d.id, d.message_ms from deliveries d
    where d.endpoint_id = $1::text and d.dead_lettered and d.ordering_key is not null
      and (select blocks from ep)
    order by d.ordering_key, d.id limit 1)
   union all ${nextKey("dead_lettered")}
-),
+),`
+    : ""
+}
 heads as (
-  select ordering_key, min(id) as id
-  from (select * from queued_heads union all select * from dead_lettered_heads) a
-  group by ordering_key
+  select distinct on (ordering_key) ordering_key, id, message_ms
+  from (select * from queued_heads${dead ? " union all select * from dead_lettered_heads" : ""}) a
+  order by ordering_key, id
 )
 select d.id, d.message_id, d.ordering_key, d.status, d.updated_at, d.next_attempt_at,
        d.attempt_count, d.last_error_kind, d.last_status_code, d.last_error,
        (select count(*)::int from deliveries w
         where w.endpoint_id = d.endpoint_id and w.ordering_key = d.ordering_key
-          and w.id > d.id and w.queued and w.ordering_key is not null) as waiting
-from heads h join deliveries d on d.id = h.id
+          and w.id > d.id and w.queued and w.ordering_key is not null
+          and ${queuedBoundSql("w", "$5")}) as waiting
+-- each head in its own partition; without dead heads, a queued row's periods only
+from heads h join deliveries d on d.id = h.id and d.message_ms = h.message_ms
+  ${dead ? "" : `and ${queuedBoundSql("d", "$5")}`}
 where (d.status = 'dead_letter'
        or (d.status = 'failed' and exists (
              select 1 from deliveries w
              where w.endpoint_id = d.endpoint_id and w.ordering_key = d.ordering_key
-               and w.id > d.id and w.queued and w.ordering_key is not null)))
+               and w.id > d.id and w.queued and w.ordering_key is not null
+               and ${queuedBoundSql("w", "$5")})))
   and ($2::bigint is null or d.id > $2::bigint)
   and ($4::bigint is null or d.id = $4::bigint)
 order by d.id
 limit $3::int`;
+
+/** Whether the endpoint has a dead letter with an ordering key (every period's index). */
+const ORDERED_DEAD_SQL = namedSql<{ endpointId: string }>(
+  `select exists (select from deliveries d
+                  where d.endpoint_id = $endpointId::text and d.dead_lettered
+                    and d.ordering_key is not null) as dead`,
+  "hookrelay_ordered_dead_exists",
+);
+
+async function blockedRows(
+  db: Queryable,
+  endpointId: string,
+  after: number | null,
+  limit: number,
+  deliveryId: number | null,
+): Promise<BlockedKeyRow[]> {
+  const { rows: dead } = await db.query<{ dead: boolean }>(ORDERED_DEAD_SQL.query({ endpointId }));
+  const { rows } = await db.query(blockedSql(dead[0]?.dead === true), [
+    endpointId,
+    after,
+    limit,
+    deliveryId,
+    await queuedFromMs(db),
+  ]);
+  return rows.map(rowOf);
+}
 
 function rowOf(r: Record<string, unknown>): BlockedKeyRow {
   return {
@@ -108,8 +155,7 @@ export async function listBlockedKeys(
   endpointId: string,
   page: { after: number | null; limit: number },
 ): Promise<BlockedKeyRow[]> {
-  const { rows } = await db.query(BLOCKED_SQL, [endpointId, page.after, page.limit, null]);
-  return rows.map(rowOf);
+  return blockedRows(db, endpointId, page.after, page.limit, null);
 }
 
 /** The blocked key whose head is `deliveryId` on this endpoint, or null if it is none. */
@@ -118,8 +164,7 @@ export async function blockedHead(
   endpointId: string,
   deliveryId: number,
 ): Promise<BlockedKeyRow | null> {
-  const { rows } = await db.query(BLOCKED_SQL, [endpointId, null, 1, deliveryId]);
-  return rows[0] ? rowOf(rows[0]) : null;
+  return (await blockedRows(db, endpointId, null, 1, deliveryId))[0] ?? null;
 }
 
 /**

@@ -4,11 +4,13 @@
  * pages in PostgreSQL. The API's listing (GET /health/endpoints) pages in id order only;
  * an operator sorting 10,000 endpoints by p95 needs the order here.
  *
- * Backlog figures come from the partial index of queued rows (0007_hot_claims.sql): for a
- * sort by backlog or oldest pending they are aggregated once for all endpoints, otherwise
- * only for the rows of the page (a lateral join after the limit).
+ * Backlog figures come from the partial index of queued rows (0007_hot_claims.sql) of the
+ * periods that can hold them (db/queries/queue-bounds.ts): for a sort by backlog or oldest
+ * pending they are aggregated once for all endpoints, otherwise only for the rows of the
+ * page (a lateral join after the limit). Dead letters are counted for the page's rows.
  */
 import type { Queryable } from "../../db/pool.ts";
+import { deadLetterCounts, queuedBoundSql, queuedFromMs } from "../../db/queries/queue-bounds.ts";
 import { waitingSinceSql } from "../../db/sql/delivery-states.ts";
 
 /** Sortable columns: the expression each sorts by, and its column in the result. */
@@ -101,12 +103,12 @@ export async function endpointTable(
   const text = byQueue
     ? `with q as (
          select d.endpoint_id, ${QUEUE_COLUMNS}
-         from deliveries d where d.queued group by d.endpoint_id
+         from deliveries d where d.queued and ${queuedBoundSql("d", "$4")}
+         group by d.endpoint_id
        )
        select e.id, e.app_id, a.name as app_name, a.uid as app_uid, e.url, e.description,
               e.disabled, h.paused_until, h.circuit_state, h.success_rate, h.p50_ms, h.p95_ms,
-              h.p99_ms, h.samples, h.slow, coalesce(q.pending, 0) as pending, q.oldest_pending_at,
-              (select count(*)::int from deliveries d where d.endpoint_id = e.id and d.dead_lettered) as dead_letter
+              h.p99_ms, h.samples, h.slow, coalesce(q.pending, 0) as pending, q.oldest_pending_at
        from endpoints e
        join applications a on a.id = e.app_id
        join endpoint_health h on h.endpoint_id = e.id
@@ -125,20 +127,33 @@ export async function endpointTable(
          order by ${order}
          limit $2::int offset $3::int
        )
-       select page.*, q.pending, q.oldest_pending_at,
-              (select count(*)::int from deliveries d where d.endpoint_id = page.id and d.dead_lettered) as dead_letter
+       select page.*, q.pending, q.oldest_pending_at
        from page
        cross join lateral (
-         select ${QUEUE_COLUMNS} from deliveries d where d.endpoint_id = page.id and d.queued
+         select ${QUEUE_COLUMNS} from deliveries d
+         where d.endpoint_id = page.id and d.queued and ${queuedBoundSql("d", "$4")}
        ) q
        order by page.${column} ${dir} nulls last, page.id`;
   const [page, count] = await Promise.all([
-    db.query<EndpointTableRow>(text, [q.appId, q.limit, q.offset]),
+    db.query<Omit<EndpointTableRow, "dead_letter">>(text, [
+      q.appId,
+      q.limit,
+      q.offset,
+      await queuedFromMs(db),
+    ]),
     db.query<{ n: number }>(
       `select count(*)::int as n from endpoints e join endpoint_health h on h.endpoint_id = e.id
        where ${where}`,
       [q.appId],
     ),
   ]);
-  return { rows: page.rows, total: count.rows[0]!.n };
+  // every period's dead letters, for the page's rows only (queue-bounds.ts)
+  const dead = await deadLetterCounts(
+    db,
+    page.rows.map((r) => r.id),
+  );
+  return {
+    rows: page.rows.map((r) => ({ ...r, dead_letter: dead.get(r.id) ?? 0 })),
+    total: count.rows[0]!.n,
+  };
 }

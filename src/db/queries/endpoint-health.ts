@@ -7,6 +7,7 @@ import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
 import type { Queryable } from "../pool.ts";
 import { waitingSinceSql } from "../sql/delivery-states.ts";
 import type { PageWindow } from "./page-window.ts";
+import { deadLetterCounts, queuedBoundSql, queuedFromMs } from "./queue-bounds.ts";
 
 export interface EndpointHealthRow {
   id: string;
@@ -62,29 +63,39 @@ const HEALTH_SELECT = `
          h.concurrency_since, e.adaptive_concurrency, e.destination_kind, h.last_success_at,
          h.last_failure_at,
          h.p50_ms, h.p95_ms, h.p99_ms, h.samples, h.success_rate, h.slow, h.very_slow, h.stats_at,
-         q.pending, q.oldest_pending_at, dl.dead_letter
+         q.pending, q.oldest_pending_at
   from endpoints e
   join endpoint_health h on h.endpoint_id = e.id
-  -- per endpoint, over the partial indexes of queued and dead-lettered rows (0007_hot_claims.sql)
+  -- per endpoint, over the partial indexes of queued rows (0007_hot_claims.sql), in the
+  -- periods that can hold one ($1: queue-bounds.ts)
   cross join lateral (
     select count(*) filter (where d.status in ('pending', 'failed'))::int as pending,
            min(${waitingSinceSql("d")}) as oldest_pending_at
     from deliveries d
-    where d.endpoint_id = e.id and d.queued
-  ) q
-  cross join lateral (
-    select count(*)::int as dead_letter from deliveries d
-    where d.endpoint_id = e.id and d.dead_lettered
-  ) dl`;
+    where d.endpoint_id = e.id and d.queued and ${queuedBoundSql("d", "$1")}
+  ) q`;
+
+/** The rows with their dead letters counted (a statement of its own: every period's). */
+async function withDeadLetters(
+  db: Queryable,
+  rows: Omit<EndpointHealthRow, "dead_letter">[],
+): Promise<EndpointHealthRow[]> {
+  const counts = await deadLetterCounts(
+    db,
+    rows.map((r) => r.id),
+  );
+  return rows.map((r) => ({ ...r, dead_letter: counts.get(r.id) ?? 0 }));
+}
 
 export async function getEndpointHealth(
   db: Queryable,
   endpointId: string,
 ): Promise<EndpointHealthRow | null> {
-  const { rows } = await db.query<EndpointHealthRow>(`${HEALTH_SELECT} where e.id = $1::text`, [
+  const { rows } = await db.query<EndpointHealthRow>(`${HEALTH_SELECT} where e.id = $2::text`, [
+    await queuedFromMs(db),
     endpointId,
   ]);
-  return rows[0] ?? null;
+  return (await withDeadLetters(db, rows))[0] ?? null;
 }
 
 /** Narrows the health listing; null means "any". */
@@ -102,14 +113,21 @@ export async function listEndpointHealth(
 ): Promise<EndpointHealthRow[]> {
   const { rows } = await db.query<EndpointHealthRow>(
     `${HEALTH_SELECT}
-     where ($1::text is null or e.id ${page.op} $1::text)
-       and ($3::text is null or e.app_id = $3::text)
-       and ($4::text is null or h.circuit_state = $4::text)
-       and ($5::boolean is null or h.slow = $5::boolean)
-     order by e.id ${page.direction} limit $2::integer`,
-    [page.cursor, page.limit, filter.appId, filter.circuitState, filter.slow],
+     where ($2::text is null or e.id ${page.op} $2::text)
+       and ($4::text is null or e.app_id = $4::text)
+       and ($5::text is null or h.circuit_state = $5::text)
+       and ($6::boolean is null or h.slow = $6::boolean)
+     order by e.id ${page.direction} limit $3::integer`,
+    [
+      await queuedFromMs(db),
+      page.cursor,
+      page.limit,
+      filter.appId,
+      filter.circuitState,
+      filter.slow,
+    ],
   );
-  return rows;
+  return withDeadLetters(db, rows);
 }
 
 export interface CircuitEventRow {
