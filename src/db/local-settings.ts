@@ -1,7 +1,8 @@
 /**
  * One statement run with settings of its own, in one round trip: the claim's JIT off, the
- * claim's and the result write's generic plans (docs/delivery.md, "The claim and JIT";
- * docs/performance.md, scenario 3's history).
+ * claim's and the result write's generic plans, the claim's plan of index probes
+ * (docs/delivery.md, "The claim and JIT" and "The claim's plan"; docs/performance.md,
+ * scenario 3's history).
  *
  * PostgreSQL plans a statement at its Bind, and reads `jit` and `plan_cache_mode` then. So
  * the query is sent as one pipeline of extended-protocol messages closed by a single Sync:
@@ -30,10 +31,31 @@ export interface LocalSettings {
    * runs on each connection one by one (custom plans) before settling on the generic plan
    */
   plan_cache_mode?: "force_generic_plan";
+  /** no scan of a whole table where an index can be read instead */
+  enable_seqscan?: "off";
+  /** no bitmap scans: they read every matching index entry before the first row */
+  enable_bitmapscan?: "off";
+  /** no hash joins: their inner side is read whole */
+  enable_hashjoin?: "off";
+  /** no merge joins: each side is read in order until the other ends */
+  enable_mergejoin?: "off";
 }
 
 export const WITHOUT_JIT: LocalSettings = { jit: "off" };
 export const GENERIC_PLAN: LocalSettings = { plan_cache_mode: "force_generic_plan" };
+/**
+ * A plan of nested loops over index scans, whatever the statistics say: for a statement that
+ * reads a few rows through indexes (the claim), where a hash or merge join, a bitmap or a
+ * sequential scan reads a whole table or index, and a plan built while a table looked empty
+ * (a fresh database, a new period's partition) would pick one (docs/delivery.md, "The
+ * claim's plan"). Each is only made costlier: where no index serves, PostgreSQL still scans.
+ */
+export const INDEX_PROBES: LocalSettings = {
+  enable_seqscan: "off",
+  enable_bitmapscan: "off",
+  enable_hashjoin: "off",
+  enable_mergejoin: "off",
+};
 
 /** `select set_config(...)` for each setting, until the end of the transaction. */
 function settingSql(settings: LocalSettings): string {

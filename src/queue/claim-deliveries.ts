@@ -7,6 +7,7 @@
 import pg from "pg";
 import {
   GENERIC_PLAN,
+  INDEX_PROBES,
   type LocalSettings,
   queryWithLocalSettings,
   WITHOUT_JIT,
@@ -331,9 +332,13 @@ left join health h on h.endpoint_id = c.endpoint_id
  * itself takes (docs/delivery.md, "The claim and JIT"). Its generic plan from the first run
  * on each connection: planning the claim takes 5-15 ms, and PostgreSQL would otherwise plan
  * its first five runs on every connection one by one before settling on the generic plan
- * (docs/performance.md, scenario 3's history).
+ * (docs/performance.md, scenario 3's history). Index probes only (INDEX_PROBES): that
+ * generic plan is built once per connection from whatever statistics the tables have then,
+ * and kept until one of them changes; built while deliveries looked empty (a worker started
+ * before the backlog came, a period's partition before its first row) it hash-joined or
+ * bitmap-scanned every queued row for each endpoint (docs/delivery.md, "The claim's plan").
  */
-const CLAIM_SETTINGS: LocalSettings = { ...WITHOUT_JIT, ...GENERIC_PLAN };
+export const CLAIM_SETTINGS: LocalSettings = { ...WITHOUT_JIT, ...GENERIC_PLAN, ...INDEX_PROBES };
 
 /**
  * Claims due deliveries. On a pool (the worker's way): in a transaction of its own on one

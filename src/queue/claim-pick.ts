@@ -28,18 +28,26 @@ const inPeriods = (alias: string) =>
  * (ORDER_HEAD_SQL: two backward probes of migration 0020's partial indexes per row). A row
  * another claim is taking is still queued in this statement's snapshot, so two claims never
  * take two rows of one key.
+ *
+ * Each probe is written as its index's nearest entry (the key's latest earlier id): only
+ * deliveries_ordered_queued_idx and deliveries_ordered_dead_idx give that order without a
+ * sort, so the plan reads them whatever the statistics say. Written as `exists`, a plan built
+ * while the dead letters looked few took deliveries_dead_letter_order_idx (updated_at, id)
+ * for the dead-letter probe, which reads every dead letter below the row's id (seen in
+ * scenario 13's slow runs: docs/performance.md, "The claim's plan and the statistics").
  */
+const earlierSql = (flag: "queued" | "dead_lettered") => `
+          (select o.id from deliveries o
+           where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
+             and o.id < d.id and o.${flag}
+           order by o.id desc
+           limit 1)`;
+
 const ORDER_HEAD_SQL = `
-        not exists (
-          select 1 from deliveries o
-          where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
-            and o.id < d.id and o.queued)
-        and not exists (
-          select 1 from deliveries o
-          where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
-            and o.id < d.id and o.dead_lettered
-            and exists (select 1 from endpoints e
-                        where e.id = d.endpoint_id and e.ordered_dead_letter is distinct from 'skip'))`;
+        ${earlierSql("queued")} is null
+        and (${earlierSql("dead_lettered")} is null
+             or not exists (select 1 from endpoints e
+                            where e.id = d.endpoint_id and e.ordered_dead_letter is distinct from 'skip'))`;
 
 /**
  * Unordered rows, oldest due first, through deliveries_unordered_due_idx (migration 0022:
@@ -84,8 +92,8 @@ const KEYS_SQL = `
  * Each key's head, from KEYS_SQL's `k`. The head is taken when it is due and not in
  * flight (in flight, its key has nothing to take), and no earlier row of its key is
  * dead-lettered, unless the endpoint's orderedDeadLetter is "skip": a probe of
- * deliveries_ordered_dead_idx per head (nested under the endpoint's test, so it never
- * becomes a join over every dead letter). A head another claim took since this statement's
+ * deliveries_ordered_dead_idx per head (ORDER_HEAD_SQL's, nested under the endpoint's test,
+ * so it never becomes a join over every dead letter). A head another claim took since this statement's
  * snapshot is rechecked in its newest version when it is locked, and dropped; the row
  * behind it is no head in this snapshot.
  */
@@ -99,10 +107,7 @@ const KEY_HEADS_SQL = `
          and not exists (
            select 1 from endpoints e
            where e.id = r.endpoint_id and e.ordered_dead_letter is distinct from 'skip'
-             and exists (
-               select 1 from deliveries o
-               where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
-                 and o.id < d.id and o.dead_lettered))
+             and ${earlierSql("dead_lettered")} is not null)
        order by d.next_attempt_at
        limit greatest(r.room, 0)
        for update of d skip locked`;
