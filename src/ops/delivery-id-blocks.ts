@@ -15,6 +15,7 @@
  */
 import type { Pool } from "../db/pool.ts";
 import { BLOCK_BITS } from "../db/sql/delivery-id-blocks.ts";
+import { listPartitions } from "./attempt-partitions.ts";
 
 /** Blocks summarized per statement (1,048,576 ids: each reads their rows' message_ms). */
 const BLOCKS_PER_STEP = 16;
@@ -86,4 +87,26 @@ export async function summarizeDeliveryIdBlocks(
     );
   }
   return { doneBelow, written };
+}
+
+/**
+ * Deletes the blocks whose deliveries are all gone: retention's last step, after its drops.
+ * A block's rows are all gone when its greatest message_ms is older than the oldest period's
+ * start (so none is in a period) and the default partition holds none of its ids (rows
+ * waiting for their period, and the backlog a dropped period left there: one probe of its
+ * id index per block). Blocks of legacy rows (message_ms 0) are kept. Deleting a block whose
+ * rows were still there would cost only speed: a lookup of an id without its block reads
+ * every period, and finds the row. Returns the blocks deleted.
+ */
+export async function deleteGoneDeliveryIdBlocks(pool: Pool): Promise<number> {
+  const periods = (await listPartitions(pool, "deliveries")).filter((p) => p.lo >= 1);
+  if (periods.length === 0) return 0;
+  const { rowCount } = await pool.query(
+    `delete from delivery_id_blocks b
+     where b.min_ms >= 1 and b.max_ms < $1::bigint
+       and not exists (select from deliveries_default d
+                       where d.id >= b.block << ${BLOCK_BITS} and d.id < (b.block + 1) << ${BLOCK_BITS})`,
+    [periods[0]!.lo],
+  );
+  return rowCount ?? 0;
 }

@@ -30,6 +30,7 @@ import {
   dropAttemptPartitionsBefore,
   mayManagePartitions,
 } from "./attempt-partitions.ts";
+import { deleteGoneDeliveryIdBlocks } from "./delivery-id-blocks.ts";
 import { dropMessagePartitionsBefore } from "./message-partitions.ts";
 import type { PartitionOwner } from "./partition-owner.ts";
 
@@ -208,5 +209,7 @@ export async function purgeExpiredUntil(
       if (Date.now() >= until) return { deleted, done: false, droppedPartitions };
     }
   }
+  // the id blocks of deliveries no longer stored (delivery-id-blocks.ts)
+  await deleteGoneDeliveryIdBlocks(pool);
   return { deleted, done: true, droppedPartitions };
 }
