@@ -21,6 +21,7 @@ import {
 } from "./helpers/deliveries.ts";
 import { successResult } from "./helpers/delivery-result.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { setInFlight } from "./helpers/in-flight.ts";
 import type { Reply } from "./helpers/receiver.ts";
 import { waitFor } from "./helpers/receiver.ts";
 
@@ -475,10 +476,11 @@ test("the rule reads an answer's latency less the worker's lateness meanwhile", 
   );
   await h.db.pool.query(
     `update endpoint_health set concurrency_limit = 8, concurrency_reason = 'at_max',
-       concurrency_since = now() - interval '1 minute', latency_floor_ms = 10, in_flight = 8
+       concurrency_since = now() - interval '1 minute', latency_floor_ms = 10
      where endpoint_id = any ($1::text[])`,
     [[late, slow]],
   );
+  await setInFlight(h.db.pool, [late, slow], 8);
   const answered = (
     endpointId: string,
     latencyMs: number,
@@ -583,10 +585,11 @@ test("a broker endpoint's limit starts at its maxInFlight and is not cut for lat
   );
   await h.db.pool.query(
     `update endpoint_health set concurrency_limit = 8, concurrency_reason = 'at_max',
-       concurrency_since = now() - interval '1 minute', latency_floor_ms = 10, in_flight = 8
+       concurrency_since = now() - interval '1 minute', latency_floor_ms = 10
      where endpoint_id = any ($1::text[])`,
     [[broker, web]],
   );
+  await setInFlight(h.db.pool, [broker, web], 8);
   const result = (endpointId: string, changes: Partial<DeliveryResult>) => {
     const row = rowsOf.find((r) => r.endpoint_id === endpointId)!;
     return successResult({

@@ -21,6 +21,7 @@ import {
   startScriptedReceiver,
 } from "./helpers/deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { inFlightOf } from "./helpers/in-flight.ts";
 import { waitFor } from "./helpers/receiver.ts";
 import { makeTestClock } from "./helpers/test-clock.ts";
 
@@ -59,7 +60,8 @@ interface Health {
 
 async function health(endpointId: string): Promise<Health> {
   const { rows } = await h.db.pool.query(
-    `select circuit_state, consecutive_failures, in_flight, paused_until, concurrency_limit
+    `select circuit_state, consecutive_failures, ${inFlightOf("$1")} as in_flight, paused_until,
+            concurrency_limit
      from endpoint_health where endpoint_id = $1`,
     [endpointId],
   );

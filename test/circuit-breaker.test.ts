@@ -17,7 +17,7 @@ import { WORK_CHANNEL } from "../src/db/work-channel.ts";
 import { resetCircuit } from "../src/health/circuit-transitions.ts";
 import { claimableAt } from "./helpers/claimable.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
-import { expectNoInFlightCounters } from "./helpers/in-flight.ts";
+import { expectNoInFlightCounters, inFlightOf } from "./helpers/in-flight.ts";
 import { killAll, startWorkers } from "./helpers/processes.ts";
 import { type Receiver, type Reply, startReceiver, waitFor } from "./helpers/receiver.ts";
 
@@ -68,7 +68,8 @@ async function send(appId: string, count: number): Promise<void> {
 
 async function healthRow(endpointId: string) {
   const { rows } = await h.db.pool.query(
-    `select circuit_state, consecutive_failures, cooldown_ms, in_flight, probe_delivery_id,
+    `select circuit_state, consecutive_failures, cooldown_ms, ${inFlightOf("$1")} as in_flight,
+            probe_delivery_id,
             opened_at, open_until,
             (extract(epoch from open_until - opened_at) * 1000)::float8 as open_for_ms
      from endpoint_health where endpoint_id = $1`,

@@ -21,6 +21,7 @@ import {
   startScriptedReceiver,
 } from "./helpers/deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { setInFlight } from "./helpers/in-flight.ts";
 import { waitFor } from "./helpers/receiver.ts";
 
 const DAY = 86_400_000;
@@ -139,7 +140,7 @@ async function clearQueue() {
   await h.db.pool.query(
     "update deliveries set status = 'delivered', lease_expires_at = null where queued",
   );
-  await h.db.pool.query("update endpoint_health set in_flight = 0");
+  await setInFlight(h.db.pool, null, 0);
 }
 
 describe("the claim's periods", () => {

@@ -1,7 +1,9 @@
 /**
  * Claims, the queue's hand-out of due deliveries to workers, beside other writers: a
  * result carrying a stale claim token changes nothing while the current one applies; a
- * claim waits for an endpoint's health row held by a result write; racing claims never
+ * claim does not wait for an endpoint's health row held by a result write, and reads the
+ * write's rows as still in flight until it commits; a probe is single when two claims
+ * meet on an open circuit; racing claims never
  * take a row twice; a claim rewrites its rows in place, leases them in one claims row and
  * commits without a flush wait; expired leases are handed back once; and stop() cuts off a
  * request still running at the drain deadline and releases its row unused.
@@ -21,6 +23,7 @@ import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { type DeliveryResult, recordResults } from "../src/queue/record-results.ts";
 import { releaseLostClaims } from "../src/queue/release-deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { inFlightOf } from "./helpers/in-flight.ts";
 import { startRawServer } from "./helpers/raw-server.ts";
 import { waitFor } from "./helpers/receiver.ts";
 
@@ -123,11 +126,8 @@ describe("claim tokens", () => {
 
       const health = h2.config.health;
       const inFlightCount = async () =>
-        (
-          await h2.db.pool.query("select in_flight from endpoint_health where endpoint_id = $1", [
-            ep.body.id,
-          ])
-        ).rows[0]?.in_flight;
+        (await h2.db.pool.query(`select ${inFlightOf("$1")} as in_flight`, [ep.body.id])).rows[0]
+          ?.in_flight;
       const before = (await h2.db.pool.query("select * from deliveries")).rows[0];
       expect(before.status).toBe("in_flight");
       expect(before.claim_token).toBe(tokenB);
@@ -217,31 +217,103 @@ describe("claims and concurrent writers", () => {
     return ep.body.id;
   }
 
-  test("a claim waits for an endpoint's health row held by a result write, then takes its rows", async () => {
-    // Its own database and no worker: only this test claims.
+  test("a claim does not wait for an endpoint's health row held by a result write, and takes its rows", async () => {
+    // Its own database and no worker: only this test claims. Claims lock the endpoints'
+    // claim rows (endpoint_claim_state); the health row is the result write's
+    // (migration 0041), so a write holding it no longer holds back any claim.
     const h2 = await startHarness();
     try {
       const endpointId = await endpointWithMessages(h2, 5);
-      let claimed: ClaimedDelivery[] | null = null;
       await withTransaction(h2.db.pool, async (writer) => {
         // what a result write holds between its apply statement and its commit
         await writer.query("select 1 from endpoint_health where endpoint_id = $1 for update", [
           endpointId,
         ]);
+        // (were it to wait for that row, this would never resolve: the test's timeout)
+        const claimed = await claimDeliveries(h2.db.pool, options());
+        expect(claimed).toHaveLength(5);
+      });
+    } finally {
+      await h2.close();
+    }
+  });
+
+  test("a claim beside a result write that has not committed counts the write's rows still in flight: it takes less room, never more", async () => {
+    const h2 = await startHarness();
+    try {
+      const endpointId = await endpointWithMessages(h2, 5);
+      await h2.db.pool.query("update endpoints set max_in_flight = 3 where id = $1", [endpointId]);
+      const token = randomUUID();
+      const first = await claimDeliveries(h2.db.pool, options({ claimToken: token, limit: 2 }));
+      expect(first).toHaveLength(2);
+      const health = h2.config.health;
+      await withTransaction(h2.db.pool, async (writer) => {
+        // a result write of both rows, applied but not committed: it holds the health row
+        expect(
+          await recordResults(
+            writer,
+            first.map((c) => resultFor(c, token)),
+            health,
+          ),
+        ).toBe(2);
+        // the claim reads the released count as committed: 2 of 3 still in flight, 1 free
+        const during = await claimDeliveries(h2.db.pool, options());
+        expect(during).toHaveLength(1);
+      });
+      // committed: the write's 2 rows are free again, 1 is in flight: 2 more of the 3
+      const after = await claimDeliveries(h2.db.pool, options());
+      expect(after).toHaveLength(2);
+      const { rows } = await h2.db.pool.query(
+        `select ${inFlightOf("$1")} as counted,
+                (select count(*)::int from deliveries where endpoint_id = $1 and status = 'in_flight') as actual`,
+        [endpointId],
+      );
+      expect(rows[0]).toEqual({ counted: 3, actual: 3 });
+    } finally {
+      await h2.close();
+    }
+  });
+
+  test("an open circuit's probe: a claim waits for the health row another claim's probe holds, then takes nothing", async () => {
+    const h2 = await startHarness();
+    try {
+      const endpointId = await endpointWithMessages(h2, 5);
+      // open, its cooldown over: the next claim takes exactly one probe
+      await h2.db.pool.query(
+        `update endpoint_health set circuit_state = 'open', opened_at = now() - interval '1 hour',
+           open_until = now() - interval '1 second', cooldown_ms = 1000
+         where endpoint_id = $1`,
+        [endpointId],
+      );
+      let second: ClaimedDelivery[] | null = null;
+      await withTransaction(h2.db.pool, async (first) => {
+        // the first claim, not committed yet: it holds the claim row and the health row
+        const probe = await claimDeliveries(first, options());
+        expect(probe.map((c) => c.isProbe)).toEqual([true]);
         const claim = claimDeliveries(h2.db.pool, options()).then((rows) => {
-          claimed = rows;
+          second = rows;
         });
-        // waiting for that row's lock, not skipping past the endpoint
         await waitFor(
           async () => (await lockWaits(h2, "no_flush_wait as")) === 1,
           5_000,
-          "the claim to wait for the health row",
+          "the second claim to wait",
         );
-        expect(claimed).toBeNull();
+        expect(second).toBeNull();
+        // When the first claim commits, the second reads the circuit in its newest version
+        // (half_open, its probe under way) because it locks the health row of a circuit
+        // that is not closed: read as its snapshot had it (open, its cooldown over), it
+        // would take a second probe.
         void claim;
       });
-      await waitFor(() => claimed !== null, 5_000, "the claim");
-      expect(claimed!).toHaveLength(5);
+      await waitFor(() => second !== null, 5_000, "the second claim");
+      expect(second!).toEqual([]);
+      const { rows } = await h2.db.pool.query(
+        `select (select circuit_state from endpoint_health where endpoint_id = $1) as state,
+                (select count(*)::int from circuit_events where endpoint_id = $1 and to_state = 'half_open') as probes,
+                (select count(*)::int from deliveries where endpoint_id = $1 and status = 'in_flight') as in_flight`,
+        [endpointId],
+      );
+      expect(rows[0]).toEqual({ state: "half_open", probes: 1, in_flight: 1 });
     } finally {
       await h2.close();
     }
@@ -258,7 +330,7 @@ describe("claims and concurrent writers", () => {
       expect(new Set(ids).size).toBe(ids.length);
       expect(ids).toHaveLength(20); // the default max in flight of the endpoint
       const { rows } = await h2.db.pool.query(
-        `select (select in_flight from endpoint_health where endpoint_id = $1) as counted,
+        `select ${inFlightOf("$1")} as counted,
                 (select count(*)::int from deliveries where endpoint_id = $1 and status = 'in_flight') as actual`,
         [endpointId],
       );
@@ -367,7 +439,7 @@ describe("claims and concurrent writers", () => {
       ]);
       expect(released[0] + released[1]).toBe(5);
       const { rows } = await h2.db.pool.query(
-        `select (select in_flight from endpoint_health where endpoint_id = $1) as in_flight,
+        `select ${inFlightOf("$1")} as in_flight,
                 (select count(*)::int from deliveries where endpoint_id = $1 and status = 'pending'
                    and claim_token is null and attempt_count = 0) as pending,
                 (select count(*)::int from claims) as claims`,
@@ -413,7 +485,7 @@ describe("claims and concurrent writers", () => {
       const { rows } = await h2.db.pool.query(
         `select d.status, d.attempt_count, d.claim_token,
                 (select count(*)::int from attempts a where a.delivery_id = d.id) as attempts,
-                (select in_flight from endpoint_health where endpoint_id = d.endpoint_id) as in_flight,
+                ${inFlightOf("d.endpoint_id")} as in_flight,
                 (select count(*)::int from claims) as claims
          from deliveries d where d.message_id = $1 and d.endpoint_id = $2`,
         [msg.body.id, ep.body.id],

@@ -21,6 +21,7 @@ import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
 import { makeLiveness } from "../src/worker/liveness.ts";
 import { makeWorker, type Worker } from "../src/worker/worker.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { inFlightOf } from "./helpers/in-flight.ts";
 import { startReceiver, waitFor } from "./helpers/receiver.ts";
 import { DEAD_URL, newApp, newEndpoint } from "./helpers/seeded-deliveries.ts";
 
@@ -46,7 +47,7 @@ async function claimAs(lock: number | null, limit = 10) {
 
 async function endpointState(endpointId: string) {
   const { rows } = await h.db.pool.query(
-    `select h.in_flight, h.circuit_state, h.probe_until <= now() as probe_free,
+    `select ${inFlightOf("h.endpoint_id")} as in_flight, h.circuit_state, h.probe_until <= now() as probe_free,
             (select count(*)::int from deliveries d where d.endpoint_id = h.endpoint_id and d.status = 'pending' and d.attempt_count = 0) as pending
      from endpoint_health h where h.endpoint_id = $1`,
     [endpointId],

@@ -11,7 +11,7 @@ import { reconcileInFlight } from "../src/health/in-flight.ts";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { claimableAt } from "./helpers/claimable.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
-import { expectNoInFlightCounters } from "./helpers/in-flight.ts";
+import { expectNoInFlightCounters, setInFlight } from "./helpers/in-flight.ts";
 import { killAll, startWorkers } from "./helpers/processes.ts";
 import { type Receiver, type Reply, startReceiver, waitFor } from "./helpers/receiver.ts";
 
@@ -210,9 +210,7 @@ test("Retry-After: 2 pauses that endpoint for about 2 s and no other", async () 
 test("reconcileInFlight repairs a corrupted in-flight counter", async () => {
   const ep = await makeEndpoint("drifted", { maxInFlight: 2 });
   // A counter stuck at the limit blocks the endpoint although nothing is in flight.
-  await h.db.pool.query("update endpoint_health set in_flight = 2 where endpoint_id = $1", [
-    ep.endpointId,
-  ]);
+  await setInFlight(h.db.pool, [ep.endpointId], 2);
   await enqueue(ep.appId, 3);
   // no claim takes them while the counter says the endpoint is full
   expect(await claimableAt(h, ep.endpointId)).toEqual([]);
@@ -226,16 +224,14 @@ test("reconcileInFlight repairs a corrupted in-flight counter", async () => {
   );
 
   // And a counter below the truth (it would let too many through) is raised to it.
-  await h.db.pool.query("update endpoint_health set in_flight = -3 where endpoint_id = $1", [
-    ep.endpointId,
-  ]);
+  await setInFlight(h.db.pool, [ep.endpointId], -3);
   expect(await reconcileInFlight(h.db.pool)).toBe(1);
   expect(await reconcileInFlight(h.db.pool)).toBe(0);
   await expectNoInFlightCounters(h.db.pool);
 });
 
 // Regression: finished requests used to wake the loop before their results were written
-// (which is what frees endpoint_health.in_flight), so a claim found no room and the worker
+// (which is what frees the endpoint's in-flight room), so a claim found no room and the worker
 // slept a whole poll interval: a backlog to one endpoint drained at maxInFlight per poll
 // interval. The loop is now woken after every written batch. With a 60 s poll interval, a
 // worker that relied on polling could not drain 80 rows (4 rounds of 20) in time.

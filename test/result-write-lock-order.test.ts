@@ -17,6 +17,7 @@ import { ID_PREFIX, newId } from "../src/ids.ts";
 import { recordResults } from "../src/queue/record-results.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { successResult } from "./helpers/delivery-result.ts";
+import { inFlightOf, setInFlight } from "./helpers/in-flight.ts";
 
 let db: TestDb;
 beforeAll(async () => {
@@ -53,7 +54,7 @@ test("a result write inserts its attempts and latency samples before it locks a 
      returning id, message_ms`,
     [messageId, token],
   );
-  await pool.query("update endpoint_health set in_flight = 1 where endpoint_id = 'ep_lo'");
+  await setInFlight(pool, ["ep_lo"], 1);
 
   // the endpoint's health row, held as a claim of another worker holds it
   const holder = await pool.connect();
@@ -103,7 +104,7 @@ test("a result write inserts its attempts and latency samples before it locks a 
   expect(await write).toBe(1);
   const { rows: after } = await pool.query(
     `select (select status from deliveries where id = $1) as status,
-            (select in_flight from endpoint_health where endpoint_id = 'ep_lo') as in_flight,
+            ${inFlightOf("'ep_lo'")} as in_flight,
             (select count(*)::int from attempts where delivery_id = $1) as attempts`,
     [rows[0].id],
   );

@@ -332,6 +332,17 @@ table delivery_id_blocks (
   constraint delivery_id_blocks_pkey PRIMARY KEY (block)
 );
 
+table endpoint_claim_state (
+  endpoint_id text not null,
+  claimed bigint not null default 0,
+  tokens_second double precision,
+  tokens_minute double precision,
+  tokens_hour double precision,
+  tokens_at timestamp with time zone,
+  constraint endpoint_claim_state_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
+  constraint endpoint_claim_state_pkey PRIMARY KEY (endpoint_id)
+);
+
 table endpoint_health (
   endpoint_id text not null,
   circuit_state text not null default 'closed'::text,
@@ -341,12 +352,7 @@ table endpoint_health (
   open_until timestamp with time zone,
   probe_delivery_id bigint,
   probe_until timestamp with time zone,
-  in_flight integer not null default 0,
   paused_until timestamp with time zone,
-  tokens_second double precision,
-  tokens_minute double precision,
-  tokens_hour double precision,
-  tokens_at timestamp with time zone,
   last_success_at timestamp with time zone,
   last_failure_at timestamp with time zone,
   p50_ms integer,
@@ -361,6 +367,7 @@ table endpoint_health (
   concurrency_reason text,
   concurrency_since timestamp with time zone,
   latency_floor_ms double precision,
+  released bigint not null default 0,
   constraint endpoint_health_circuit_state_check CHECK ((circuit_state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text]))),
   constraint endpoint_health_concurrency_reason_check CHECK ((concurrency_reason = ANY (ARRAY['starting'::text, 'growing'::text, 'at_max'::text, 'resuming'::text, 'latency_rising'::text, 'rate_limited'::text, 'timeouts'::text]))),
   constraint endpoint_health_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES endpoints(id) ON DELETE CASCADE,
@@ -649,6 +656,7 @@ CREATE INDEX deliveries_legacy_unordered_due_idx ON public.deliveries_legacy USI
 CREATE UNIQUE INDEX delivery_floor_pkey ON public.delivery_floor USING btree (one);
 CREATE UNIQUE INDEX delivery_id_block_marks_pkey ON public.delivery_id_block_marks USING btree (one);
 CREATE UNIQUE INDEX delivery_id_blocks_pkey ON public.delivery_id_blocks USING btree (block);
+CREATE UNIQUE INDEX endpoint_claim_state_pkey ON public.endpoint_claim_state USING btree (endpoint_id);
 CREATE UNIQUE INDEX endpoint_health_pkey ON public.endpoint_health USING btree (endpoint_id);
 CREATE INDEX endpoint_secrets_endpoint_idx ON public.endpoint_secrets USING btree (endpoint_id);
 CREATE UNIQUE INDEX endpoint_secrets_pkey ON public.endpoint_secrets USING btree (id);

@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { WORKER_LOCK_CLASS } from "../src/queue/worker-lock.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { inFlightOf } from "./helpers/in-flight.ts";
 import { type HookrelayProcess, isRunning, killAll, startWorkers } from "./helpers/processes.ts";
 import { waitFor } from "./helpers/receiver.ts";
 
@@ -234,7 +235,8 @@ test("a SIGKILLed worker's deliveries go out again from another worker long befo
     expect(r).toMatchObject({ status: "delivered", attempt_count: 1, attempts: 1 });
   }
   const { rows: health } = await h.db.pool.query(
-    "select endpoint_id, in_flight, circuit_state from endpoint_health where endpoint_id = any ($1::text[]) order by endpoint_id",
+    `select h.endpoint_id, ${inFlightOf("h.endpoint_id")} as in_flight, h.circuit_state
+     from endpoint_health h where h.endpoint_id = any ($1::text[]) order by h.endpoint_id`,
     [[single.endpointId, wide.endpointId, probed.endpointId]],
   );
   for (const row of health) expect(row).toMatchObject({ in_flight: 0, circuit_state: "closed" });

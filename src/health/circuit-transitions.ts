@@ -35,13 +35,18 @@
  * circuit stays half_open).
  *
  * All of them run with the endpoint's health row locked, so workers never race on a
- * transition; every writer of endpoint_health locks its rows in endpoint id order, so none
- * can deadlock. The SQL parts name their parameters (src/db/named-sql.ts).
+ * transition: a claim locks the health rows of the circuits its snapshot shows not closed
+ * (after its claim rows, endpoint_claim_state), and reads a closed one without waiting for
+ * a result write that holds it, as a claim made just before that write would have read it
+ * (docs/delivery.md, "Claims and result writes lock different rows"). Every writer of
+ * endpoint_health locks its rows in endpoint id order, and nothing holding a health row
+ * waits for a claim row, so none can deadlock. The SQL parts name their parameters (src/db/named-sql.ts).
  */
 import type { HealthConfig } from "../config.ts";
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NOW_SQL } from "../db/sql/clock.ts";
+import { inFlightSql } from "../db/sql/in-flight.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import { concurrencySet, concurrencyStepSql } from "./concurrency-limit.ts";
 
@@ -59,9 +64,12 @@ export const admitsClaimSql = (h: string) =>
          or (${h}.circuit_state = 'open' and ${h}.open_until <= ${NOW_SQL})
          or (${h}.circuit_state = 'half_open' and ${h}.probe_until <= ${NOW_SQL}))`;
 
-/** The rows a claim may take from an endpoint: its free room if closed, else the one probe. */
-export const claimRoomSql = (h: string, freeRoom: string) =>
-  `case when ${h}.circuit_state = 'closed' then ${freeRoom} else 1 end`;
+/**
+ * The rows a claim may take from an endpoint whose circuit is in `state` (an SQL
+ * expression): its free room if closed, else the one probe.
+ */
+export const claimRoomSql = (state: string, freeRoom: string) =>
+  `case when ${state} = 'closed' then ${freeRoom} else 1 end`;
 
 /**
  * The SET items of the claim's health update: a circuit that was not closed becomes
@@ -127,12 +135,16 @@ export const outcomeTransitionsSql = `
 -- changed while this one waited comes back in its newest version.
 locked as (
   select h.endpoint_id, h.circuit_state, h.probe_delivery_id, h.very_slow, h.cooldown_ms,
-         h.consecutive_failures, h.in_flight, h.concurrency_limit, h.concurrency_reason,
-         h.concurrency_since, h.latency_floor_ms
+         h.consecutive_failures, h.concurrency_limit, h.concurrency_reason,
+         h.concurrency_since, h.latency_floor_ms,
+         -- (the claims' count as of this statement's snapshot, not locked: claims never wait
+         -- for a result write, nor it for them; it only steers the adaptive limit's growth)
+         ${inFlightSql("c", "h")} as in_flight
   from endpoint_health h
+  join endpoint_claim_state c on c.endpoint_id = h.endpoint_id
   where h.endpoint_id in (select endpoint_id from i)
   order by h.endpoint_id
-  for update
+  for update of h
 ),
 cur as (
   select h.endpoint_id, h.circuit_state, h.probe_delivery_id, h.very_slow,
@@ -165,7 +177,7 @@ nxt as (
 ${concurrencyStepSql(effectiveSql("e", "maxInFlight"), `${effectiveSql("e", "adaptiveConcurrency")} = 'on'`)},
 changed as (
   update endpoint_health h
-  set in_flight = greatest(h.in_flight - i.applied, 0),
+  set released = h.released + i.applied,
       consecutive_failures = case when n.to_state = 'closed' and n.circuit_state = 'half_open' then 0
                                   else n.failures end,
       last_success_at = greatest(h.last_success_at, i.last_ok_at),

@@ -16,6 +16,7 @@ import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NOW_SQL, type NowParam } from "../db/sql/clock.ts";
 import { claimSet } from "../db/sql/delivery-states.ts";
+import { inFlightSql } from "../db/sql/in-flight.ts";
 import type { OutboundDelivery } from "../delivery/transport.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
 import { INTERVAL_MS } from "../domain/partition-interval.ts";
@@ -83,14 +84,21 @@ export interface ClaimedDelivery extends OutboundDelivery {
 //
 // ready    Endpoints that may send now: enabled, not paused by a Retry-After, below their
 //          in-flight limit (their adaptive limit within maxInFlight, which also resumes
-//          them gradually after a pause: docs/adaptive-concurrency.md), circuit closed (or open with its cooldown
-//          over, or half-open with its probe lost), and with at least one due row. Their endpoint_health rows
-//          are locked in id order (as every writer of them locks), so the in-flight count
-//          and token buckets read here are exact across all workers. A row another worker
-//          holds (its claim, or the few milliseconds a result write holds it) is waited
-//          for, not skipped: skipping made a claim that overlapped a result write miss
-//          most endpoints. A row changed while waiting is read in its newest version and
-//          checked again.
+//          them gradually after a pause: docs/adaptive-concurrency.md), circuit closed (or
+//          open with its cooldown over, or half-open with its probe lost), and with at
+//          least one due row. Their claim rows (endpoint_claim_state: rows claimed, token
+//          buckets) are locked in id order, so the claimed count and the buckets read here
+//          are exact across all workers; a row another claim holds is waited for, not
+//          skipped (skipping made overlapping claims miss most endpoints), and read in its
+//          newest version. The health row (the result write's: rows released, circuit,
+//          pause, adaptive limit) is read as this statement's snapshot has it, without
+//          waiting for a write that holds it (docs/delivery.md, "Claims and result writes
+//          lock different rows"): a stale `released` counts a row in flight that is not any
+//          more (less room, never more), and a stale circuit, pause or limit is what a claim
+//          made just before that write would have read.
+// probing  The circuits that were not closed in the snapshot: their health rows locked,
+//          in id order after the claim rows, and read in their newest version, so two
+//          claims never both take a probe.
 // budget   Per endpoint: free in-flight room, capped by the refilled token buckets; an
 //          endpoint whose cooldown is over gets room for exactly one probe.
 // picked   Endpoints in random order (under a backlog every endpoint gets its share of a
@@ -103,8 +111,8 @@ export interface ClaimedDelivery extends OutboundDelivery {
 //          the worker's lock is free (it died: docs/worker-liveness.md) or the lease runs
 //          out before it has written every result, the rows are handed back
 //          (releaseLostClaims). The
-//          health rows take the new in-flight count, the spent tokens and, for a probe,
-//          the half_open state (recorded in circuit_events).
+//          claim rows take the new claimed count and the spent tokens; for a probe, the
+//          health row the half_open state (recorded in circuit_events).
 //
 // The circuit's parts (which endpoints a claim admits, the probe) are its transitions in
 // src/health/circuit-transitions.ts; the rows' own is claimSet (db/sql/delivery-states.ts).
@@ -176,28 +184,42 @@ bounds as materialized (
   ${BOUNDS_SQL}
 ),
 ready as (
-  select h.endpoint_id, h.circuit_state, h.in_flight, h.tokens_second, h.tokens_minute,
-         h.tokens_hour, h.tokens_at, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
+  select c.endpoint_id, h.circuit_state, ${inFlightSql("c", "h")} as in_flight,
+         c.tokens_second, c.tokens_minute,
+         c.tokens_hour, c.tokens_at, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
          ${CLAIM_LIMIT_SQL} as conc_limit,
          -- Svix's throttleRate is a per-second limit
          ${effectiveSql("e", "ratePerSecond")} as rate_per_second,
          e.rate_per_minute, e.rate_per_hour, x.lo_ms, x.hi_ms
-  from endpoint_health h
-  join endpoints e on e.id = h.endpoint_id
+  from endpoint_claim_state c
+  join endpoint_health h on h.endpoint_id = c.endpoint_id
+  join endpoints e on e.id = c.endpoint_id
   cross join bounds x
   where not e.disabled
     and (h.paused_until is null or h.paused_until <= ${NOW_SQL})
-    and h.in_flight < ${CLAIM_LIMIT_SQL}
+    and ${inFlightSql("c", "h")} < ${CLAIM_LIMIT_SQL}
     and ${admitsClaimSql("h")}
     -- (a row's probe, its first entry: written as a join, PostgreSQL may hash every queued row)
     and (select d.id from deliveries d
-         where d.endpoint_id = h.endpoint_id
+         where d.endpoint_id = c.endpoint_id
            and d.queued and d.message_ms >= x.lo_ms and d.message_ms < x.hi_ms
            and d.next_attempt_at <= ${NOW_SQL}
            and d.status <> 'in_flight'
          limit 1) is not null
+  order by c.endpoint_id
+  for update of c
+),
+-- The circuits that were not closed in this statement's snapshot: their health rows are
+-- locked (in id order, after the claim rows: every claim takes them in that order, and
+-- nothing that locks a health row waits for a claim row) and read in their newest version,
+-- so two claims never both start a probe.
+probing as (
+  select h.endpoint_id, h.circuit_state
+  from endpoint_health h
+  where h.endpoint_id in (select r.endpoint_id from ready r where r.circuit_state <> 'closed')
+    and ${admitsClaimSql("h")}
   order by h.endpoint_id
-  for update of h
+  for update
 ),
 budget as (
   select r.*,
@@ -214,10 +236,14 @@ budget as (
   from ready r
 ),
 room as (
-  select b.*,
-         least(${claimRoomSql("b", "b.conc_limit - b.in_flight")},
-               floor(least(coalesce(b.ts, 1e9), coalesce(b.tm, 1e9), coalesce(b.th, 1e9))))::int as room
+  select b.*, p.circuit_state as probed_state,
+         -- a circuit not closed in the snapshot: its newest state (null: not admitted any more)
+         case when b.circuit_state <> 'closed' and p.endpoint_id is null then 0
+              else least(${claimRoomSql("coalesce(p.circuit_state, b.circuit_state)", "b.conc_limit - b.in_flight")},
+                         floor(least(coalesce(b.ts, 1e9), coalesce(b.tm, 1e9), coalesce(b.th, 1e9))))
+         end::int as room
   from budget b
+  left join probing p on p.endpoint_id = b.endpoint_id
   order by random()
 ),
 picked as (
@@ -254,23 +280,30 @@ taken as (
   from picked p
   group by p.endpoint_id
 ),
-health as (
-  update endpoint_health h
-  set in_flight = h.in_flight + t.n,
+counted as (
+  update endpoint_claim_state c
+  set claimed = c.claimed + t.n,
       tokens_second = r.ts - t.n,
       tokens_minute = r.tm - t.n,
       tokens_hour = r.th - t.n,
-      tokens_at = ${NOW_SQL},
-      ${probeStartSet({
-        h: "h",
-        before: "r.circuit_state",
-        probeId: "t.first_id",
-        probeUntil: leaseFor("t.timeout_ms"),
-      })}
+      tokens_at = ${NOW_SQL}
   from taken t
   join room r on r.endpoint_id = t.endpoint_id
-  where h.endpoint_id = t.endpoint_id
-  returning h.endpoint_id, r.circuit_state as before
+  where c.endpoint_id = t.endpoint_id
+),
+-- A probe: the circuit, locked by \`probing\`, becomes half_open with the row as its probe.
+health as (
+  update endpoint_health h
+  set ${probeStartSet({
+    h: "h",
+    before: "r.probed_state",
+    probeId: "t.first_id",
+    probeUntil: leaseFor("t.timeout_ms"),
+  })}
+  from taken t
+  join room r on r.endpoint_id = t.endpoint_id
+  where h.endpoint_id = t.endpoint_id and r.probed_state <> 'closed'
+  returning h.endpoint_id, r.probed_state as before
 ),
 probe_events as (
   ${probeStartedEventsSql("health", "endpoint_id", "before")}
@@ -304,7 +337,7 @@ select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attem
        e.oauth2, e.oauth2_secret,
        -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
        to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
-       (h.before is not null and h.before <> 'closed') as is_probe
+       (h.before is not null) as is_probe
 from claimed c
 cross join lateral (
   -- (message_ms: its partition, not every day's; docs/history.md)

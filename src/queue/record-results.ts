@@ -8,7 +8,7 @@
  *    the newer outcome. Claims whose last result this is end here too (their claims rows
  *    are deleted);
  * 2. it locks the endpoints' health rows (in id order) and applies the per-endpoint
- *    outcome (in-flight slots of the results that applied, failure counts, circuit
+ *    outcome (in-flight slots of the results that applied, added to `released`, failure counts, circuit
  *    transitions, Retry-After pauses);
  * 3. it disables the endpoints that answered 410 Gone;
  * 4. it writes the operational events the results raise (operational-events.ts) as
@@ -19,9 +19,12 @@
  *
  * The health rows are locked after the deliveries, attempts, latency samples and claims rows
  * are written (`written` makes PostgreSQL run the inserts and the delete first), and the
- * statement commits at once: a claim needs those rows and waits for them, so they are held
- * for the health step and the commit alone, never across a round trip to the worker (under
- * load that round trip, not the SQL, was most of the time a claim waited).
+ * statement commits at once: another worker's write waits for those rows (and a claim
+ * taking a probe of a circuit that is not closed), so they are held for the health step and
+ * the commit alone, never across a round trip to the worker. A claim of a closed circuit
+ * does not wait for them: it locks the endpoint's claim row (endpoint_claim_state) and
+ * reads the health row's released count as committed (docs/delivery.md, "Claims and result
+ * writes lock different rows").
  */
 import pg from "pg";
 import type { HealthConfig } from "../config.ts";

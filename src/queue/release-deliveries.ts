@@ -139,7 +139,7 @@ per as (
 ),
 slots as (
   update endpoint_health h
-  set in_flight = greatest(h.in_flight - p.n, 0),
+  set released = h.released + p.n,
       ${probeReleasedSet("h", "p.ids")}
   from per p
   where h.endpoint_id = p.endpoint_id
@@ -191,7 +191,7 @@ const FREE_SLOTS_SQL = namedSql<{
   now: Date | null;
 }>(`
 update endpoint_health h
-set in_flight = greatest(h.in_flight - r.n, 0),
+set released = h.released + r.n,
     ${probeReleasedSet("h", "$rowIds::bigint[]")}
 from (select * from unnest($endpointIds::text[], $counts::integer[]) as r(endpoint_id, n)) r
 where h.endpoint_id = r.endpoint_id

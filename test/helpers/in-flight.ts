@@ -12,7 +12,32 @@ export async function expectNoInFlightCounters(pool: Pool): Promise<void> {
     "nothing in flight",
   );
   const { rows } = await pool.query(
-    "select endpoint_id, in_flight from endpoint_health where in_flight <> 0",
+    `select c.endpoint_id, c.claimed - h.released as in_flight
+     from endpoint_claim_state c join endpoint_health h on h.endpoint_id = c.endpoint_id
+     where c.claimed <> h.released`,
   );
   expect(rows).toEqual([]);
+}
+
+/**
+ * SQL: the rows in flight of the endpoint whose id is `endpointId` (an SQL expression), as
+ * the claim counts them: claimed less released (migration 0041).
+ */
+export const inFlightOf = (endpointId: string) =>
+  `(select (if_c.claimed - if_h.released)::int
+    from endpoint_claim_state if_c join endpoint_health if_h on if_h.endpoint_id = if_c.endpoint_id
+    where if_c.endpoint_id = ${endpointId})`;
+
+/** Sets the in-flight count of the endpoints `endpointIds` (all: null) to `n`, as a claim would read it. */
+export async function setInFlight(
+  pool: Pick<Pool, "query">,
+  endpointIds: string[] | null,
+  n: number,
+): Promise<void> {
+  await pool.query(
+    `update endpoint_claim_state c set claimed = h.released + $2::int
+     from endpoint_health h
+     where h.endpoint_id = c.endpoint_id and ($1::text[] is null or c.endpoint_id = any ($1::text[]))`,
+    [endpointIds, n],
+  );
 }

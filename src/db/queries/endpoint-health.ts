@@ -6,6 +6,7 @@
 import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
 import type { Queryable } from "../pool.ts";
 import { waitingSinceSql } from "../sql/delivery-states.ts";
+import { inFlightSql } from "../sql/in-flight.ts";
 import type { PageWindow } from "./page-window.ts";
 import { deadLetterCounts, queuedBoundSql, queuedFromMs } from "./queue-bounds.ts";
 
@@ -59,13 +60,14 @@ const HEALTH_SELECT = `
          e.max_in_flight, ${effectiveSql("e", "ratePerSecond")} as rate_per_second,
          e.rate_per_minute, e.rate_per_hour,
          h.circuit_state, h.consecutive_failures, h.cooldown_ms, h.opened_at, h.open_until,
-         h.in_flight, h.paused_until, h.concurrency_limit, h.concurrency_reason,
+         ${inFlightSql("c", "h")} as in_flight, h.paused_until, h.concurrency_limit, h.concurrency_reason,
          h.concurrency_since, e.adaptive_concurrency, e.destination_kind, h.last_success_at,
          h.last_failure_at,
          h.p50_ms, h.p95_ms, h.p99_ms, h.samples, h.success_rate, h.slow, h.very_slow, h.stats_at,
          q.pending, q.oldest_pending_at
   from endpoints e
   join endpoint_health h on h.endpoint_id = e.id
+  join endpoint_claim_state c on c.endpoint_id = e.id
   -- per endpoint, over the partial indexes of queued rows (0007_hot_claims.sql), in the
   -- periods that can hold one ($1: queue-bounds.ts)
   cross join lateral (
