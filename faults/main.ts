@@ -56,8 +56,10 @@ async function databaseState(url: string): Promise<string> {
        where status <> 'delivered' group by status`,
     );
     const health = await client.query(
-      `select endpoint_id, circuit_state, consecutive_failures, in_flight, open_until, paused_until
-       from endpoint_health order by endpoint_id`,
+      `select h.endpoint_id, h.circuit_state, h.consecutive_failures,
+              c.claimed - h.released as in_flight, h.open_until, h.paused_until
+       from endpoint_health h join endpoint_claim_state c on c.endpoint_id = h.endpoint_id
+       order by h.endpoint_id`,
     );
     const claims = await client.query(
       "select count(*)::int as n, min(lease_expires_at) as first from claims",
