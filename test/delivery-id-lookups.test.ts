@@ -21,14 +21,19 @@ const BLOCK = 65_536;
 const dayStart = (ms: number) => ms - (ms % DAY);
 const dayOf = (ms: number) => partitionName(dayStart(ms), "day", "deliveries");
 
-/** The statements `call` sends, captured instead of run. */
+/**
+ * The statements `call` sends, captured instead of run; the read of the id's block
+ * (byDeliveryId) is run, its range given to the next.
+ */
 async function statementsOf(
   call: (db: Queryable) => Promise<unknown>,
 ): Promise<Array<{ text: string; values: unknown[] }>> {
   const sent: Array<{ text: string; values: unknown[] }> = [];
   const recorder = {
     query: async (text: string | { text: string; values: unknown[] }, values: unknown[]) => {
-      sent.push(typeof text === "string" ? { text, values } : text);
+      const s = typeof text === "string" ? { text, values } : text;
+      if (/^\s*select b\.min_ms/.test(s.text)) return db.pool.query(s.text, s.values);
+      sent.push(s);
       return { rows: [{ n: 0 }], rowCount: 0 };
     },
   } as unknown as Queryable;
@@ -166,13 +171,28 @@ describe("delivery-id-blocks", () => {
     }
   });
 
+  test("an id past the summarized blocks reads from the newest block's least message_ms on, then every period", async () => {
+    // (the cancel: the captured statements answer no row, so it reads again)
+    const statements = await statementsOf((q) => cancelDelivery(q, 4 * BLOCK + 1, null));
+    expect(statements.length).toBe(2);
+    const first = await partitionsRead(db.pool, statements[0]!.text, statements[0]!.values);
+    for (let d = 1; d <= 5; d++) expect(first).not.toContain(dayOf(old - d * DAY));
+    expect(first).toContain(dayOf(now));
+    const second = await partitionsRead(db.pool, statements[1]!.text, statements[1]!.values);
+    expect(second).toContain(dayOf(old - 3 * DAY));
+  });
+
   test("finds each delivery, summarized or not", async () => {
     const pool = db.pool;
     for (const id of [oldId, todayId, resentId]) {
       expect(await deliveryStatus(pool, id, null)).toBe("failed");
     }
-    // block 4 is not summarized: its delivery of the old message is found by every period
+    // block 4 is not summarized: its delivery of the old message is found from the newest
+    // block's least message_ms on, one of an older message by every period
     const fresh = await deliveryAt(old, "fresh", 4 * BLOCK + 10);
+    const older = await deliveryAt(old - 3 * DAY, "older", 4 * BLOCK + 20);
+    expect(await deliveryStatus(pool, older, null)).toBe("failed");
+    expect(await cancelDelivery(pool, older, null)).toBe(true);
     expect(await deliveryStatus(pool, fresh, null)).toBe("failed");
     expect(await retryFailedHead(pool, fresh)).toBe(true);
     expect(await skipHead(pool, fresh)).toBe(true);

@@ -10,7 +10,7 @@
  * its position is read from the row, which is exact while it stays dead.
  */
 import type { Pool } from "../db/pool.ts";
-import { deliveryIdBoundSql } from "../db/sql/delivery-id-blocks.ts";
+import { byDeliveryId, deliveryIdRangeSql } from "../db/sql/delivery-id-blocks.ts";
 import type { DeadLetterPosition } from "../ops/dead-letters.ts";
 import type { Principal } from "./auth.ts";
 import { badRequest } from "./errors.ts";
@@ -39,11 +39,20 @@ export async function deadLetterPositionOf(
     if (!/^[0-9]{1,16}$/.test(micros)) throw badRequest("iterator is not valid for this listing");
     return { deadAtMicros: micros, deliveryId };
   }
-  const { rows } = await pool.query(
-    `select (extract(epoch from updated_at) * 1000000)::bigint::text as micros
-     from deliveries
-     where id = $1::bigint and ${deliveryIdBoundSql("", "$1")} and ($2::text is null or app_id = $2::text)`,
-    [deliveryId, principal.role === "app" ? principal.appId : null],
+  const rows = await byDeliveryId(
+    pool,
+    deliveryId,
+    async ([lo, hi]) =>
+      (
+        await pool.query(
+          `select (extract(epoch from updated_at) * 1000000)::bigint::text as micros
+           from deliveries
+           where id = $1::bigint and ${deliveryIdRangeSql("", "$3", "$4")}
+             and ($2::text is null or app_id = $2::text)`,
+          [deliveryId, principal.role === "app" ? principal.appId : null, lo, hi],
+        )
+      ).rows,
+    (r) => r.length > 0,
   );
   if (rows.length === 0) throw badRequest("iterator is not valid for this listing");
   return { deadAtMicros: rows[0].micros, deliveryId };

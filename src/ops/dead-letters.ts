@@ -7,7 +7,7 @@
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { lowerFloorSql } from "../db/sql/delivery-floor.ts";
-import { deliveryIdBoundSql } from "../db/sql/delivery-id-blocks.ts";
+import { byDeliveryId, deliveryIdRangeSql } from "../db/sql/delivery-id-blocks.ts";
 import { CANCELABLE, cancelSet, requeueSet } from "../db/sql/delivery-states.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
@@ -261,6 +261,9 @@ export interface RequeueTarget {
 
 const REQUEUE_SQL = namedSql<{
   deliveryId: number | null;
+  /** the range of message_ms of deliveryId (byDeliveryId) */
+  idLo: string;
+  idHi: string;
   endpointId: string | null;
   since: Date | null;
   appId: string | null;
@@ -277,7 +280,7 @@ with target as (
     from deliveries d
     where (d.status = 'dead_letter' or ($includeFailed::boolean and d.status = 'failed'))
       and ($deliveryId::bigint is null
-           or (d.id = $deliveryId::bigint and ${deliveryIdBoundSql("d", "$deliveryId")}))
+           or (d.id = $deliveryId::bigint and ${deliveryIdRangeSql("d", "$idLo", "$idHi")}))
       and ($endpointId::text is null or d.endpoint_id = $endpointId::text)
       and ($since::timestamptz is null or d.updated_at >= $since::timestamptz)
       and ($appId::text is null or d.app_id = $appId::text)
@@ -300,7 +303,7 @@ requeued as (
   -- each row in its own partition (a probe per row, not every period's by id)
   where d.id = p.id and d.message_ms = p.message_ms
     -- one delivery: its id's block bounds this read too, whatever the join
-    and ($deliveryId::bigint is null or ${deliveryIdBoundSql("d", "$deliveryId")})
+    and ($deliveryId::bigint is null or ${deliveryIdRangeSql("d", "$idLo", "$idHi")})
   returning d.message_ms
 ),
 -- the claim reads the queue from the floor up (db/sql/delivery-floor.ts)
@@ -319,18 +322,25 @@ export async function requeueDeliveries(
   by: string,
   defaultMaxAttempts: number,
 ): Promise<number> {
-  const { rows } = await db.query(
-    REQUEUE_SQL.query({
-      deliveryId: target.deliveryId ?? null,
-      endpointId: target.endpointId ?? null,
-      since: target.since ?? null,
-      appId: target.appId ?? null,
-      includeFailed: target.includeFailed ?? false,
-      by,
-      defaultMaxAttempts,
-    }),
-  );
-  return rows[0].n;
+  const requeue = async ([idLo, idHi]: readonly [string, string]) => {
+    const { rows } = await db.query(
+      REQUEUE_SQL.query({
+        deliveryId: target.deliveryId ?? null,
+        idLo,
+        idHi,
+        endpointId: target.endpointId ?? null,
+        since: target.since ?? null,
+        appId: target.appId ?? null,
+        includeFailed: target.includeFailed ?? false,
+        by,
+        defaultMaxAttempts,
+      }),
+    );
+    return rows[0].n as number;
+  };
+  return target.deliveryId == null
+    ? requeue(["0", "0"])
+    : byDeliveryId(db, target.deliveryId, requeue, (n) => n > 0);
 }
 
 /** Cancels a delivery that has not been delivered yet (pending or waiting for a retry). */
@@ -339,13 +349,20 @@ export async function cancelDelivery(
   deliveryId: number,
   appId: string | null,
 ): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `update deliveries set ${cancelSet}
-     where id = $1::bigint and ${deliveryIdBoundSql("", "$1")}
-       and status in ${CANCELABLE} and ($2::text is null or app_id = $2::text)`,
-    [deliveryId, appId],
+  return byDeliveryId(
+    db,
+    deliveryId,
+    async ([lo, hi]) => {
+      const { rowCount } = await db.query(
+        `update deliveries set ${cancelSet}
+         where id = $1::bigint and ${deliveryIdRangeSql("", "$3", "$4")}
+           and status in ${CANCELABLE} and ($2::text is null or app_id = $2::text)`,
+        [deliveryId, appId, lo, hi],
+      );
+      return rowCount === 1;
+    },
+    (done) => done,
   );
-  return rowCount === 1;
 }
 
 export interface RequeuePlanRow {

@@ -19,7 +19,7 @@
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { queuedBoundSql, queuedFromMs } from "../db/queries/queue-bounds.ts";
-import { deliveryIdBoundSql } from "../db/sql/delivery-id-blocks.ts";
+import { byDeliveryId, deliveryIdRangeSql } from "../db/sql/delivery-id-blocks.ts";
 import { SKIPPABLE, skipSet } from "../db/sql/delivery-states.ts";
 import { WORK_CHANNEL } from "../db/work-channel.ts";
 
@@ -172,16 +172,23 @@ export async function blockedHead(
  * False if it is no longer failed (a worker took it meanwhile).
  */
 export async function retryFailedHead(db: Queryable, deliveryId: number): Promise<boolean> {
-  const { rows } = await db.query(
-    `with due as (
-       update deliveries set next_attempt_at = now(), updated_at = now()
-       where id = $1::bigint and ${deliveryIdBoundSql("", "$1")} and status = 'failed'
-       returning 1)
-     select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
-     from due`,
-    [deliveryId],
+  return byDeliveryId(
+    db,
+    deliveryId,
+    async ([lo, hi]) => {
+      const { rows } = await db.query(
+        `with due as (
+           update deliveries set next_attempt_at = now(), updated_at = now()
+           where id = $1::bigint and ${deliveryIdRangeSql("", "$2", "$3")} and status = 'failed'
+           returning 1)
+         select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
+         from due`,
+        [deliveryId, lo, hi],
+      );
+      return rows[0].n === 1;
+    },
+    (done) => done,
   );
-  return rows[0].n === 1;
 }
 
 /**
@@ -189,14 +196,21 @@ export async function retryFailedHead(db: Queryable, deliveryId: number): Promis
  * next delivery of its key goes; the workers are woken. False if it moved meanwhile.
  */
 export async function skipHead(db: Queryable, deliveryId: number): Promise<boolean> {
-  const { rows } = await db.query(
-    `with skipped as (
-       update deliveries set ${skipSet}
-       where id = $1::bigint and ${deliveryIdBoundSql("", "$1")} and status in ${SKIPPABLE}
-       returning 1)
-     select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
-     from skipped`,
-    [deliveryId],
+  return byDeliveryId(
+    db,
+    deliveryId,
+    async ([lo, hi]) => {
+      const { rows } = await db.query(
+        `with skipped as (
+           update deliveries set ${skipSet}
+           where id = $1::bigint and ${deliveryIdRangeSql("", "$2", "$3")} and status in ${SKIPPABLE}
+           returning 1)
+         select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
+         from skipped`,
+        [deliveryId, lo, hi],
+      );
+      return rows[0].n === 1;
+    },
+    (done) => done,
   );
-  return rows[0].n === 1;
 }

@@ -10,7 +10,7 @@
  * letter included, so the next delivery of the key goes.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { deliveryIdBoundSql } from "../../db/sql/delivery-id-blocks.ts";
+import { byDeliveryId, deliveryIdRangeSql } from "../../db/sql/delivery-id-blocks.ts";
 import { publicIdsOf } from "../../ids-public-key.ts";
 import { requeueDeliveries } from "../../ops/dead-letters.ts";
 import {
@@ -55,12 +55,21 @@ export function registerOrderingKeyRoutes(
     const head = await blockedHead(pool, endpointId, deliveryId);
     if (!head) {
       // another endpoint's (or app's) delivery is one that does not exist here
-      const { rowCount } = await pool.query(
-        `select 1 from deliveries
-         where id = $1::bigint and ${deliveryIdBoundSql("", "$1")} and endpoint_id = $2::text`,
-        [deliveryId, endpointId],
+      const there = await byDeliveryId(
+        pool,
+        deliveryId,
+        async ([lo, hi]) =>
+          (
+            await pool.query(
+              `select 1 from deliveries
+               where id = $1::bigint and ${deliveryIdRangeSql("", "$3", "$4")}
+                 and endpoint_id = $2::text`,
+              [deliveryId, endpointId, lo, hi],
+            )
+          ).rowCount !== 0,
+        (found) => found,
       );
-      if (rowCount === 0) throw notFound("delivery");
+      if (!there) throw notFound("delivery");
       throw conflict(
         `delivery ${request.params.deliveryId} is not the blocked head of an ordering key of this endpoint`,
       );

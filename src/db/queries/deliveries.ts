@@ -6,7 +6,7 @@
 import { effectiveSql } from "../../domain/endpoint-policy-derived.ts";
 import type { Queryable } from "../pool.ts";
 import { lowerFloorSql } from "../sql/delivery-floor.ts";
-import { deliveryIdBoundSql } from "../sql/delivery-id-blocks.ts";
+import { byDeliveryId, deliveryIdRangeSql } from "../sql/delivery-id-blocks.ts";
 import { requeueSet } from "../sql/delivery-states.ts";
 import { messageMsOf } from "../sql/message-ms.ts";
 import { orderingKeySql } from "../sql/ordering-key.ts";
@@ -161,10 +161,19 @@ export async function deliveryStatus(
   id: number,
   appId: string | null,
 ): Promise<string | null> {
-  const { rows } = await db.query<{ status: string }>(
-    `select status from deliveries
-     where id = $1::bigint and ${deliveryIdBoundSql("", "$1")} and ($2::text is null or app_id = $2::text)`,
-    [id, appId],
+  const rows = await byDeliveryId(
+    db,
+    id,
+    async ([lo, hi]) =>
+      (
+        await db.query<{ status: string }>(
+          `select status from deliveries
+           where id = $1::bigint and ${deliveryIdRangeSql("", "$3", "$4")}
+             and ($2::text is null or app_id = $2::text)`,
+          [id, appId, lo, hi],
+        )
+      ).rows,
+    (r) => r.length > 0,
   );
   return rows[0]?.status ?? null;
 }
