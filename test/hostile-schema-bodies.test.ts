@@ -55,6 +55,14 @@ afterAll(async () => {
   await h?.close();
 });
 
+/**
+ * Each property sends a few hundred requests (the first up to a thousand more per route no
+ * body was taken by): past the default 60 s on a loaded machine (a full run at load 15 took
+ * 64 s), and a test that times out keeps sending in the background, which changed the next
+ * test's footprint of the database: so both get as long as test/hostile-junk.test.ts's.
+ */
+const LOADED_TIMEOUT_MS = 240_000;
+
 /** Routes are drawn by key, so that a counterexample names its route and nothing more. */
 const routeKey = () => fc.constantFrom(...routes.map((r) => r.key));
 const byKey = (key: string) => routes.find((r) => r.key === key)!;
@@ -93,7 +101,9 @@ const named = (inv: Invalid) =>
       ? `"${inv.property}"`
       : `body${inv.at}`;
 
-test("valid bodies on every route with a body schema: a 2xx or a documented refusal, never a 5xx or a schema error", async () => {
+test("valid bodies on every route with a body schema: a 2xx or a documented refusal, never a 5xx or a schema error", {
+  timeout: LOADED_TIMEOUT_MS,
+}, async () => {
   const accepted = new Set<string>();
   /** Sends one valid body; true when it was accepted. */
   const check = async (route: BodyRoute, body: unknown): Promise<boolean> => {
@@ -124,7 +134,9 @@ test("valid bodies on every route with a body schema: a 2xx or a documented refu
   expect(routes.map((r) => r.key).filter((k) => !accepted.has(k))).toEqual([]);
 });
 
-test("bodies wrong in one way: a 422 validation_error naming the field, and nothing written", async () => {
+test("bodies wrong in one way: a 422 validation_error naming the field, and nothing written", {
+  timeout: LOADED_TIMEOUT_MS,
+}, async () => {
   const sample = routeKey().chain((k) => fc.tuple(fc.constant(k), byKey(k).invalid));
   await fc.assert(
     fc.asyncProperty(sample, async ([k, inv]) => {
