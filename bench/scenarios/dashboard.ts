@@ -169,9 +169,14 @@ async function timed(times: number, fn: () => Promise<unknown>): Promise<number>
   return median(ms);
 }
 
+/**
+ * Times the chart queries and the pages, server-side and, where Chromium is installed and
+ * `browser` is not false, in the browser.
+ */
 export async function measureDashboard(
   ctx: BenchContext,
   data: DashboardData,
+  { browser: inBrowser = true }: { browser?: boolean } = {},
 ): Promise<DashboardRun> {
   const { api, key } = await startApi(data);
   try {
@@ -217,7 +222,7 @@ export async function measureDashboard(
     }
 
     let browser: Record<string, number> | null = null;
-    if (existsSync(CHROMIUM)) {
+    if (inBrowser && existsSync(CHROMIUM)) {
       await api.listen({ host: "127.0.0.1", port: 0 });
       const address = api.server.address();
       const base = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;

@@ -156,16 +156,22 @@ async function side(
   ctx.log(`19 steady, ${which}: ingest ${Math.round(ingest?.rate ?? Number.NaN)}/s`);
   // the pages' target is absolute (< 1 s each): timed on the full database only
   if (!during) return { delivery, ingest, dashboard: null };
-  const dashboard = await measureDashboard(ctx, {
-    db,
-    chartEndpointId: tenants[0]!.endpointId,
-    pageEndpointId: tenants[1]!.endpointId,
-    attempts: 0,
-    endpoints: tenants.length,
-    deliveries: 0,
-    seedMs: 0,
-    rollupMs: 0,
-  });
+  // (--quick times the pages server-side only: scenario 11 smoke-tests the same browser
+  // code, and each Chromium launch costs seconds)
+  const dashboard = await measureDashboard(
+    ctx,
+    {
+      db,
+      chartEndpointId: tenants[0]!.endpointId,
+      pageEndpointId: tenants[1]!.endpointId,
+      attempts: 0,
+      endpoints: tenants.length,
+      deliveries: 0,
+      seedMs: 0,
+      rollupMs: 0,
+    },
+    { browser: !ctx.opts.quick },
+  );
   return { delivery, ingest, dashboard };
 }
 
