@@ -204,7 +204,7 @@ export function maintenanceTasks(
       name: "retention",
       everyMs: every,
       async run(pool) {
-        const { droppedPartitions } = await withPartitionOwner(
+        const { droppedPartitions, busyPartitions } = await withPartitionOwner(
           pool,
           config.migrationDatabaseUrl,
           (owner) =>
@@ -213,6 +213,11 @@ export function maintenanceTasks(
         );
         if (droppedPartitions.length > 0)
           logger.info({ dropped: droppedPartitions }, "history partitions dropped by retention");
+        if (busyPartitions.length > 0)
+          logger.warn(
+            { partitions: busyPartitions },
+            "history partitions past retention left for the next run: statements under way held the lock their detach needs",
+          );
       },
     },
     {

@@ -58,6 +58,8 @@ export interface SteadySide {
 export interface SteadyRetention {
   ms: number;
   droppedPartitions: string[];
+  /** left attached by a slice because statements under way held their lock (taken by a later slice) */
+  busyPartitions: string[];
   deleted: Record<string, number>;
   /** false: still deleting when the delivery ended (stopped there) */
   done: boolean;
@@ -198,9 +200,17 @@ export async function measureSteady(ctx: BenchContext, h: SteadyHistory): Promis
     await sleep(ctx.opts.quick ? 0 : 1_000);
     const age = Date.now() - (h.first + (dropDay + 1) * DAY) - 60_000;
     const t0 = nowMs();
-    const r: SteadyRetention = { ms: 0, droppedPartitions: [], deleted: {}, done: false };
+    const r: SteadyRetention = {
+      ms: 0,
+      droppedPartitions: [],
+      busyPartitions: [],
+      deleted: {},
+      done: false,
+    };
     // in slices of 2 s, as the purge route runs it, until done or the deliveries are in
-    // (at least one slice: a fast delivery may be over before retention starts)
+    // (at least one slice: a fast delivery may be over before retention starts); a period
+    // left busy is taken by a later slice, as by the maintenance task's next run
+    let busy = false;
     do {
       const slice = await purgeExpiredUntil(
         h.db.pool,
@@ -208,10 +218,12 @@ export async function measureSteady(ctx: BenchContext, h: SteadyHistory): Promis
         Date.now() + 2_000,
       );
       r.droppedPartitions.push(...slice.droppedPartitions.map((p) => p.name));
+      r.busyPartitions.push(...slice.busyPartitions);
       for (const [what, n] of Object.entries(slice.deleted))
         r.deleted[what] = (r.deleted[what] ?? 0) + n;
       r.done = slice.done;
-    } while (!r.done && !ended());
+      busy = slice.busyPartitions.length > 0;
+    } while ((!r.done || busy) && !ended());
     r.ms = nowMs() - t0;
     retention = r;
     ctx.log(`19 steady: retention during delivery: ${JSON.stringify(retention)}`);
@@ -223,7 +235,13 @@ export async function measureSteady(ctx: BenchContext, h: SteadyHistory): Promis
   return {
     empty: emptySide,
     full: fullSide,
-    retention: retention ?? { ms: 0, droppedPartitions: [], deleted: {}, done: false },
+    retention: retention ?? {
+      ms: 0,
+      droppedPartitions: [],
+      busyPartitions: [],
+      deleted: {},
+      done: false,
+    },
     purge,
     seedSeconds: (h.seed.rowsMs + h.seed.indexMs + h.seed.vacuumMs + h.seed.rollupMs) / 1000,
     bytesPerDay: Object.fromEntries(

@@ -311,6 +311,7 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
         }),
         done: { type: "boolean" },
         droppedPartitions: { type: "array", items: {} },
+        busyPartitions: { type: "array", items: { type: "string" } },
       }),
     },
   },

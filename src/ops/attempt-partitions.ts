@@ -18,13 +18,65 @@
  * run rather than queue the writers behind them any longer.
  */
 import type { Config, PartitionConfig } from "../config.ts";
-import type { Pool, Queryable } from "../db/pool.ts";
+import type { Pool, PoolClient, Queryable } from "../db/pool.ts";
 import { withTransaction } from "../db/pool.ts";
 import { attemptIdAt, LEGACY_ATTEMPT_ID_END } from "../db/sql/attempt-ids.ts";
 import { INTERVAL_MS } from "../domain/partition-interval.ts";
 
 /** How long partition work waits for running statements on attempts before it gives up. */
 export const LOCK_TIMEOUT = "2s";
+
+/**
+ * How a period's detach waits for its lock: each try waits at most `lockTimeoutMs` for the
+ * statements under way (a longer wait would queue every writer behind it), and a try that
+ * gave up is made again after `pauseMs` (half to one and a half of it), `tries` in all;
+ * then the period is left for the next run of retention (docs/history.md, "Retention").
+ */
+export interface DetachPatience {
+  lockTimeoutMs: number;
+  tries: number;
+  pauseMs: number;
+}
+
+export const DETACH_PATIENCE: DetachPatience = { lockTimeoutMs: 2_000, tries: 3, pauseMs: 1_000 };
+
+/** What a detach that never got its lock returns: the period is left for the next run. */
+export const BUSY = Symbol("busy");
+
+/** A period's detach, dropped or left: what a drop of periods was given to know of it. */
+export interface DropOptions {
+  patience?: DetachPatience;
+  /** told of each period left attached because its lock was not free (BUSY) */
+  onBusy?: (name: string) => void;
+}
+
+/**
+ * Runs `fn` (a detach) in a transaction whose lock waits last at most
+ * `patience.lockTimeoutMs`, again after a pause when a lock was not free, and returns BUSY
+ * when no try got its locks. Any other error is thrown.
+ */
+export async function detachTransaction<T>(
+  pool: Pool,
+  patience: DetachPatience,
+  fn: (client: PoolClient) => Promise<T>,
+): Promise<T | typeof BUSY> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await withTransaction(pool, async (client) => {
+        await client.query(`set local lock_timeout = '${Math.round(patience.lockTimeoutMs)}ms'`);
+        return fn(client);
+      });
+    } catch (err) {
+      if ((err as { code?: unknown } | null)?.code !== LOCK_NOT_AVAILABLE) throw err;
+      if (attempt >= patience.tries) return BUSY;
+      const pause = patience.pauseMs * (0.5 + Math.random());
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
+/** SQLSTATE lock_not_available: a lock not taken within lock_timeout. */
+const LOCK_NOT_AVAILABLE = "55P03";
 /** Taken by every partition change, so two processes starting at once never race. */
 export const PARTITION_LOCK = 0x686f6f70;
 const HOUR_MS = INTERVAL_MS.hour;
@@ -239,6 +291,7 @@ export interface DroppedPartition {
 export async function dropAttemptPartitionsBefore(
   pool: Pool,
   cutoffMs: number,
+  options: DropOptions = {},
 ): Promise<DroppedPartition[]> {
   if (!(await mayManagePartitions(pool))) return [];
   const limit = attemptIdAt(cutoffMs);
@@ -248,19 +301,26 @@ export async function dropAttemptPartitionsBefore(
     // Detached first, in a transaction of its own: the exclusive lock on attempts is held
     // for that catalog change only, not while the drop below unlinks the files (a second
     // or more for a big day, during which writers of attempts would wait).
-    const rows = await withTransaction(pool, async (client) => {
-      await client.query(`set local lock_timeout = '${LOCK_TIMEOUT}'`);
-      await client.query("select pg_advisory_xact_lock($1::bigint)", [PARTITION_LOCK]);
-      const { rows: est } = await client.query<{ n: number }>(
-        `select c.reltuples::bigint as n from pg_class c join pg_inherits i on i.inhrelid = c.oid
+    const rows = await detachTransaction(
+      pool,
+      options.patience ?? DETACH_PATIENCE,
+      async (client) => {
+        await client.query("select pg_advisory_xact_lock($1::bigint)", [PARTITION_LOCK]);
+        const { rows: est } = await client.query<{ n: number }>(
+          `select c.reltuples::bigint as n from pg_class c join pg_inherits i on i.inhrelid = c.oid
          where c.oid = to_regclass($1::text) and i.inhparent = 'attempts'::regclass`,
-        [p.name],
-      );
-      if (est.length === 0) return undefined; // detached by another process meanwhile
-      await client.query(`alter table attempts detach partition ${p.name}`);
-      const n = est[0]!.n;
-      return n < 0 ? null : n;
-    });
+          [p.name],
+        );
+        if (est.length === 0) return undefined; // detached by another process meanwhile
+        await client.query(`alter table attempts detach partition ${p.name}`);
+        const n = est[0]!.n;
+        return n < 0 ? null : n;
+      },
+    );
+    if (rows === BUSY) {
+      options.onBusy?.(p.name);
+      continue;
+    }
     if (rows === undefined) continue;
     await pool.query(`drop table if exists ${p.name}`);
     dropped.push({ name: p.name, rows });

@@ -21,7 +21,11 @@ import type { Config, PartitionConfig } from "../config.ts";
 import type { Pool, PoolClient, Queryable } from "../db/pool.ts";
 import { withTransaction } from "../db/pool.ts";
 import {
+  BUSY,
+  DETACH_PATIENCE,
+  type DropOptions,
   type DroppedPartition,
+  detachTransaction,
   ensureAttemptPartitions,
   INTERVAL_MS,
   LOCK_TIMEOUT,
@@ -171,27 +175,41 @@ export async function dropMessagePartitionsBefore(
   pool: Pool,
   cutoffMs: number,
   deadLetterMs: number,
+  options: DropOptions = {},
 ): Promise<DroppedPeriod[]> {
   if (!(await mayManagePartitions(pool))) return [];
+  const patience = options.patience ?? DETACH_PATIENCE;
   const dropped: DroppedPeriod[] = [];
   for (const p of await listPartitions(pool, "messages")) {
     if (p.lo < 1 || p.hi > cutoffMs) continue;
     const names = { messages: p.name, deliveries: p.name.replace(/^messages_/, "deliveries_") };
-    // deliveries first: their held rows say which messages are held
-    const deliveries = await withTransaction(pool, (client) =>
+    // deliveries first: their held rows say which messages are held. A period whose lock
+    // stayed taken is left whole for the next run (its messages too: with its deliveries
+    // still attached, every message of it would count as held).
+    const deliveries = await detachTransaction(pool, patience, (client) =>
       detachDeliveries(client, names.deliveries, deadLetterMs),
     );
-    const messages = await withTransaction(pool, (client) =>
+    if (deliveries === BUSY) {
+      options.onBusy?.(names.deliveries);
+      continue;
+    }
+    // the deliveries detached and this one busy: the messages' period stays attached, to be
+    // detached by the next run (which finds the deliveries' gone); the deliveries' table is
+    // dropped below
+    const messages = await detachTransaction(pool, patience, (client) =>
       detachMessages(client, names.messages, p),
     );
-    if (deliveries === undefined && messages === undefined) continue;
+    if (messages === BUSY) options.onBusy?.(names.messages);
+    if (deliveries === undefined && (messages === undefined || messages === BUSY)) continue;
     // dropped as tables of their own, one at a time: unlinking the files holds no lock on
-    // the parents, and a statement planned before the detach may still lock either table
-    for (const name of [names.deliveries, names.messages])
-      await pool.query(`drop table if exists ${name}`);
+    // the parents, and a statement planned before the detach may still lock either table.
+    // Never a table still attached: a drop of a partition would skip the held rows' copy.
+    const detached = messages === BUSY ? [names.deliveries] : [names.deliveries, names.messages];
+    for (const name of detached) await pool.query(`drop table if exists ${name}`);
+    const done = messages === BUSY ? undefined : messages;
     dropped.push({
-      partitions: [deliveries, messages].flatMap((x) => (x ? [x.partition] : [])),
-      heldMessages: messages?.held ?? 0,
+      partitions: [deliveries, done].flatMap((x) => (x ? [x.partition] : [])),
+      heldMessages: done?.held ?? 0,
       heldDeliveries: deliveries?.held ?? 0,
     });
   }
@@ -230,7 +248,7 @@ async function lockForDetach(
   table: (typeof TABLES)[number],
   name: string,
 ): Promise<number | null | undefined> {
-  await client.query(`set local lock_timeout = '${LOCK_TIMEOUT}'`);
+  // (the lock waits' limit is set by detachTransaction)
   await client.query("select pg_advisory_xact_lock($1::bigint)", [PARTITION_LOCK]);
   const { rows } = await client.query<{ n: string }>(
     `select c.reltuples::bigint as n from pg_class c join pg_inherits i on i.inhrelid = c.oid

@@ -26,6 +26,8 @@ import type { RetentionConfig } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { LEGACY_ATTEMPT_ID_END } from "../db/sql/attempt-ids.ts";
 import {
+  DETACH_PATIENCE,
+  type DetachPatience,
   type DroppedPartition,
   dropAttemptPartitionsBefore,
   mayManagePartitions,
@@ -157,6 +159,15 @@ export async function purgeExpired(
   return (await purgeExpiredUntil(pool, retention, Number.POSITIVE_INFINITY, onProgress)).deleted;
 }
 
+/** What a purge did: `done` when every batched delete ran dry before `until`. */
+export interface PurgeResult {
+  deleted: PurgeTotals;
+  done: boolean;
+  droppedPartitions: DroppedPartition[];
+  /** periods left attached because statements under way held their lock: the next run's */
+  busyPartitions: string[];
+}
+
 /**
  * Purges batch by batch until everything due is gone or the clock passes `until` (epoch
  * ms, checked after each batch): a caller that must answer soon (the purge API route)
@@ -170,8 +181,13 @@ export async function purgeExpiredUntil(
   until: number,
   onProgress?: (p: PurgeProgress) => void,
   owner: PartitionOwner = pool,
-): Promise<{ deleted: PurgeTotals; done: boolean; droppedPartitions: DroppedPartition[] }> {
+  patience: DetachPatience = DETACH_PATIENCE,
+): Promise<PurgeResult> {
   const deleted = { attempts: 0, dead_letters: 0, messages: 0 };
+  // periods whose detach never got its lock (statements under way held it): the next run
+  // drops them (attempt-partitions.ts, DetachPatience)
+  const busyPartitions: string[] = [];
+  const drop = { patience, onBusy: (name: string) => busyPartitions.push(name) };
   // the database's clock, as the deletes below use
   const { rows } = await pool.query<{ cutoff: Date; payloadCutoff: Date }>(
     `select now() - $1::bigint * interval '1 millisecond' as cutoff,
@@ -180,7 +196,7 @@ export async function purgeExpiredUntil(
   );
   const drops = owner !== null && (await mayManagePartitions(owner));
   const droppedPartitions = drops
-    ? await dropAttemptPartitionsBefore(owner, rows[0]!.cutoff.getTime())
+    ? await dropAttemptPartitionsBefore(owner, rows[0]!.cutoff.getTime(), drop)
     : [];
   // messages and deliveries by period too, their backlog kept (message-partitions.ts)
   if (drops) {
@@ -188,6 +204,7 @@ export async function purgeExpiredUntil(
       owner,
       rows[0]!.payloadCutoff.getTime(),
       retention.deadLetterMs,
+      drop,
     );
     for (const p of periods) droppedPartitions.push(...p.partitions);
   }
@@ -206,10 +223,10 @@ export async function purgeExpiredUntil(
       deleted[purge.what] += n;
       if (n > 0) onProgress?.({ what: purge.what, deleted: deleted[purge.what] });
       if (n < retention.batch) break;
-      if (Date.now() >= until) return { deleted, done: false, droppedPartitions };
+      if (Date.now() >= until) return { deleted, done: false, droppedPartitions, busyPartitions };
     }
   }
   // the id blocks of deliveries no longer stored (delivery-id-blocks.ts)
   await deleteGoneDeliveryIdBlocks(pool);
-  return { deleted, done: true, droppedPartitions };
+  return { deleted, done: true, droppedPartitions, busyPartitions };
 }

@@ -44,7 +44,7 @@ export function registerMaintenanceRoutes(
         tags: ["operations"],
         summary: "Apply the retention settings now",
         description:
-          "Applies the server's retention settings: drops the partitions whose rows are all past their age (listed in droppedPartitions: attempts' days, and messages' and deliveries' days, whose messages with a delivery still pending or dead-lettered are kept), and deletes in small batches the dead letters, delivered messages and other attempts past theirs (docs/history.md).",
+          "Applies the server's retention settings: drops the partitions whose rows are all past their age (listed in droppedPartitions: attempts' days, and messages' and deliveries' days, whose messages with a delivery still pending or dead-lettered are kept), and deletes in small batches the dead letters, delivered messages and other attempts past theirs (docs/history.md). A partition whose detach could not get its lock (statements under way held it, three tries of 2 s) is listed in busyPartitions and left for the next purge.",
         body: {
           type: ["object", "null"],
           additionalProperties: false,
