@@ -110,4 +110,43 @@ describe("the claim's floor", () => {
     expect(await floorOf(pool)).toBeLessThan(floor);
     expect(await floorOf(pool)).toBe(await messageMsOf(pool, done));
   });
+  test("a raise waits for a requeue under way whose row lies above the floor, then keeps the floor below it", async () => {
+    const pool = db.pool;
+    await pool.query("update deliveries set status = 'delivered'");
+    // an older queued row holds the floor at its period
+    const older = await deliveryAt(pool, Date.now() - 9 * DAY, "failed");
+    expect(await raiseDeliveryFloor(pool)).toBe(dayStart(Date.now() - 9 * DAY));
+    const dead = await deliveryAt(pool, Date.now() - 4 * DAY, "dead_letter");
+    // the requeue runs in a transaction not committed yet: its row is above the floor, so
+    // it does not lower it
+    const requeue = await pool.connect();
+    const raised: { done: boolean } = { done: false };
+    try {
+      await requeue.query("begin");
+      expect(await requeueDeliveries(requeue, { deliveryId: Number(dead) }, "test", 5)).toBe(1);
+      // meanwhile the older row is delivered and maintenance raises the floor: the requeued
+      // row is not visible to it yet
+      await pool.query("update deliveries set status = 'delivered' where id = $1", [older]);
+      const raise = raiseDeliveryFloor(pool).finally(() => {
+        raised.done = true;
+      });
+      // until the raise either finished or waits for the requeue's lock on the floor
+      for (let i = 0; i < 200 && !raised.done; i++) {
+        const { rows } = await pool.query(
+          `select count(*)::int as n from pg_stat_activity
+           where datname = current_database() and wait_event_type = 'Lock'
+             and query like '%delivery_floor%for update%'`,
+        );
+        if (rows[0].n > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      // (without the requeue's lock the raise is done here, the floor above the row)
+      await requeue.query("commit");
+      await raise;
+    } finally {
+      requeue.release();
+    }
+    expect(await floorOf(pool)).toBeLessThanOrEqual(await messageMsOf(pool, dead));
+    expect(await floorOf(pool)).toBe(dayStart(Date.now() - 4 * DAY));
+  });
 });
