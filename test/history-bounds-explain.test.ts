@@ -13,8 +13,10 @@ import { endpointTable } from "../src/dashboard/sql/endpoint-table.ts";
 import type { Pool, Queryable } from "../src/db/pool.ts";
 import { listAttempts } from "../src/db/queries/attempts.ts";
 import { getEndpointHealth, listEndpointHealth } from "../src/db/queries/endpoint-health.ts";
+import { queryGeneric } from "../src/db/queries/generic-plan.ts";
 import { currentAlerts } from "../src/ops/alerts.ts";
 import { ensureAttemptPartitions, partitionName } from "../src/ops/attempt-partitions.ts";
+import { analyzeDeadLetters, listDeadLetters } from "../src/ops/dead-letters.ts";
 import { raiseDeliveryFloor } from "../src/ops/delivery-floor.ts";
 import { healthSummary } from "../src/ops/health-summary.ts";
 import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
@@ -216,5 +218,48 @@ describe("an endpoint's newest attempts", () => {
     // the page after the fourth row: from the five-day-old row's day down
     const next = await listAttempts(db.pool, filter, { ...page(10), cursor: rows[3]!.id });
     expect(next).toEqual([]);
+  });
+});
+
+describe("statements of every period (dead letters) run with their generic plan", () => {
+  test("queryGeneric: the statement sees force_generic_plan, the connection keeps its own", async () => {
+    const pool = db.pool;
+    const { rows } = await queryGeneric<{ mode: string }>(pool, {
+      name: "test_generic_mode",
+      text: "select current_setting('plan_cache_mode') as mode, $1::int as one",
+      values: [1],
+    });
+    expect(rows[0]!.mode).toBe("force_generic_plan");
+    // every connection of the pool back at its setting
+    const clients = await Promise.all([pool.connect(), pool.connect()]);
+    try {
+      for (const c of clients) {
+        const { rows: after } = await c.query("select current_setting('plan_cache_mode') as mode");
+        expect(after[0].mode).toBe("auto");
+      }
+    } finally {
+      for (const c of clients) c.release();
+    }
+  });
+
+  test("the dead-letter counts, list, analysis and the ordered-dead check answer through it", async () => {
+    const pool = db.pool;
+    await pool.query(
+      "update deliveries set status = 'dead_letter' where id = (select min(id) from deliveries)",
+    );
+    try {
+      expect((await getEndpointHealth(pool, "ep_x"))?.dead_letter).toBe(1);
+      expect((await healthSummary(pool, null)).deadLetter).toBe(1);
+      expect((await listDeadLetters(pool, { endpointId: "ep_x" }, { limit: 5 })).length).toBe(1);
+      const analysis = await analyzeDeadLetters(pool, { endpointId: "ep_x", since: new Date(0) });
+      expect(analysis.endpoints.map((e) => e.deadCount)).toEqual([1]);
+      // the key's head is dead now: the listing reads the dead heads too
+      const keys = await listBlockedKeys(pool, "ep_x", { after: null, limit: 50 });
+      expect(keys.map((k) => [k.key, k.status, k.waiting])).toEqual([["k", "dead_letter", 1]]);
+    } finally {
+      await pool.query(
+        "update deliveries set status = 'failed' where id = (select min(id) from deliveries)",
+      );
+    }
   });
 });

@@ -13,6 +13,7 @@
  */
 import type { AlertConfig, DeliveryDefaults, HealthConfig } from "../config.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
+import { queryGeneric } from "../db/queries/generic-plan.ts";
 import { queuedBoundSql, queuedFromMs } from "../db/queries/queue-bounds.ts";
 import { waitingSinceSql } from "../db/sql/delivery-states.ts";
 import { writeIsolating } from "../db/write-isolating.ts";
@@ -63,8 +64,9 @@ export async function currentAlerts(
   const alerts: Alert[] = [];
 
   // deaths of every period (no bound on where a dead letter is): a named statement per
-  // scope, whose generic plan PostgreSQL keeps (db/queries/queue-bounds.ts)
-  const growing = await db.query(
+  // scope, run with its generic plan (db/queries/generic-plan.ts)
+  const growing = await queryGeneric(
+    db,
     appId === null
       ? {
           name: "hookrelay_alerts_dead_growing",

@@ -4,8 +4,9 @@
  * attempt that killed it is the last write a dead row gets (docs/delivery.md, Delivery
  * states: every later transition moves it out of dead_letter).
  */
-import { namedSql } from "../db/named-sql.ts";
+import { type NamedSql, namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { queryGeneric } from "../db/queries/generic-plan.ts";
 import { lowerFloorSql } from "../db/sql/delivery-floor.ts";
 import { byDeliveryId, deliveryIdRangeSql } from "../db/sql/delivery-id-blocks.ts";
 import { CANCELABLE, cancelSet, requeueSet } from "../db/sql/delivery-states.ts";
@@ -23,26 +24,44 @@ export interface DeadLetterFilter {
   until?: Date | null;
 }
 
-/** The dead letters a filter selects, over `deliveries d`; reads the FilterParams. */
-const FILTER_SQL = `
-  d.dead_lettered
-  and ($appId::text is null or d.app_id = $appId::text)
-  and ($endpointId::text is null or d.endpoint_id = $endpointId::text)
-  and ($statusCode::integer is null or d.last_status_code = $statusCode::integer)
-  and ($errorKind::text is null or d.last_error_kind = $errorKind::text)
-  and ($since::timestamptz is null or d.updated_at >= $since::timestamptz)
-  and ($until::timestamptz is null or d.updated_at < $until::timestamptz)`;
+/**
+ * The dead letters a filter selects, over `deliveries d`: only the conditions the filter
+ * sets, so each combination is a statement of its own, named (statement()), run with its
+ * generic plan (db/queries/generic-plan.ts). A dead letter has no time bound (it stays in
+ * its message's period), so these read every period's dead-letter indexes; planning them at
+ * each call cost more than reading them (tens of ms at 85 partitions here).
+ */
+const FILTERS: ReadonlyArray<[keyof DeadLetterFilter, string]> = [
+  ["appId", "d.app_id = $appId::text"],
+  ["endpointId", "d.endpoint_id = $endpointId::text"],
+  ["statusCode", "d.last_status_code = $statusCode::integer"],
+  ["errorKind", "d.last_error_kind = $errorKind::text"],
+  ["since", "d.updated_at >= $since::timestamptz"],
+  ["until", "d.updated_at < $until::timestamptz"],
+];
 
-type FilterParams = { [K in keyof DeadLetterFilter]-?: DeadLetterFilter[K] | null };
+type FilterParams = Partial<Record<keyof DeadLetterFilter, unknown>>;
 
-const filterParams = (f: DeadLetterFilter): FilterParams => ({
-  appId: f.appId ?? null,
-  endpointId: f.endpointId ?? null,
-  statusCode: f.statusCode ?? null,
-  errorKind: f.errorKind ?? null,
-  since: f.since ?? null,
-  until: f.until ?? null,
-});
+/** The filter's conditions, its parameters, and a key naming the combination. */
+function filterOf(f: DeadLetterFilter): { sql: string; params: FilterParams; key: string } {
+  const set = FILTERS.filter(([k]) => f[k] !== null && f[k] !== undefined);
+  return {
+    sql: ["d.dead_lettered", ...set.map(([, c]) => c)].join("\n    and "),
+    params: Object.fromEntries(set.map(([k]) => [k, f[k]])),
+    key: set.map(([k]) => k).join("_") || "all",
+  };
+}
+
+/** One named statement per text (a filter's combination), compiled once. */
+const statements = new Map<string, NamedSql<Record<string, unknown>>>();
+function statement(name: string, text: string): NamedSql<Record<string, unknown>> {
+  let compiled = statements.get(name);
+  if (!compiled) {
+    compiled = namedSql<Record<string, unknown>>(text, name);
+    statements.set(name, compiled);
+  }
+  return compiled;
+}
 
 export interface DeadLetter {
   deliveryId: number;
@@ -69,9 +88,7 @@ export interface DeadLetterPosition {
   deliveryId: number;
 }
 
-const LIST_SQL = namedSql<
-  FilterParams & { afterMicros: string | null; afterId: number | null; limit: number }
->(
+const listSql = (filter: string, after: boolean) =>
   // Newest death first, the row key breaking ties, so a page starts exactly after the last
   // one's position whatever dies meanwhile. The row comparison is an index condition of
   // deliveries_dead_letter_order_idx (and of the per-endpoint and per-app ones, migration
@@ -86,17 +103,19 @@ const LIST_SQL = namedSql<
      from (select d.id, d.message_id, d.message_ms, d.endpoint_id, d.app_id, d.attempt_count,
                   d.last_status_code, d.last_error_kind, d.last_error, d.updated_at
            from deliveries d
-           where ${FILTER_SQL}
-             and ($afterMicros::bigint is null
-                  or (d.updated_at, d.id) < ('epoch'::timestamptz + $afterMicros::bigint * interval '1 microsecond',
-                                            $afterId::bigint))
+           where ${filter}
+             ${
+               after
+                 ? `and (d.updated_at, d.id) < ('epoch'::timestamptz + $afterMicros::bigint * interval '1 microsecond',
+                                               $afterId::bigint)`
+                 : ""
+             }
            order by d.updated_at desc, d.id desc limit $limit::integer) d
      -- a probe per row (the limit keeps it one, whatever the tables' statistics say)
      cross join lateral (select m.event_type from messages m
                          where m.id = d.message_id and m.message_ms = d.message_ms limit 1) m
      join endpoints e on e.id = d.endpoint_id
-     order by d.updated_at desc, d.id desc`,
-);
+     order by d.updated_at desc, d.id desc`;
 
 /**
  * Dead letters, the newest death first, `limit` at a time; `after` is the position of the
@@ -107,11 +126,16 @@ export async function listDeadLetters(
   filter: DeadLetterFilter,
   page: { limit: number; after?: DeadLetterPosition | null },
 ): Promise<(DeadLetter & { position: DeadLetterPosition })[]> {
-  const { rows } = await db.query(
-    LIST_SQL.query({
-      ...filterParams(filter),
-      afterMicros: page.after?.deadAtMicros ?? null,
-      afterId: page.after?.deliveryId ?? null,
+  const f = filterOf(filter);
+  const after = page.after ?? null;
+  const { rows } = await queryGeneric(
+    db,
+    statement(
+      `hookrelay_dead_letters_${f.key}${after ? "_after" : ""}`,
+      listSql(f.sql, after !== null),
+    ).query({
+      ...f.params,
+      ...(after && { afterMicros: after.deadAtMicros, afterId: after.deliveryId }),
       limit: page.limit,
     }),
   );
@@ -143,12 +167,12 @@ export interface EndpointDeadLetterAnalysis extends Pattern {
   averageAttempts: number;
 }
 
-const ANALYZE_SQL = namedSql<FilterParams & { limit: number | null; offset: number }>(
+const analyzeSql = (filter: string) =>
   `with dead as (
        select d.id, d.endpoint_id, d.app_id, d.last_error, d.last_error_kind, d.last_status_code,
               d.attempt_count, d.updated_at,
               (d.last_status_code = 410 or d.last_error_kind = '${ErrorKind.gone}') as gone
-       from deliveries d where ${FILTER_SQL}
+       from deliveries d where ${filter}
      ),
      windows as (
        -- the most deaths within any 15 minutes (a sliding window, not clock-aligned bins)
@@ -182,8 +206,7 @@ const ANALYZE_SQL = namedSql<FilterParams & { limit: number | null; offset: numb
      join windows w on w.endpoint_id = d.endpoint_id
      group by d.endpoint_id, e.url, w.max_in_15
      order by dead_count desc, d.endpoint_id
-     limit $limit::integer offset $offset::integer`,
-);
+     limit $limit::integer offset $offset::integer`;
 
 export interface DeadLetterAnalysis {
   /** most dead first, the page asked for */
@@ -202,9 +225,11 @@ export async function analyzeDeadLetters(
   filter: DeadLetterFilter,
   page: { limit?: number | null; offset?: number } = {},
 ): Promise<DeadLetterAnalysis> {
-  const { rows } = await db.query(
-    ANALYZE_SQL.query({
-      ...filterParams(filter),
+  const f = filterOf(filter);
+  const { rows } = await queryGeneric(
+    db,
+    statement(`hookrelay_dead_letter_analysis_${f.key}`, analyzeSql(f.sql)).query({
+      ...f.params,
       limit: page.limit ?? null,
       offset: page.offset ?? 0,
     }),
@@ -217,7 +242,7 @@ export async function analyzeDeadLetters(
   return { endpoints: rows.map(analysisOfRow), endpointTotal };
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: a row of ANALYZE_SQL
+// biome-ignore lint/suspicious/noExplicitAny: a row of analyzeSql
 function analysisOfRow(r: any): EndpointDeadLetterAnalysis {
   return {
     endpointId: r.endpoint_id,

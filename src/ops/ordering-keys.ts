@@ -18,6 +18,7 @@
  */
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
+import { queryGeneric } from "../db/queries/generic-plan.ts";
 import { queuedBoundSql, queuedFromMs } from "../db/queries/queue-bounds.ts";
 import { byDeliveryId, deliveryIdRangeSql } from "../db/sql/delivery-id-blocks.ts";
 import { SKIPPABLE, skipSet } from "../db/sql/delivery-states.ts";
@@ -122,7 +123,10 @@ async function blockedRows(
   limit: number,
   deliveryId: number | null,
 ): Promise<BlockedKeyRow[]> {
-  const { rows: dead } = await db.query<{ dead: boolean }>(ORDERED_DEAD_SQL.query({ endpointId }));
+  const { rows: dead } = await queryGeneric<{ dead: boolean }>(
+    db,
+    ORDERED_DEAD_SQL.query({ endpointId }),
+  );
   const { rows } = await db.query(blockedSql(dead[0]?.dead === true), [
     endpointId,
     after,

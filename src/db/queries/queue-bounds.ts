@@ -11,11 +11,12 @@
  *
  * Dead letters have no such bound (a dead letter stays in its message's period, whatever
  * its age): a count of them reads every period's dead-letter index, as one short named
- * statement, whose generic plan PostgreSQL keeps per connection instead of planning every
- * partition at each call.
+ * statement run with its generic plan (generic-plan.ts), planned once per connection
+ * instead of every partition at each call.
  */
 import { namedSql } from "../named-sql.ts";
 import type { Queryable } from "../pool.ts";
+import { queryGeneric } from "./generic-plan.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -46,7 +47,8 @@ export async function deadLetterCounts(
   endpointIds: string[],
 ): Promise<Map<string, number>> {
   if (endpointIds.length === 0) return new Map();
-  const { rows } = await db.query<{ endpoint_id: string; n: number }>(
+  const { rows } = await queryGeneric<{ endpoint_id: string; n: number }>(
+    db,
     COUNTS_SQL.query({ endpointIds }),
   );
   return new Map(rows.map((r) => [r.endpoint_id, r.n]));
@@ -63,7 +65,8 @@ const APP_TOTAL_SQL = namedSql<{ appId: string }>(
 
 /** Dead letters in all, or of one app's endpoints. */
 export async function deadLetterTotal(db: Queryable, appId: string | null): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
+  const { rows } = await queryGeneric<{ n: number }>(
+    db,
     appId === null ? TOTAL_SQL.query({}) : APP_TOTAL_SQL.query({ appId }),
   );
   return rows[0]!.n;
