@@ -18,6 +18,11 @@
 -- An endpoint's rows in flight are claimed - released. A claim reads `released` without
 -- waiting for the write that holds it: a stale read only counts a row in flight that is
 -- not any more, so the claim takes less than the room, never more. Both counts only grow.
+--
+-- A worker of an earlier version still running after this migration (a rolling upgrade)
+-- fails its claims and result writes (the columns it reads are gone) and claims nothing
+-- until it is replaced: its rows come back by their leases. Keeping the old columns would
+-- let it claim without adding to `claimed`, past the endpoints' limits.
 create table endpoint_claim_state (
   endpoint_id text collate "C" primary key references endpoints (id) on delete cascade,
   claimed bigint not null default 0,
