@@ -17,9 +17,13 @@ import { readFileSync } from "node:fs";
 import { Pool as HttpPool } from "undici";
 import { createApiKey } from "../../src/api/auth.ts";
 import {
-  ensureAttemptPartitions,
+  dropAttemptPartitionsBefore,
   listAttemptPartitions,
 } from "../../src/ops/attempt-partitions.ts";
+import {
+  dropMessagePartitionsBefore,
+  ensureHistoryPartitions,
+} from "../../src/ops/message-partitions.ts";
 import type { BenchContext } from "../lib/context.ts";
 import { type Flatness, flatness } from "../lib/flat.ts";
 import { historySizes, leavesOf, seedSpan } from "../lib/history-seed.ts";
@@ -86,7 +90,25 @@ export async function runSoak(ctx: BenchContext): Promise<SoakRun> {
   try {
     const tenants = await createTenants(pool, receiver.urls, ctx.secret);
     const from = start - retentionMs;
-    await ensureAttemptPartitions(pool, { interval: "hour", aheadMs: 2 * HOUR }, 0, from);
+    // hourly periods for all three tables from the window's start. The template's periods
+    // are days (bench/lib/cluster.ts, a server's defaults): today's would hold the whole
+    // soak, so no period would be made or dropped meanwhile and the tables would only grow.
+    // They are empty here; dropped first.
+    await dropAttemptPartitionsBefore(pool, start + 4 * 24 * HOUR);
+    await dropMessagePartitionsBefore(pool, start + 4 * 24 * HOUR, 0);
+    await ensureHistoryPartitions(
+      pool,
+      {
+        partitions: { interval: "hour", aheadMs: 2 * HOUR },
+        retention: {
+          attemptsMs: retentionMs,
+          payloadMs: retentionMs,
+          deadLetterMs: retentionMs,
+          batch: 2_000,
+        },
+      },
+      from,
+    );
     // the window, full: the same rate over the retention age, in spans of at most an hour
     // (--quick: a message a second, the harness's proof only)
     const fillRate = opts.quick ? 1 : rate;
