@@ -44,6 +44,10 @@ const names = {
 const exists = async (name: string) =>
   (await db.pool.query("select to_regclass($1) is not null as t", [name])).rows[0].t as boolean;
 
+/** A whole retention run, its detaches at test speed. */
+const purge = () =>
+  purgeExpiredUntil(db.pool, RETENTION, Number.POSITIVE_INFINITY, undefined, db.pool, QUICK);
+
 /** An open transaction on another connection that has read `tables` (ACCESS SHARE held). */
 async function reader(tables: string[]): Promise<{ release(): Promise<void> }> {
   const client = new pg.Client({ connectionString: db.url });
@@ -90,14 +94,7 @@ describe("a detach whose lock statements under way hold", () => {
     const held = await reader(["deliveries", "attempts"]);
     let first: Awaited<ReturnType<typeof purgeExpiredUntil>>;
     try {
-      first = await purgeExpiredUntil(
-        db.pool,
-        RETENTION,
-        Number.POSITIVE_INFINITY,
-        undefined,
-        db.pool,
-        QUICK,
-      );
+      first = await purge();
     } finally {
       await held.release();
     }
@@ -106,14 +103,7 @@ describe("a detach whose lock statements under way hold", () => {
     // left whole: the messages' period too, since its deliveries' could not go first
     for (const name of Object.values(names)) expect(await exists(name)).toBe(true);
 
-    const second = await purgeExpiredUntil(
-      db.pool,
-      RETENTION,
-      Number.POSITIVE_INFINITY,
-      undefined,
-      db.pool,
-      QUICK,
-    );
+    const second = await purge();
     expect(second.busyPartitions).toEqual([]);
     expect(second.droppedPartitions.map((p) => p.name)).toEqual(
       expect.arrayContaining(Object.values(names)),
@@ -126,14 +116,7 @@ describe("a detach whose lock statements under way hold", () => {
     const held = await reader(["messages"]);
     let first: Awaited<ReturnType<typeof purgeExpiredUntil>>;
     try {
-      first = await purgeExpiredUntil(
-        db.pool,
-        RETENTION,
-        Number.POSITIVE_INFINITY,
-        undefined,
-        db.pool,
-        QUICK,
-      );
+      first = await purge();
     } finally {
       await held.release();
     }
@@ -145,14 +128,7 @@ describe("a detach whose lock statements under way hold", () => {
     );
     expect(rows).toEqual([{ p: names.messages }]);
 
-    const second = await purgeExpiredUntil(
-      db.pool,
-      RETENTION,
-      Number.POSITIVE_INFINITY,
-      undefined,
-      db.pool,
-      QUICK,
-    );
+    const second = await purge();
     expect(second.busyPartitions).toEqual([]);
     expect(await exists(names.messages)).toBe(false);
   });

@@ -1,4 +1,5 @@
 /** Delivery attempts, one row per HTTP request made: the rows behind /attempt listings. */
+import { INTERVAL_MS } from "../../domain/partition-interval.ts";
 import { ID_PREFIX, idTimeMs } from "../../ids.ts";
 import type { Queryable } from "../pool.ts";
 import {
@@ -66,7 +67,7 @@ const CLOCK_SKEW_MS = 3_600_000;
  * one's in 7 windows); one last statement reads all that is left (the oldest periods, the
  * legacy partition). A day is a period of the default interval, and 24 of the hourly one.
  */
-const DAY_MS = 86_400_000;
+const DAY_MS = INTERVAL_MS.day;
 const WALK_WINDOWS = 7;
 
 /** The walk's windows below `top` (null: none), newest first, as [lo, hi) (null: open). */

@@ -14,11 +14,12 @@
  * statement run with its generic plan (generic-plan.ts), planned once per connection
  * instead of every partition at each call.
  */
+import { INTERVAL_MS } from "../../domain/partition-interval.ts";
 import { namedSql } from "../named-sql.ts";
 import type { Queryable } from "../pool.ts";
 import { queryGeneric } from "./generic-plan.ts";
 
-const DAY_MS = 86_400_000;
+const DAY_MS = INTERVAL_MS.day;
 
 /**
  * The lowest message_ms a queued row of a period can have (the floor's UTC day: a day
