@@ -172,21 +172,26 @@ export async function blockedHead(
 }
 
 /**
- * A failed head made due now (its retry schedule's wait cut short); the workers are woken.
- * False if it is no longer failed (a worker took it meanwhile).
+ * Sets `set` on the delivery `deliveryId` (found through its id's block) where `condition`
+ * holds, and wakes the workers if it did; true when it did.
  */
-export async function retryFailedHead(db: Queryable, deliveryId: number): Promise<boolean> {
+function updateHeadAndWake(
+  db: Queryable,
+  deliveryId: number,
+  set: string,
+  condition: string,
+): Promise<boolean> {
   return byDeliveryId(
     db,
     deliveryId,
     async ([lo, hi]) => {
       const { rows } = await db.query(
-        `with due as (
-           update deliveries set next_attempt_at = now(), updated_at = now()
-           where id = $1::bigint and ${deliveryIdRangeSql("", "$2", "$3")} and status = 'failed'
+        `with changed as (
+           update deliveries set ${set}
+           where id = $1::bigint and ${deliveryIdRangeSql("", "$2", "$3")} and ${condition}
            returning 1)
          select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
-         from due`,
+         from changed`,
         [deliveryId, lo, hi],
       );
       return rows[0].n === 1;
@@ -196,25 +201,22 @@ export async function retryFailedHead(db: Queryable, deliveryId: number): Promis
 }
 
 /**
+ * A failed head made due now (its retry schedule's wait cut short); the workers are woken.
+ * False if it is no longer failed (a worker took it meanwhile).
+ */
+export function retryFailedHead(db: Queryable, deliveryId: number): Promise<boolean> {
+  return updateHeadAndWake(
+    db,
+    deliveryId,
+    "next_attempt_at = now(), updated_at = now()",
+    "status = 'failed'",
+  );
+}
+
+/**
  * Skips a blocked key's head: canceled (failed | dead_letter → canceled, skipSet), so the
  * next delivery of its key goes; the workers are woken. False if it moved meanwhile.
  */
-export async function skipHead(db: Queryable, deliveryId: number): Promise<boolean> {
-  return byDeliveryId(
-    db,
-    deliveryId,
-    async ([lo, hi]) => {
-      const { rows } = await db.query(
-        `with skipped as (
-           update deliveries set ${skipSet}
-           where id = $1::bigint and ${deliveryIdRangeSql("", "$2", "$3")} and status in ${SKIPPABLE}
-           returning 1)
-         select count(*)::int as n, case when count(*) > 0 then pg_notify('${WORK_CHANNEL}', '') end
-         from skipped`,
-        [deliveryId, lo, hi],
-      );
-      return rows[0].n === 1;
-    },
-    (done) => done,
-  );
+export function skipHead(db: Queryable, deliveryId: number): Promise<boolean> {
+  return updateHeadAndWake(db, deliveryId, skipSet, `status in ${SKIPPABLE}`);
 }
