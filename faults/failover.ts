@@ -9,9 +9,9 @@
  * Exit code 1 when a delivery was lost, a process exited on its own or the API answered
  * 500; 2 when the run itself failed.
  */
-import pg from "pg";
 import { migrate } from "../src/db/migrate.ts";
 import { makePool } from "../src/db/pool.ts";
+import { withClient } from "../src/db/short-client.ts";
 import { generateApiKey } from "../src/security/api-key-format.ts";
 import { parseFailoverOptions } from "./lib/failover-options.ts";
 import {
@@ -55,13 +55,9 @@ guardRun({
 
 /** The database hookrelay uses, created through haproxy and migrated. */
 async function prepareDatabase(c: HaCluster): Promise<string> {
-  const admin = new pg.Client({ connectionString: c.url("postgres") });
-  await admin.connect();
-  try {
-    await admin.query(`create database ${DATABASE}`);
-  } finally {
-    await admin.end();
-  }
+  await withClient({ connectionString: c.url("postgres") }, (admin) =>
+    admin.query(`create database ${DATABASE}`),
+  );
   const pool = makePool({ connectionString: c.url(DATABASE), max: 2 });
   try {
     await migrate(pool);

@@ -9,7 +9,7 @@
  * answered 500; 2 when the run itself failed.
  */
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import pg from "pg";
+import { withClient } from "../src/db/short-client.ts";
 import { generateApiKey } from "../src/security/api-key-format.ts";
 import { type RestartableCluster, startRestartableCluster } from "./lib/cluster.ts";
 import { sendMessages } from "./lib/load.ts";
@@ -48,9 +48,7 @@ guardRun({ watchdogSeconds: opts.watchdogSeconds, log, cleanup });
 
 /** Where the undelivered deliveries are (printed when the run did not settle). */
 async function databaseState(url: string): Promise<string> {
-  const client = new pg.Client({ connectionString: url });
-  try {
-    await client.connect();
+  return withClient({ connectionString: url }, async (client) => {
     const states = await client.query(
       `select status, count(*)::int as n, min(next_attempt_at) as next from deliveries
        where status <> 'delivered' group by status`,
@@ -69,11 +67,7 @@ async function databaseState(url: string): Promise<string> {
       ...health.rows.map((r) => JSON.stringify(r)),
       `claims ${JSON.stringify(claims.rows[0])}`,
     ].join("\n");
-  } catch (err) {
-    return `(not readable: ${(err as Error).message})`;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+  }).catch((err: Error) => `(not readable: ${err.message})`);
 }
 
 async function run(): Promise<RunFacts> {

@@ -8,12 +8,13 @@ import { readFileSync } from "node:fs";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import pg from "pg";
+import type pg from "pg";
 import PgBoss from "pg-boss";
 import { loadConfig } from "../../src/config.ts";
 import { startEmbeddedPostgres } from "../../src/db/embedded.ts";
 import { migrate } from "../../src/db/migrate.ts";
 import { makePool } from "../../src/db/pool.ts";
+import { withClient } from "../../src/db/short-client.ts";
 import { ensureHistoryPartitions } from "../../src/ops/message-partitions.ts";
 import { withChildren } from "./cpu.ts";
 
@@ -86,15 +87,8 @@ export async function startCluster(extra: string[]): Promise<Cluster> {
   const urlFor = (database: string) => db.connectionString.replace(/\/[^/]+$/, `/${database}`);
   const adminUrl = urlFor("postgres");
 
-  async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      return await fn(client);
-    } finally {
-      await client.end();
-    }
-  }
+  const admin = <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> =>
+    withClient({ connectionString: adminUrl }, fn);
 
   try {
     const pool = makePool({ connectionString: urlFor(TEMPLATE_DB), max: 2 });

@@ -12,8 +12,8 @@ import { chmod, chown, mkdir, mkdtemp, open, readFile, rm, writeFile } from "nod
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { ensurePostgresUser } from "../../src/db/postgres-as-root.ts";
+import { withClient } from "../../src/db/short-client.ts";
 import { haproxyConfig, type PatroniSettings, patroniConfig } from "./ha-config.ts";
 
 export const PG_BIN = "/usr/lib/postgresql/15/bin";
@@ -227,21 +227,14 @@ export async function startHaCluster(
     // connections in a row (round robin over both) reach the primary
     let inARow = 0;
     await waitFor("haproxy to route only to the primary", 30_000, async () => {
-      const client = new pg.Client({
-        connectionString: url("postgres"),
-        connectionTimeoutMillis: 2_000,
-      });
-      try {
-        await client.connect();
-        const r = await client.query<{ recovery: boolean }>(
-          "select pg_is_in_recovery() as recovery",
-        );
-        inARow = r.rows[0]?.recovery === false ? inARow + 1 : 0;
-      } catch {
-        inARow = 0;
-      } finally {
-        await client.end().catch(() => undefined);
-      }
+      // haproxy cuts the sessions of a server it marks down, this probe's among them
+      const primary = await withClient(
+        { connectionString: url("postgres"), connectionTimeoutMillis: 2_000 },
+        async (client) =>
+          (await client.query<{ recovery: boolean }>("select pg_is_in_recovery() as recovery"))
+            .rows[0]?.recovery === false,
+      ).catch(() => false);
+      inARow = primary ? inARow + 1 : 0;
       return inARow >= 6;
     });
   } catch (err) {

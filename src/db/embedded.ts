@@ -15,7 +15,6 @@ import { existsSync } from "node:fs";
 import { chown, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
-import pg from "pg";
 import { ConfigError, DatabaseError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import {
@@ -42,6 +41,7 @@ import {
   startCluster,
   stopPostmaster,
 } from "./postgres-cluster.ts";
+import { withClient } from "./short-client.ts";
 
 export interface EmbeddedDatabase {
   connectionString: string;
@@ -187,9 +187,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
 }
 
 async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
+  await withClient({ connectionString: adminUrl }, async (client) => {
     const found = await client.query("select 1 from pg_database where datname = $1::text", [
       database,
     ]);
@@ -199,9 +197,7 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
         if ((err as { code?: string }).code !== "42P04") throw err;
       });
     }
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 function freePort(): Promise<number> {

@@ -1,8 +1,9 @@
 /** A fresh database per test file, cloned from the migrated template. */
 import { randomBytes } from "node:crypto";
-import pg from "pg";
+import type pg from "pg";
 import { inject } from "vitest";
 import { makePool, type Pool } from "../../src/db/pool.ts";
+import { withClient } from "../../src/db/short-client.ts";
 
 export interface TestDb {
   name: string;
@@ -11,15 +12,8 @@ export interface TestDb {
   drop(): Promise<void>;
 }
 
-async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: inject("pgAdminUrl") });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
+const admin = <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> =>
+  withClient({ connectionString: inject("pgAdminUrl") }, fn);
 
 export async function createTestDb(options: { template?: boolean } = {}): Promise<TestDb> {
   const name = `t_${randomBytes(6).toString("hex")}`;
