@@ -5,11 +5,11 @@
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { type EmbeddedDatabase, startEmbeddedPostgres } from "../../src/db/embedded.ts";
 import { migrate } from "../../src/db/migrate.ts";
 import { makePool } from "../../src/db/pool.ts";
+import { withClient } from "../../src/db/short-client.ts";
 
 export const TEMPLATE_DB = "hookrelay_template";
 
@@ -95,13 +95,9 @@ export default async function setup(project: TestProject) {
 
 /** Creates a database cloned from the template (used by test files through db.ts). */
 export async function cloneTemplate(adminUrl: string, name: string, template: string) {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(
+  await withClient({ connectionString: adminUrl }, (client) =>
+    client.query(
       `create database ${client.escapeIdentifier(name)} template ${client.escapeIdentifier(template)}`,
-    );
-  } finally {
-    await client.end();
-  }
+    ),
+  );
 }

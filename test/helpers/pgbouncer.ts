@@ -12,9 +12,9 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import pg from "pg";
 import { ensurePostgresUser } from "../../src/db/postgres-as-root.ts";
 import { initCluster, type RunAs, startCluster } from "../../src/db/postgres-cluster.ts";
+import { withClient } from "../../src/db/short-client.ts";
 
 const PG_ROOT = "/usr/lib/postgresql/15";
 const PGBOUNCER = "/usr/sbin/pgbouncer";
@@ -115,12 +115,10 @@ export async function startPooledDatabase(
     logFile: path.join(dir, "postgres.log"),
   });
   const directUrl = `postgres://postgres:${password}@127.0.0.1:${pgPort}/hookrelay`;
-  const admin = new pg.Client({
-    connectionString: `postgres://postgres:${password}@127.0.0.1:${pgPort}/postgres`,
-  });
-  await admin.connect();
-  await admin.query("create database hookrelay");
-  await admin.end();
+  await withClient(
+    { connectionString: `postgres://postgres:${password}@127.0.0.1:${pgPort}/postgres` },
+    (admin) => admin.query("create database hookrelay"),
+  );
 
   const bouncers: ChildProcess[] = [];
   const pooler = async (mode: PoolMode): Promise<string> => {

@@ -5,8 +5,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import pg from "pg";
+import type pg from "pg";
 import { inject } from "vitest";
+import { withClient } from "../../src/db/short-client.ts";
 
 export const ROLE_PASSWORD = `pw_${randomBytes(8).toString("hex")}`;
 
@@ -23,14 +24,10 @@ export function urlAs(url: string, role: string): string {
 
 /** Runs `sql` on one connection to `url`, then closes it. */
 export async function runSql(url: string, sql: string): Promise<pg.QueryResult[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
+  return withClient({ connectionString: url }, async (client) => {
     const result = await client.query(sql);
     return Array.isArray(result) ? result : [result];
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 export interface RoleNames {
