@@ -148,7 +148,7 @@ async function deleteLateDeliveries(pool: Pool, messageIds: string[]): Promise<v
   await pool.query("delete from deliveries where message_id = any ($1::text[])", [messageIds]);
 }
 
-type PurgeTotals = Record<PurgeProgress["what"], number>;
+export type PurgeTotals = Record<PurgeProgress["what"], number>;
 
 /** Runs every purge to completion, batch by batch; `onProgress` hears after each batch. */
 export async function purgeExpired(
