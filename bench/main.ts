@@ -10,6 +10,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { guardRun } from "../faults/lib/guard-run.ts";
 import {
   type Cluster,
   resetStatements,
@@ -53,19 +54,11 @@ async function cleanup(): Promise<void> {
   await cluster?.stop().catch(() => undefined);
 }
 
-const watchdog = setTimeout(() => {
-  process.stderr.write(`bench: gave up after ${opts.watchdogMs} ms\n`);
-  killAllChildren();
-  void cleanup().finally(() => process.exit(2));
-}, opts.watchdogMs);
-watchdog.unref();
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    process.stderr.write(`bench: ${signal}, cleaning up\n`);
-    killAllChildren();
-    void cleanup().finally(() => process.exit(130));
-  });
-}
+guardRun({
+  watchdogSeconds: opts.watchdogMs / 1_000,
+  log: (line) => process.stderr.write(`bench: ${line}\n`),
+  cleanup,
+});
 
 async function main(): Promise<void> {
   if (loadAtStart[0]! > 1) {

@@ -19,13 +19,14 @@ import {
   type FailoverFacts,
   failoverTable,
 } from "./lib/failover-report.ts";
+import { guardRun } from "./lib/guard-run.ts";
 import { type HaCluster, startHaCluster } from "./lib/ha-cluster.ts";
 import { FAST_PATRONI } from "./lib/ha-config.ts";
 import { ensureHaPackages } from "./lib/ha-packages.ts";
 import { sendMessages } from "./lib/load.ts";
 import { makeProcessSet, type Proc, type ProcessSet } from "./lib/processes.ts";
 import { type FaultReceiver, startFaultReceiver } from "./lib/receiver.ts";
-import { createApp, finishRun, guardRun } from "./lib/scenario.ts";
+import { createApp, finishRun } from "./lib/scenario.ts";
 
 const opts = parseFailoverOptions(process.argv.slice(2));
 const log = (line: string) =>

@@ -12,6 +12,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { withClient } from "../src/db/short-client.ts";
 import { generateApiKey } from "../src/security/api-key-format.ts";
 import { type RestartableCluster, startRestartableCluster } from "./lib/cluster.ts";
+import { guardRun } from "./lib/guard-run.ts";
 import { sendMessages } from "./lib/load.ts";
 import { parseFaultOptions } from "./lib/options.ts";
 import { makeProcessSet, type Proc, type ProcessSet } from "./lib/processes.ts";
@@ -23,7 +24,7 @@ import {
   type Kill,
   type RunFacts,
 } from "./lib/report.ts";
-import { createApp, finishRun, guardRun } from "./lib/scenario.ts";
+import { createApp, finishRun } from "./lib/scenario.ts";
 
 const opts = parseFaultOptions(process.argv.slice(2));
 const log = (line: string) =>

@@ -18,8 +18,8 @@ import { makePool, type Pool } from "../src/db/pool.ts";
 import { writeMessages } from "../src/queue/enqueue-message.ts";
 import { generateApiKey } from "../src/security/api-key-format.ts";
 import { type RestartableCluster, startRestartableCluster } from "./lib/cluster.ts";
+import { guardRun } from "./lib/guard-run.ts";
 import { makeProcessSet, type ProcessSet } from "./lib/processes.ts";
-import { guardRun } from "./lib/scenario.ts";
 
 const { values } = parseArgs({
   options: {

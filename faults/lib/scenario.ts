@@ -1,34 +1,9 @@
 /**
- * What every fault scenario's main module does the same way: a watchdog that gives up on a
- * run that hangs, cleanup on SIGINT/SIGTERM, and the one app whose endpoints are the fault
- * receiver's URLs, created through the API as a user would.
+ * What every fault scenario's main module does the same way: the one app whose endpoints
+ * are the fault receiver's URLs, created through the API as a user would, and the run's
+ * ending (how a run that does not end by itself ends is lib/guard-run.ts).
  */
 import type { SelfExit } from "./processes.ts";
-
-/** Gives up after `watchdogSeconds` (exit 2) and cleans up on SIGINT/SIGTERM (exit 130). */
-export function guardRun(o: {
-  watchdogSeconds: number;
-  log: (line: string) => void;
-  cleanup: () => Promise<void>;
-  /** what to print before cleaning up when the watchdog fires */
-  beforeGivingUp?: () => Promise<void>;
-}): void {
-  const watchdog = setTimeout(() => {
-    o.log(`gave up after ${o.watchdogSeconds} s`);
-    void (async () => {
-      await o.beforeGivingUp?.().catch(() => undefined);
-      await o.cleanup();
-      process.exit(2);
-    })();
-  }, o.watchdogSeconds * 1_000);
-  watchdog.unref();
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.once(signal, () => {
-      o.log(`${signal}: cleaning up`);
-      void o.cleanup().finally(() => process.exit(130));
-    });
-  }
-}
 
 async function post<T>(url: string, key: string, path: string, body: unknown): Promise<T> {
   const res = await fetch(`${url}${path}`, {
