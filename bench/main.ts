@@ -60,6 +60,25 @@ guardRun({
   cleanup,
 });
 
+/** --settle-load: waits until the machine's 1-minute load average is down to it, bounded. */
+async function settle(label: string): Promise<void> {
+  if (opts.settleLoad === null) return;
+  const until = Date.now() + opts.settleMaxMs;
+  let said = false;
+  while (os.loadavg()[0]! > opts.settleLoad && Date.now() < until) {
+    if (!said)
+      process.stderr.write(
+        `bench: ${label} waits for the load average (${os.loadavg()[0]!.toFixed(2)}) to fall to ${opts.settleLoad}\n`,
+      );
+    said = true;
+    await new Promise((r) => setTimeout(r, 5_000));
+  }
+  if (said)
+    process.stderr.write(
+      `bench: ${label} starts at load ${os.loadavg()[0]!.toFixed(2)}${os.loadavg()[0]! > opts.settleLoad ? " (waited its longest)" : ""}\n`,
+    );
+}
+
 async function main(): Promise<void> {
   if (loadAtStart[0]! > 1) {
     process.stderr.write(
@@ -127,6 +146,7 @@ async function main(): Promise<void> {
     for (let run = 1; run <= opts.runs; run++) {
       const r: RunResult = {};
       const step = async <T>(label: string, fn: () => Promise<T>): Promise<T> => {
+        await settle(label);
         ctx.log(`run ${run}/${opts.runs}: ${label}`);
         if (run > 1) return fn();
         await resetStatements(ctx.cluster);

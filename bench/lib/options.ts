@@ -79,6 +79,9 @@ export interface BenchOptions {
   soakSampleSeconds: number;
   /** scenario 17: messages per broker, for the bare client and for hookrelay */
   brokerMessages: number;
+  /** before each scenario, wait (at most settleMaxMs) until the 1-minute load average is at most this */
+  settleLoad: number | null;
+  settleMaxMs: number;
   /** give up on the whole bench after this long */
   watchdogMs: number;
 }
@@ -114,6 +117,10 @@ const HELP = `npm run bench -- [options]
   --pgboss <w,b,p,n>   pg-boss tuning: work() loops, batchSize, polling s, notify (1/0)
   --tune-pgboss        sweep pg-boss settings (scenario 2 sizes) and print the results
   --pg <name=value>    extra PostgreSQL setting (repeatable)
+  --settle-load <x>    before each scenario, wait until the 1-minute load average is at most x
+                       (at most --settle-minutes, default 30): a long seed's measurements wait
+                       for a shared machine to calm down
+  --settle-minutes <n> the longest such wait, per scenario
   --cpu-prof           V8 CPU profiles of hookrelay's processes in bench/results/profiles
 `;
 
@@ -141,6 +148,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       "steady-messages": { type: "string" },
       "steady-days": { type: "string" },
       "steady-deliveries": { type: "string" },
+      "settle-load": { type: "string" },
+      "settle-minutes": { type: "string" },
       "soak-seconds": { type: "string" },
       "soak-rate": { type: "string" },
       "soak-sample": { type: "string" },
@@ -249,6 +258,9 @@ export function parseOptions(argv: string[]): BenchOptions {
     soakSeconds: num(values["soak-seconds"], quick ? 4 : 1_800, "soak-seconds"),
     soakRate: num(values["soak-rate"], quick ? 50 : 200, "soak-rate"),
     soakSampleSeconds: num(values["soak-sample"], quick ? 1 : 30, "soak-sample"),
+    settleLoad:
+      values["settle-load"] === undefined ? null : num(values["settle-load"], 0, "settle-load"),
+    settleMaxMs: num(values["settle-minutes"], 30, "settle-minutes") * 60_000,
     // the full-size history (19) and the soak (20) take hours, not minutes
     // (--quick: under the smoke test's 10 minutes, on a loaded machine too)
     watchdogMs: quick ? 540_000 : (only.has(19) || only.has(20) ? 8 * 60 : 90) * 60_000,
