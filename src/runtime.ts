@@ -6,7 +6,7 @@
  * its results are written: docs/worker-liveness.md), close the listener and maintenance,
  * end the pool, stop the embedded database. `start` and `stop` are safe to call twice.
  */
-import Fastify, { type FastifyInstance } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { ensureFirstAdminKey, makeAuthenticator, makeKeyChecker } from "./api/auth.ts";
 import { localClientUrl, provideLocalCliAccess } from "./api/local-cli-key.ts";
 import { registerMetricsRoute } from "./api/routes/health.ts";
@@ -25,7 +25,6 @@ import { makeHttpSender } from "./delivery/http-sender.ts";
 import type { OperationalTarget } from "./domain/operational-events.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
-import { buildHttpApp } from "./http-app.ts";
 import { makeBackoff } from "./lib/backoff.ts";
 import { type Logger, makeLogger } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
@@ -380,6 +379,9 @@ export async function startRuntime(
       });
       batcher.start();
       const checkKey = makeKeyChecker(pool, config.adminKey);
+      // The HTTP application (Fastify, Ajv and the API's schemas, the docs, the dashboard
+      // and the portal) loads only in a process that serves it: a worker starts without it.
+      const { buildHttpApp } = await import("./http-app.ts");
       api = await buildHttpApp({
         pool,
         config,
@@ -403,7 +405,8 @@ export async function startRuntime(
         await provideLocalCliAccess(pool, config.dataDir, localClientUrl(config.host, port));
     }
     if (roles.worker && !roles.api && config.metricsPort > 0) {
-      // A worker-only process has no API; it can still be scraped.
+      // A worker-only process has no API; it can still be scraped (Fastify loaded for it).
+      const { default: Fastify } = await import("fastify");
       const server = Fastify({ logger: false });
       registerMetricsRoute(server, metrics, config.metricsToken);
       await server.listen({ host: config.host, port: config.metricsPort });

@@ -2,8 +2,9 @@
  * /metrics: the Prometheus text output, parsed line by line here (no client library), and
  * checked against seeded queue state, against results fed to makeMetrics(), and against
  * real deliveries made by a full runtime (startRuntime: API on an ephemeral port, worker,
- * maintenance) on its own test database.
+ * maintenance) on its own test database; and a worker-only runtime's own /metrics port.
  */
+import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { silentLogger } from "../src/logger.ts";
 import { makeMetrics } from "../src/ops/metrics.ts";
@@ -533,4 +534,41 @@ describe("a runtime's /metrics after real deliveries", () => {
     expect(rx.on("/ok")).toHaveLength(3);
     expect(rx.on("/fail")).toHaveLength(4);
   });
+});
+
+test("a worker-only runtime serves /metrics on its metrics port, behind the token", async () => {
+  const db = await createTestDb();
+  // a free port: the metrics port has no "any" (0 turns the server off)
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise((resolve) => probe.close(resolve));
+  const runtime = await startRuntime(
+    testConfig({
+      databaseUrl: db.url,
+      host: "127.0.0.1",
+      metricsPort: port,
+      metricsToken: "worker-scrape-token",
+      dbPoolSize: 3,
+    }),
+    { api: false, worker: true },
+    { logger: silentLogger, redactor: makeRedactor() },
+  );
+  try {
+    expect(runtime.apiUrl).toBeNull();
+    const url = `http://127.0.0.1:${port}/metrics`;
+    const refused = await fetch(url);
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toMatchObject({ code: "unauthorized" });
+    const res = await fetch(url, { headers: { authorization: "Bearer worker-scrape-token" } });
+    expect(res.status).toBe(200);
+    const e = parseProm(await res.text());
+    expect(sample(e, "hookrelay_worker_in_flight")).toBe(0);
+    expect(sample(e, "hookrelay_dead_letters")).toBe(0);
+    // the worker's port serves nothing else
+    expect((await fetch(`http://127.0.0.1:${port}/api/v1/health/ping`)).status).toBe(404);
+  } finally {
+    await runtime.stop();
+    await db.drop();
+  }
 });

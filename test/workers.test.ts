@@ -1,11 +1,16 @@
 /**
  * Workers as real OS processes (`node dist/cli/main.js worker`) sharing one test database:
- * exactly-once under competition, recovery after kill -9, graceful SIGTERM, and concurrent
- * migrations. Apps, endpoints and messages are created in-process; only the delivery side
+ * exactly-once under competition, recovery after kill -9, graceful SIGTERM, concurrent
+ * migrations, and what a worker process loads (not the HTTP application, the broker
+ * clients or the tracing SDK when it delivers over HTTP untraced). Apps, endpoints and messages are created in-process; only the delivery side
  * runs in the child processes.
  */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { loadMigrations } from "../src/db/migrate.ts";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
@@ -354,4 +359,43 @@ test("two processes migrating an empty database at once both succeed", async () 
     "select count(*)::int as n from information_schema.tables where table_name in ('deliveries', 'attempts', 'endpoints')",
   );
   expect(tables.rows[0].n).toBe(3);
+});
+
+// What a worker delivering over HTTP must not load: the HTTP application (Fastify, Ajv, the
+// API docs), the broker clients (loaded with a first NATS or RabbitMQ connection) and the
+// tracing SDK (loaded only when tracing is configured). Each costs every worker's start.
+const NOT_IN_AN_HTTP_WORKER = [
+  "fastify",
+  "ajv",
+  "@fastify/swagger",
+  "@fastify/swagger-ui",
+  "nats",
+  "amqplib",
+  "@opentelemetry/sdk-trace-base",
+  "@opentelemetry/exporter-trace-otlp-http",
+  "@opentelemetry/exporter-trace-otlp-proto",
+];
+
+test("a worker process that delivers over HTTP loads neither the API, the broker clients nor the tracing SDK", async () => {
+  const rx = await startReceiver();
+  closers.push(() => rx.close());
+  const [app] = await makeApps(1, () => `${rx.url}/lean`);
+  const dir = mkdtempSync(path.join(tmpdir(), "loaded-packages-"));
+  closers.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, "packages");
+  const preload = pathToFileURL(path.join(import.meta.dirname, "helpers/loaded-packages.mjs"));
+
+  const worker = await startWorker({
+    NODE_OPTIONS: `--import=${preload.href}`,
+    LOADED_PACKAGES_FILE: file,
+  });
+  await enqueueMany([app!], 1);
+  await waitForDelivered([app!.appId], 1, 20_000, () => rx.requests.map((r) => r.path));
+  process.kill(worker.pid, "SIGTERM");
+  expect(await worker.exited, worker.stderr).toEqual({ code: 0, signal: null });
+
+  const loaded = new Set(readFileSync(file, "utf8").split("\n").filter(Boolean));
+  // the record sees what a worker does load: its database driver and HTTP client
+  expect([...loaded]).toEqual(expect.arrayContaining(["pg", "undici", "pino"]));
+  expect(NOT_IN_AN_HTTP_WORKER.filter((name) => loaded.has(name))).toEqual([]);
 });

@@ -28,7 +28,7 @@ import {
 import type { AmqpTarget } from "../broker-target.ts";
 import { AttemptAbort } from "../http-sender.ts";
 import { DestinationKind, type Transport } from "../transport.ts";
-import { type AmqpLink, openAmqpLink } from "./amqp-link.ts";
+import type { AmqpLink } from "./amqp-link.ts";
 
 export interface AmqpTransportOptions {
   /** opens signing secrets and broker passwords sealed at rest */
@@ -45,6 +45,10 @@ export interface AmqpTransportOptions {
 }
 
 export type AmqpMessage = BrokerMessage<AmqpTarget>;
+
+// amqplib loads with a process's first RabbitMQ connection, not in every worker.
+const openAmqpLink: typeof import("./amqp-link.ts").openAmqpLink = async (...args) =>
+  (await import("./amqp-link.ts")).openAmqpLink(...args);
 
 const detailOf = (target: AmqpTarget | null, eventType: string): AmqpDetail => ({
   transport: "amqp",

@@ -32,7 +32,7 @@ import type { NatsTarget } from "../broker-target.ts";
 import { tlsFailureCode } from "../egress/tls-failure.ts";
 import { AttemptAbort } from "../http-sender.ts";
 import { DestinationKind, type Transport } from "../transport.ts";
-import { type NatsLink, openNatsLink } from "./nats-link.ts";
+import type { NatsLink } from "./nats-link.ts";
 
 export interface NatsTransportOptions {
   /** opens signing secrets and broker passwords sealed at rest */
@@ -49,6 +49,10 @@ export interface NatsTransportOptions {
 }
 
 export type NatsMessage = BrokerMessage<NatsTarget>;
+
+// The NATS client loads with a process's first NATS connection, not in every worker.
+const openNatsLink: typeof import("./nats-link.ts").openNatsLink = async (...args) =>
+  (await import("./nats-link.ts")).openNatsLink(...args);
 
 const detailOf = (target: NatsTarget | null, eventType: string): NatsDetail => ({
   transport: "nats",
