@@ -146,6 +146,7 @@ export function steadyFigures(add: Add): void {
     "history tables MiB",
     "attempts MiB",
     "dead tuples",
+    "dead tuples past autovacuum's trigger",
   ]) {
     const v = (r: { soak?: SoakRun }) => r.soak?.verdicts.find((x) => x.what === what);
     add(W, `${what}: 1st half`, "n", (r) => v(r)?.firstHalf);
