@@ -1,9 +1,10 @@
 /**
  * The validator compiler reuses what it compiled for an equal schema (a process that builds
- * the API again compiles nothing again), per kind, and the validators still check as before.
+ * the API again compiles nothing again), per kind, and the validators still check as before;
+ * a schema is compiled on its validator's first use, or by compilePending().
  */
 import { describe, expect, test } from "vitest";
-import { makeValidatorCompiler } from "./validator-compiler.ts";
+import { compilePending, makeValidatorCompiler } from "./validator-compiler.ts";
 
 const schema = () => ({
   type: "object",
@@ -53,5 +54,20 @@ describe("the validator compiler", () => {
     const odd = () => ({ ...schema(), examples: [/x/] });
     const first = compile(makeValidatorCompiler(), odd(), "body");
     expect(compile(makeValidatorCompiler(), odd(), "body")).not.toBe(first);
+  });
+
+  test("a schema is compiled on its validator's first use, or by compilePending()", () => {
+    compilePending();
+    const c = makeValidatorCompiler();
+    const good = compile(c, { ...schema(), description: "first use" }, "querystring");
+    expect(compilePending()).toBe(1);
+    expect(compilePending()).toBe(0);
+    expect(good({ n: "2" })).toBe(true);
+    // Ajv refuses this schema ("minimum" must be a number): making its validator does not,
+    // its first use and compilePending() do
+    const refused = { type: "object", properties: { n: { type: "integer", minimum: "x" } } };
+    const bad = compile(c, refused, "body");
+    expect(() => bad({ n: 1 })).toThrow(/minimum/);
+    expect(() => compilePending()).toThrow(/minimum/);
   });
 });

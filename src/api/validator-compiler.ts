@@ -41,16 +41,59 @@ function schemaKey(schema: object): string | undefined {
   return plain ? text : undefined;
 }
 
+/** Validators made and not compiled yet: what compilePending() compiles. */
+const pending = new Set<() => Validator>();
+
+/**
+ * A validator that compiles its schema when it first validates. Fastify asks for every
+ * route's validators as the API is built, and Ajv's compiling them all was most of the
+ * CPU of building the API (docs/performance.md, "What a process start costs"); an API
+ * process, or a test that builds one, now compiles the schemas of the routes it serves.
+ */
+function compiledOnFirstUse(compileNow: () => Validator): Validator {
+  let validate: Validator | undefined;
+  const ensure = (): Validator => {
+    if (!validate) {
+      validate = compileNow();
+      pending.delete(ensure);
+    }
+    return validate;
+  };
+  pending.add(ensure);
+  const lazy = ((data: unknown) => {
+    const v = ensure();
+    const ok = v(data);
+    lazy.errors = v.errors;
+    return ok;
+  }) as Validator;
+  return lazy;
+}
+
+/**
+ * Compiles every validator made and not compiled yet; answers how many (throws Ajv's error
+ * for a schema it refuses). test/api-schemas-compile.test.ts builds the API and calls it:
+ * a route schema Ajv refuses fails there, not at a route's first request.
+ */
+export function compilePending(): number {
+  const now = [...pending];
+  for (const ensure of now) ensure();
+  return now.length;
+}
+
 /** The API's validator compiler (Fastify's setValidatorCompiler), with Ajv instances of its own. */
 export function makeValidatorCompiler(): FastifySchemaCompiler<unknown> {
-  // made on the first schema not compiled before
+  // made on the first schema compiled
   const ajv: { strict?: Ajv; coercing?: Ajv } = {};
   const compile = (kind: "strict" | "coercing", schema: object): Validator => {
     const key = schemaKey(schema);
     let validate = key === undefined ? undefined : compiled[kind].get(key);
     if (!validate) {
-      if (!ajv[kind]) ajv[kind] = kind === "strict" ? bodyAjv() : paramsAjv();
-      validate = ajv[kind].compile(schema);
+      // compiled as it is now: a plain schema from its text, whatever befalls the object
+      const source = key === undefined ? schema : (JSON.parse(key) as object);
+      validate = compiledOnFirstUse(() => {
+        if (!ajv[kind]) ajv[kind] = kind === "strict" ? bodyAjv() : paramsAjv();
+        return ajv[kind].compile(source);
+      });
       if (key !== undefined) compiled[kind].set(key, validate);
     }
     return validate;
