@@ -5,6 +5,8 @@
  * values), made once where the process is wired.
  */
 import pino from "pino";
+import type { Config } from "./config.ts";
+import { makeRedactor, type Redactor } from "./security/redact.ts";
 
 export type Logger = pino.Logger;
 
@@ -70,3 +72,18 @@ function maskBindings(child: Logger, redactor: LogMasker): void {
 
 /** A logger that drops everything (tests, library use). */
 export const silentLogger: Logger = pino({ level: "silent" });
+
+/** A process's logger and the one sensitive-field redactor it masks with (docs/security.md). */
+export interface ProcessLogging {
+  logger: Logger;
+  redactor: Redactor;
+}
+
+/** Made once per process, from the configuration; the runtime masks with the same redactor. */
+export function makeProcessLogging(
+  config: Pick<Config, "logLevel" | "sensitiveFields">,
+  destination?: pino.DestinationStream,
+): ProcessLogging {
+  const redactor = makeRedactor(config.sensitiveFields);
+  return { redactor, logger: makeLogger(config.logLevel, redactor, destination) };
+}

@@ -12,12 +12,11 @@ import { localClientUrl, provideLocalCliAccess } from "./api/local-cli-key.ts";
 import { registerMetricsRoute } from "./api/routes/health.ts";
 import type { Config } from "./config.ts";
 import { resolveDatabaseMode } from "./db/database-mode.ts";
-import type { EmbeddedDatabase } from "./db/embedded.ts";
-import { makePool, type Pool, usePreparedStatements } from "./db/pool.ts";
+import { openDatabase } from "./db/open-database.ts";
+import { type Pool, usePreparedStatements } from "./db/pool.ts";
 import { purgeDashboardSessions } from "./db/queries/dashboard-sessions.ts";
 import { ping } from "./db/queries/ping.ts";
 import { purgeEndedPortalTokens } from "./db/queries/portal-access.ts";
-import { withSearchPath } from "./db/schema-name.ts";
 import { prepareSchema } from "./db/start-schema.ts";
 import { startupRefusal } from "./db/startup-refusal.ts";
 import { isDatabaseUnavailable } from "./db/unavailable.ts";
@@ -26,7 +25,7 @@ import type { OperationalTarget } from "./domain/operational-events.ts";
 import { reconcileInFlight } from "./health/in-flight.ts";
 import { purgeLatencySamples, refreshLatencyStats } from "./health/latency-stats.ts";
 import { makeBackoff } from "./lib/backoff.ts";
-import { type Logger, makeLogger } from "./logger.ts";
+import type { Logger, ProcessLogging } from "./logger.ts";
 import { postAlerts } from "./ops/alert-webhook.ts";
 import { syncAlerts } from "./ops/alerts.ts";
 import { partitionNotes } from "./ops/attempt-partitions.ts";
@@ -48,13 +47,16 @@ import { purgeExpiredUntil } from "./ops/retention.ts";
 import { makeTracing, type Tracing } from "./ops/tracing.ts";
 import { type EnqueueBatcher, makeEnqueueBatcher } from "./queue/enqueue-batcher.ts";
 import { purgeOldHeartbeats } from "./queue/worker-heartbeat.ts";
-import { makeRedactor, type Redactor } from "./security/redact.ts";
+import type { Redactor } from "./security/redact.ts";
 import { makeSecretBox, type SecretBox } from "./security/secret-box.ts";
 import { makeSsrfGuard } from "./security/ssrf-guard.ts";
 import { makeSessionBound, type SessionBound } from "./session-bound.ts";
 import type { Liveness } from "./worker/liveness.ts";
 import type { WorkListener } from "./worker/work-listener.ts";
 import { makeWorker, type Worker } from "./worker/worker.ts";
+
+// made where every process starts (logger.ts), as `hookrelay/server` and tests know them here
+export { makeProcessLogging, type ProcessLogging } from "./logger.ts";
 
 export interface Roles {
   api: boolean;
@@ -73,25 +75,6 @@ export interface Runtime {
   worker: Worker | null;
   api: FastifyInstance | null;
   stop(): Promise<void>;
-}
-
-/** Opens the database given by the config: DATABASE_URL, or the embedded cluster. */
-export async function openDatabase(config: Config, logger: Logger) {
-  let embedded: EmbeddedDatabase | null = null;
-  let connectionString = config.databaseUrl;
-  if (!connectionString) {
-    const { startEmbeddedPostgres } = await import("./db/embedded.ts");
-    embedded = await startEmbeddedPostgres({
-      dataDir: config.dataDir,
-      port: config.embeddedPgPort,
-      logger,
-    });
-    connectionString = embedded.connectionString;
-    // a direct connection of our own: the schema can be the session's default
-    if (config.dbSchema) connectionString = withSearchPath(connectionString, config.dbSchema);
-  }
-  const pool = makePool({ connectionString, max: config.dbPoolSize, logger });
-  return { pool, connectionString, embedded };
 }
 
 /**
@@ -243,21 +226,6 @@ export function maintenanceTasks(
       },
     },
   ];
-}
-
-/** A process's logger and the one sensitive-field redactor it masks with (docs/security.md). */
-export interface ProcessLogging {
-  logger: Logger;
-  redactor: Redactor;
-}
-
-/** Made once per process, from the configuration; the runtime masks with the same redactor. */
-export function makeProcessLogging(
-  config: Pick<Config, "logLevel" | "sensitiveFields">,
-  destination?: Parameters<typeof makeLogger>[2],
-): ProcessLogging {
-  const redactor = makeRedactor(config.sensitiveFields);
-  return { redactor, logger: makeLogger(config.logLevel, redactor, destination) };
 }
 
 export async function startRuntime(

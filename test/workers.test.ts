@@ -2,7 +2,7 @@
  * Workers as real OS processes (`node dist/cli/main.js worker`) sharing one test database:
  * exactly-once under competition, recovery after kill -9, graceful SIGTERM, concurrent
  * migrations, and what a worker process loads (not the HTTP application, the broker
- * clients or the tracing SDK when it delivers over HTTP untraced). Apps, endpoints and messages are created in-process; only the delivery side
+ * clients or the tracing SDK when it delivers over HTTP untraced; `migrate` not the server). Apps, endpoints and messages are created in-process; only the delivery side
  * runs in the child processes.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -376,26 +376,44 @@ const NOT_IN_AN_HTTP_WORKER = [
   "@opentelemetry/exporter-trace-otlp-proto",
 ];
 
+/** Runs `body` with the preload that records a process's packages; answers their names. */
+async function packagesLoadedBy(
+  body: (env: Record<string, string>) => Promise<void>,
+): Promise<Set<string>> {
+  const dir = mkdtempSync(path.join(tmpdir(), "loaded-packages-"));
+  try {
+    const file = path.join(dir, "packages");
+    const preload = pathToFileURL(path.join(import.meta.dirname, "helpers/loaded-packages.mjs"));
+    await body({ NODE_OPTIONS: `--import=${preload.href}`, LOADED_PACKAGES_FILE: file });
+    return new Set(readFileSync(file, "utf8").split("\n").filter(Boolean));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 test("a worker process that delivers over HTTP loads neither the API, the broker clients nor the tracing SDK", async () => {
   const rx = await startReceiver();
   closers.push(() => rx.close());
   const [app] = await makeApps(1, () => `${rx.url}/lean`);
-  const dir = mkdtempSync(path.join(tmpdir(), "loaded-packages-"));
-  closers.push(async () => rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, "packages");
-  const preload = pathToFileURL(path.join(import.meta.dirname, "helpers/loaded-packages.mjs"));
-
-  const worker = await startWorker({
-    NODE_OPTIONS: `--import=${preload.href}`,
-    LOADED_PACKAGES_FILE: file,
+  const loaded = await packagesLoadedBy(async (env) => {
+    const worker = await startWorker(env);
+    await enqueueMany([app!], 1);
+    await waitForDelivered([app!.appId], 1, 20_000, () => rx.requests.map((r) => r.path));
+    process.kill(worker.pid, "SIGTERM");
+    expect(await worker.exited, worker.stderr).toEqual({ code: 0, signal: null });
   });
-  await enqueueMany([app!], 1);
-  await waitForDelivered([app!.appId], 1, 20_000, () => rx.requests.map((r) => r.path));
-  process.kill(worker.pid, "SIGTERM");
-  expect(await worker.exited, worker.stderr).toEqual({ code: 0, signal: null });
-
-  const loaded = new Set(readFileSync(file, "utf8").split("\n").filter(Boolean));
   // the record sees what a worker does load: its database driver and HTTP client
   expect([...loaded]).toEqual(expect.arrayContaining(["pg", "undici", "pino"]));
   expect(NOT_IN_AN_HTTP_WORKER.filter((name) => loaded.has(name))).toEqual([]);
+});
+
+test("hookrelay migrate loads the database layer, not the server", async () => {
+  const loaded = await packagesLoadedBy(async (env) => {
+    const migrate = spawnHookrelay(["migrate"], { DATABASE_URL: h.db.url, ...env });
+    expect(await migrate.exited, migrate.stderr).toEqual({ code: 0, signal: null });
+    expect(migrate.stdout).toBe("schema up to date\n");
+  });
+  expect([...loaded]).toEqual(expect.arrayContaining(["pg", "pino"]));
+  const server = ["fastify", "undici", "prom-client", "nats", "amqplib"];
+  expect(server.filter((name) => loaded.has(name))).toEqual([]);
 });

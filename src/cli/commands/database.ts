@@ -44,8 +44,10 @@ export function registerDatabaseCommands(program: Command): void {
       "the role to migrate as (default: HOOKRELAY_MIGRATION_DATABASE_URL, else DATABASE_URL)",
     )
     .action(async (o: { databaseUrl?: string }) => {
-      const [{ makeProcessLogging, openDatabase }, { migrate }] = await Promise.all([
-        import("../../runtime.ts"),
+      // the database layer only, not the server (runtime.ts): migrate starts as fast as it can
+      const [{ makeProcessLogging }, { openDatabase }, { migrate }] = await Promise.all([
+        import("../../logger.ts"),
+        import("../../db/open-database.ts"),
         import("../../db/migrate.ts"),
       ]);
       const fromEnv = loadConfig(cliIo().env);
