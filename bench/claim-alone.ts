@@ -24,14 +24,21 @@
  *
  * Default variants: `probes` (the worker's CLAIM_SETTINGS) and `plain` (JIT off and the
  * generic plan alone, without INDEX_PROBES). `--variant` adds one: the generic plan and JIT
- * off plus the settings named (e.g. `--variant hash=enable_hashjoin:off`).
+ * off plus the settings named (e.g. `--variant hash=enable_hashjoin:off`). `--tree
+ * name=/path/to/checkout` adds the claim of another checkout of hookrelay (its statement
+ * and its CLAIM_SETTINGS), to compare two versions of the statement on one connection each,
+ * side by side (the checkout needs its node_modules).
  */
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { GENERIC_PLAN, type LocalSettings, WITHOUT_JIT } from "../src/db/local-settings.ts";
 import { makePool, type Queryable } from "../src/db/pool.ts";
-import { CLAIM_SETTINGS, type ClaimOptions, claimDeliveries } from "../src/queue/claim-deliveries.ts";
+import {
+  CLAIM_SETTINGS,
+  type ClaimOptions,
+  claimDeliveries,
+} from "../src/queue/claim-deliveries.ts";
 import { startCluster } from "./lib/cluster.ts";
 import { createTenants, makeMessages, seedMessages } from "./lib/seed.ts";
 import { median } from "./lib/stats.ts";
@@ -50,6 +57,7 @@ const { values: args } = parseArgs({
     "no-default-variants": { type: "boolean", default: false },
     plans: { type: "boolean", default: false },
     pg: { type: "string", multiple: true, default: [] },
+    tree: { type: "string", multiple: true, default: [] },
   },
 });
 
@@ -63,9 +71,26 @@ const PLAN_AT = list(args["plan-at"]) as ("empty" | "seeded" | "analyzed")[];
 const STATES = list(args.states) as ("initial" | "steady")[];
 const BACKLOGS = list(args.backlogs) as ("unordered" | "ordered")[];
 
-const variants: Record<string, LocalSettings> = args["no-default-variants"]
+type Claim = typeof claimDeliveries;
+interface Variant {
+  settings: LocalSettings;
+  claim: Claim;
+}
+const variants: Record<string, Variant> = args["no-default-variants"]
   ? {}
-  : { probes: CLAIM_SETTINGS, plain: { ...WITHOUT_JIT, ...GENERIC_PLAN } };
+  : {
+      probes: { settings: CLAIM_SETTINGS, claim: claimDeliveries },
+      plain: { settings: { ...WITHOUT_JIT, ...GENERIC_PLAN }, claim: claimDeliveries },
+    };
+for (const t of args.tree) {
+  const [name, dir] = t.split("=");
+  if (!name || !dir) throw new Error(`--tree ${t}: expected name=/path`);
+  const other = (await import(`${dir}/src/queue/claim-deliveries.ts`)) as {
+    claimDeliveries: Claim;
+    CLAIM_SETTINGS: LocalSettings;
+  };
+  variants[name] = { settings: other.CLAIM_SETTINGS, claim: other.claimDeliveries };
+}
 for (const v of args.variant) {
   const [name, spec = ""] = v.split("=");
   const settings: Record<string, string> = { ...WITHOUT_JIT, ...GENERIC_PLAN };
@@ -75,7 +100,7 @@ for (const v of args.variant) {
     settings[k] = val;
   }
   if (!name) throw new Error(`--variant ${v}: no name`);
-  variants[name] = settings as LocalSettings;
+  variants[name] = { settings: settings as LocalSettings, claim: claimDeliveries };
 }
 
 const claimOptions = (): ClaimOptions => ({
@@ -90,7 +115,7 @@ const claimOptions = (): ClaimOptions => ({
 });
 
 /** The claim statement as the worker sends it, captured without running it. */
-async function claimStatement(): Promise<{ text: string; values: unknown[] }> {
+async function claimStatement(claim: Claim): Promise<{ text: string; values: unknown[] }> {
   let sent: { text: string; values: unknown[] } | null = null;
   const recorder = {
     query: async (q: { text: string; values: unknown[] }) => {
@@ -98,7 +123,7 @@ async function claimStatement(): Promise<{ text: string; values: unknown[] }> {
       return { rows: [] };
     },
   } as unknown as Queryable;
-  await claimDeliveries(recorder, claimOptions());
+  await claim(recorder, claimOptions());
   if (!sent) throw new Error("claimDeliveries sent no statement");
   return sent;
 }
@@ -106,20 +131,21 @@ async function claimStatement(): Promise<{ text: string; values: unknown[] }> {
 interface Prepared {
   name: string;
   client: pg.Client;
+  claim: Claim;
 }
 
 /** A connection with `settings` for its session and the claim prepared and planned now. */
-async function prepare(url: string, name: string, settings: LocalSettings): Promise<Prepared> {
+async function prepare(url: string, name: string, variant: Variant): Promise<Prepared> {
   const client = new pg.Client({ connectionString: url });
   client.on("error", () => undefined);
   await client.connect();
-  for (const [k, v] of Object.entries(settings))
+  for (const [k, v] of Object.entries(variant.settings))
     await client.query("select set_config($1, $2, false)", [k, v]);
-  const st = await claimStatement();
+  const st = await claimStatement(variant.claim);
   await client.query(`prepare claim as ${st.text}`);
   // the generic plan is built at the first execution and kept: build it now, without running it
   await client.query(`explain (costs off) execute claim(${literals(client, st.values)})`);
-  return { name, client };
+  return { name, client, claim: variant.claim };
 }
 
 function literals(client: pg.Client, values: unknown[]): string {
@@ -134,7 +160,7 @@ interface Sample {
 }
 
 async function runOnce(p: Prepared): Promise<Sample> {
-  const st = await claimStatement();
+  const st = await claimStatement(p.claim);
   await p.client.query("begin");
   try {
     const { rows } = await p.client.query(
@@ -155,7 +181,10 @@ async function runOnce(p: Prepared): Promise<Sample> {
 async function fillInFlight(pool: pg.Pool): Promise<number> {
   let total = 0;
   for (let i = 0; i < 40 && total < 1_000; i++) {
-    const got = await claimDeliveries(pool, { ...claimOptions(), limit: Math.min(LIMIT, 1_000 - total) });
+    const got = await claimDeliveries(pool, {
+      ...claimOptions(),
+      limit: Math.min(LIMIT, 1_000 - total),
+    });
     if (got.length === 0) break;
     total += got.length;
   }
@@ -182,7 +211,9 @@ try {
   console.log(
     `claim alone: ${MESSAGES} messages, ${ENDPOINTS} endpoints, limit ${LIMIT}, ${PAIRS} rounds; variants ${Object.keys(variants).join(", ")}; planned at ${PLAN_AT.join(", ")}`,
   );
-  console.log("| backlog | state | variant | planned | median ms | median hits | rows | runs (ms) |");
+  console.log(
+    "| backlog | state | variant | planned | median ms | median hits | rows | runs (ms) |",
+  );
   console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const backlog of BACKLOGS) {
     const dbName = `claim_alone_${backlog}`;
@@ -193,8 +224,8 @@ try {
       const tenants = await createTenants(pool, urls, "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3");
       const prepAll = async (at: string) => {
         if (!PLAN_AT.includes(at as never)) return;
-        for (const [name, settings] of Object.entries(variants))
-          prepared.push(await prepare(url, `${name}@${at}`, settings));
+        for (const [name, variant] of Object.entries(variants))
+          prepared.push(await prepare(url, `${name}@${at}`, variant));
       };
       await prepAll("empty");
       const messages = makeMessages(MESSAGES, ENDPOINTS, 0, backlog === "ordered" ? KEYS : null);

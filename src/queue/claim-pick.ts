@@ -71,16 +71,16 @@ const UNORDERED_SQL = `
  */
 const KEYS_SQL = `
        k as (
-         (select q.ordering_key, q.id, q.message_ms from deliveries q
+         (select q.ordering_key, q.id, q.message_ms, q.status, q.next_attempt_at from deliveries q
           where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
             and ${inPeriods("q")}
           order by q.ordering_key, q.id
           limit 1)
          union all
-         (select n.ordering_key, n.id, n.message_ms
+         (select n.ordering_key, n.id, n.message_ms, n.status, n.next_attempt_at
           from k
           cross join lateral (
-            select q.ordering_key, q.id, q.message_ms from deliveries q
+            select q.ordering_key, q.id, q.message_ms, q.status, q.next_attempt_at from deliveries q
             where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
               and ${inPeriods("q")}
               and q.ordering_key > k.ordering_key
@@ -101,7 +101,9 @@ const KEY_HEADS_SQL = `
        select d.id, d.endpoint_id, d.next_attempt_at, d.message_ms
        from k
        join deliveries d on d.id = k.id and d.message_ms = k.message_ms
-       where d.queued
+       where k.status <> 'in_flight'
+         and k.next_attempt_at <= ${NOW_SQL}
+         and d.queued
          and d.next_attempt_at <= ${NOW_SQL}
          and d.status <> 'in_flight'
          and not exists (
@@ -191,8 +193,9 @@ const KEYED_SQL = `
  * one with keyed rows, KEYED_SQL's.
  */
 export const PICK_SQL = `
+    with keyed as (select ${HAS_KEYS_SQL} as has)
     select u.id, u.endpoint_id, u.next_attempt_at, u.message_ms from (${UNORDERED_SQL}) u
-    where not ${HAS_KEYS_SQL}
+    where not (select has from keyed)
     union all
     select p.id, p.endpoint_id, p.next_attempt_at, p.message_ms from (${KEYED_SQL}) p
-    where ${HAS_KEYS_SQL}`;
+    where (select has from keyed)`;
