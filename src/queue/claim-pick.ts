@@ -67,7 +67,9 @@ const UNORDERED_SQL = `
 /**
  * The endpoint's keys, each with its smallest id still queued: a skip scan of
  * deliveries_ordered_queued_idx (migration 0020), one probe per key, in key order. A
- * recursive CTE of KEYED_SQL, read as far as its readers go.
+ * recursive CTE of KEYED_SQL, read as far as its readers go. Each probe reads its row
+ * (for its period), so the head's status and due time come with it: KEY_HEADS_SQL passes
+ * over a head in flight without reading it again.
  */
 const KEYS_SQL = `
        k as (
@@ -90,7 +92,10 @@ const KEYS_SQL = `
 
 /**
  * Each key's head, from KEYS_SQL's `k`. The head is taken when it is due and not in
- * flight (in flight, its key has nothing to take), and no earlier row of its key is
+ * flight (in flight, its key has nothing to take: told from the walk's own row, so only
+ * the heads it may take are read again by id, to be locked; in scenario 13's steady state
+ * nine keys in ten have their head in flight: docs/performance.md, "The ordered claim
+ * alone"), and no earlier row of its key is
  * dead-lettered, unless the endpoint's orderedDeadLetter is "skip": a probe of
  * deliveries_ordered_dead_idx per head (ORDER_HEAD_SQL's, nested under the endpoint's test,
  * so it never becomes a join over every dead letter). A head another claim took since this statement's
@@ -189,8 +194,8 @@ const KEYED_SQL = `
  * An endpoint's rows to take (docs/delivery.md, "Ordering"), its oldest due first, up to its
  * room, each locked as it is taken (skipping rows another transaction holds): an endpoint
  * without a keyed row queued takes UNORDERED_SQL's rows, as cheap as ever (the keyed part's
- * steps are never run for it: each branch is gated by the probe, evaluated before it);
- * one with keyed rows, KEYED_SQL's.
+ * steps are never run for it: each branch is gated by the probe, evaluated before it, once
+ * per endpoint: `keyed`); one with keyed rows, KEYED_SQL's.
  */
 export const PICK_SQL = `
     with keyed as (select ${HAS_KEYS_SQL} as has)
