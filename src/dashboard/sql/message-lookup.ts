@@ -40,7 +40,7 @@ export async function lookUpMessages(
        -- which a plan for small tables would otherwise turn into a scan of every period)
        cross join lateral (
          select m.id, m.app_id, m.event_type, m.event_id, m.created_at from messages m
-         where m.id = k.message_id and m.message_ms = hookrelay_message_ms(k.message_id)
+         where m.id = k.message_id and ${messageMsOf("m", "k.message_id")}
          limit 1) m
        where k.event_id = $1::text and ($2::text is null or k.app_id = $2::text)
        union

@@ -2,8 +2,8 @@
  * How a page of messages stands: for each message, how many of its deliveries are in each
  * state (the status column of the message lists and exports, docs/browse.md).
  */
-import { ID_PREFIX, idTimeMs } from "../../ids.ts";
 import type { Queryable } from "../pool.ts";
+import { messageMsValues } from "../sql/message-ms.ts";
 
 /** Message id -> delivery state -> how many of its deliveries are in it. */
 export type DeliveryCounts = Map<string, Record<string, number>>;
@@ -21,11 +21,10 @@ export async function deliveryCountsOf(
   const { rows } = await db.query<{ message_id: string; status: string; n: number }>(
     `select message_id, status, count(*)::integer as n from deliveries
      where message_id = any ($1::text[])
-       -- their partitions (src/db/sql/message-ms.ts), not every day's: the milliseconds
-       -- their ids carry, as hookrelay_message_ms reads them, and 0 (the legacy partition)
+       -- their partitions (src/db/sql/message-ms.ts), not every day's
        and message_ms = any ($2::bigint[])
      group by message_id, status`,
-    [messageIds, [0, ...new Set(messageIds.map((id) => idTimeMs(id, ID_PREFIX.message) ?? 0))]],
+    [messageIds, messageMsValues(messageIds)],
   );
   for (const r of rows) {
     const one = counts.get(r.message_id) ?? {};

@@ -1,6 +1,6 @@
 /** Messages of an app: the rows behind /api/v1/app/{app}/msg. */
 import type { Queryable } from "../pool.ts";
-import { messageMsOf } from "../sql/message-ms.ts";
+import { messageMsCandidates, messageMsOf } from "../sql/message-ms.ts";
 import type { PageWindow } from "./page-window.ts";
 
 export interface MessageRow {
@@ -49,12 +49,16 @@ export async function findMessage(
 ): Promise<MessageRow | null> {
   const { rows } = await db.query<MessageRow>(
     // the partitions of the id, and of the message that holds the eventId (one per app:
-    // message_event_ids, migration 0033), rather than every day's
-    `select ${COLUMNS} from messages
+    // message_event_ids, migration 0033), rather than every day's; each id's millisecond
+    // and the one after (src/db/sql/message-ms.ts)
+    `with held as (
+       select k.message_id from message_event_ids k
+       where k.app_id = $1::text and k.event_id = $2::text
+     )
+     select ${COLUMNS} from messages
      where app_id = $1::text and (id = $2::text or event_id = $2::text)
-       and message_ms in (hookrelay_message_ms($2::text), 0,
-                          hookrelay_message_ms((select k.message_id from message_event_ids k
-                                                where k.app_id = $1::text and k.event_id = $2::text)))
+       and message_ms in (${messageMsCandidates("$2::text")}, 0,
+                          ${messageMsCandidates("(select message_id from held)")})
      order by (id = $2::text) desc limit 1`,
     [appId, idOrEventId],
   );
