@@ -1,6 +1,6 @@
 /**
- * The delivery pipeline: each claimed row goes prepare → send → record, on its own, from
- * the event loop's turn after its claim (below). The transport (delivery/transport.ts, picked by the endpoint's
+ * The delivery pipeline: each claimed row goes prepare → send → record, on its own, as soon
+ * as it is claimed. The transport (delivery/transport.ts, picked by the endpoint's
  * destination kind) prepares and sends; the attempt recorder (record-attempt.ts) turns the
  * outcome into a result for the result writer. How many run at once is the claim loop's
  * business (claim-loop.ts claims only for free slots; the claim respects each endpoint's
@@ -10,13 +10,6 @@
  * claim how many rows still have no result: the last one's result ends the claim's lease
  * (`finishesClaim`). `abandon()` is the drain's (drain.ts): every attempt still running is
  * aborted and marked released, so its result is never recorded and its row is handed back.
- *
- * A claim's rows are taken in at once (they count in `inFlight` as `start()` returns) but
- * sent from the next turn of the event loop: the claim loop sends its next claim first, so
- * PostgreSQL runs that claim while this process prepares, signs and sends the rows of the
- * last one, where each waited for the other before (docs/performance.md, "Broker
- * deliveries: the next claim beside the last one's sends"). A row the drain abandons before
- * its turn is never sent.
  *
  * Each attempt has a trace span (attempt-tracer.ts), started before prepare so that an
  * endpoint that propagates the trace gets the span's traceparent in its request, and ended
@@ -86,11 +79,6 @@ export function makeDeliveryPipeline(deps: {
 
   async function deliver(entry: Running): Promise<void> {
     const { claim } = entry;
-    if (entry.released) {
-      // abandoned by the drain before its turn came: its row is handed back unsent
-      deps.onSettled?.();
-      return;
-    }
     // what the span ends with: stays null unless an outcome is recorded
     let traced: AttemptOutcome | null = null;
     const span = tracer.start(claim);
@@ -132,7 +120,6 @@ export function makeDeliveryPipeline(deps: {
     start(claims, claimToken, claimedAt) {
       if (claims.length === 0) return;
       openClaims.set(claimToken, claims.length);
-      const entries: Running[] = [];
       for (const claim of claims) {
         const entry: Running = {
           claim,
@@ -142,12 +129,8 @@ export function makeDeliveryPipeline(deps: {
           leaseEndsAt: claimedAt + claim.timeoutMs + deps.leaseMarginMs,
         };
         running.set(claim.id, entry);
-        entries.push(entry);
+        void deliver(entry);
       }
-      // sent from the next turn: the claim loop's next claim goes out first (above)
-      setImmediate(() => {
-        for (const entry of entries) void deliver(entry);
-      });
     },
     get inFlight() {
       return running.size;
