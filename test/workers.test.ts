@@ -1,9 +1,10 @@
 /**
  * Workers as real OS processes (`node dist/cli/main.js worker`) sharing one test database:
  * exactly-once under competition, recovery after kill -9, graceful SIGTERM, concurrent
- * migrations, and what a worker process loads (not the HTTP application, the broker
- * clients or the tracing SDK when it delivers over HTTP untraced; `migrate` not the server). Apps, endpoints and messages are created in-process; only the delivery side
- * runs in the child processes.
+ * migrations, and what a process loads (a worker delivering over HTTP untraced: not the
+ * HTTP application, the broker clients or the tracing SDK; `migrate`: not the server).
+ * Apps, endpoints and messages are created in-process; only the delivery side runs in the
+ * child processes.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
