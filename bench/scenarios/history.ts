@@ -122,7 +122,13 @@ export async function prepareHistory(ctx: BenchContext): Promise<HistoryData> {
   };
 }
 
-/** Wall time, PostgreSQL CPU and WAL of `work` (scenario 19 measures its purge with it too). */
+/**
+ * Wall time, PostgreSQL CPU and WAL of `work` (scenario 19 measures its purge with it too).
+ * The CPU is the whole cluster's, so nothing else runs in it meanwhile: autovacuum is off
+ * for the time (the workers it has running are cancelled) and a checkpoint runs first; a
+ * drop takes tens of milliseconds, and an autovacuum worker busy beside it on the tables a
+ * delivery run just wrote made its CPU ten times what the drop itself spent.
+ */
 export async function measured(
   ctx: BenchContext,
   pool: Pool,
@@ -130,18 +136,29 @@ export async function measured(
 ): Promise<Purge> {
   const lsn = async () =>
     (await pool.query("select pg_current_wal_insert_lsn()::text as l")).rows[0].l as string;
-  const before = await lsn();
-  const meter = startCpuMeter({ pg: () => ctx.cluster.pids() });
-  const t0 = nowMs();
-  await work();
-  const ms = nowMs() - t0;
-  const cpu = meter();
-  const after = await lsn();
-  const { rows } = await pool.query("select pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint as b", [
-    after,
-    before,
-  ]);
-  return { ms, cpuMs: cpu.ms.pg ?? 0, walBytes: Number(rows[0].b) };
+  await pool.query("alter system set autovacuum = off");
+  await pool.query("select pg_reload_conf()");
+  try {
+    await pool.query(
+      "select pg_cancel_backend(pid) from pg_stat_activity where backend_type = 'autovacuum worker'",
+    );
+    await pool.query("checkpoint");
+    const before = await lsn();
+    const meter = startCpuMeter({ pg: () => ctx.cluster.pids() });
+    const t0 = nowMs();
+    await work();
+    const ms = nowMs() - t0;
+    const cpu = meter();
+    const after = await lsn();
+    const { rows } = await pool.query(
+      "select pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint as b",
+      [after, before],
+    );
+    return { ms, cpuMs: cpu.ms.pg ?? 0, walBytes: Number(rows[0].b) };
+  } finally {
+    await pool.query("alter system reset autovacuum");
+    await pool.query("select pg_reload_conf()");
+  }
 }
 
 /**
