@@ -13,7 +13,6 @@ import { migrate, splitStatements } from "../src/db/migrate.ts";
 import type { Pool, Queryable } from "../src/db/pool.ts";
 import { listAttempts } from "../src/db/queries/attempts.ts";
 import { attemptIdAt, attemptsSinceSql, LEGACY_ATTEMPT_ID_END } from "../src/db/sql/attempt-ids.ts";
-import { ID_PREFIX, newId } from "../src/ids.ts";
 import {
   ensureAttemptPartitions,
   listAttemptPartitions,
@@ -23,6 +22,7 @@ import {
 } from "../src/ops/attempt-partitions.ts";
 import { purgeExpiredUntil } from "../src/ops/retention.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
+import { messageIdAt } from "./helpers/message-ids.ts";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -335,7 +335,7 @@ describe("time bounds prune partitions", () => {
     // noon two days ago: its hour of clock skew stays in that day at any time of this one
     const twoDaysAgo = Date.now() - 2 * DAY;
     const made = twoDaysAgo - (twoDaysAgo % DAY) + 12 * HOUR;
-    const messageId = newId(ID_PREFIX.message, made);
+    const messageId = messageIdAt(made);
     await listAttempts(
       recorder,
       { messageId, endpointId: null, outcome: null },

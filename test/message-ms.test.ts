@@ -12,20 +12,10 @@ import { deliveryCountsOf } from "../src/db/queries/message-delivery-counts.ts";
 import { findMessage, getMessage } from "../src/db/queries/messages.ts";
 import { ID_PREFIX, idTimeMs } from "../src/ids.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
+import { messageIdAt } from "./helpers/message-ids.ts";
 
-const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const TOP = 1n << 80n;
-
-/** A message id of millisecond `ms` whose 80 random bits are `random`. */
-function messageId(ms: number, random: bigint): string {
-  let value = (BigInt(ms) << 80n) | random;
-  let out = "";
-  for (let i = 0; i < 22; i++) {
-    out = ALPHABET[Number(value % 62n)] + out;
-    value /= 62n;
-  }
-  return `msg_${out}`;
-}
+const messageId = messageIdAt;
 
 let db: TestDb;
 beforeAll(async () => {
