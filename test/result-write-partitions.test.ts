@@ -15,6 +15,7 @@ import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
 import { recordResults } from "../src/queue/record-results.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { successResult } from "./helpers/delivery-result.ts";
+import { messageIdAt } from "./helpers/message-ids.ts";
 
 const DAY = 86_400_000;
 const DAILY: PartitionConfig = { interval: "day", aheadMs: 2 * DAY };
@@ -31,7 +32,7 @@ test("a result updates its delivery in the row's period alone, never scanning th
   const pool = db.pool;
   const now = Date.now();
   // three periods of messages and deliveries: the day before, today and tomorrow
-  const yesterday = newId(ID_PREFIX.message, now - DAY);
+  const yesterday = messageIdAt(now - DAY); // newId would not go back a day in a worker that made ids of now
   await pool.query(
     `insert into applications (id, uid, name) values ('app_rw', 'rw', 'rw');
      insert into endpoints (id, app_id, url) values ('ep_rw', 'app_rw', 'http://127.0.0.1:9/');`,
