@@ -4,30 +4,12 @@
  * for two hours, and a failover run its Patroni cluster, after an 'error' event without a
  * listener ended them.
  */
-import { spawn } from "node:child_process";
-import path from "node:path";
 import { describe, expect, test } from "vitest";
-import { ROOT } from "./helpers/run-script.ts";
+import { runScript } from "./helpers/run-script.ts";
 
-function run(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(
-      process.execPath,
-      ["--import", "tsx", path.join(ROOT, "test/helpers/guard-run-child.ts"), ...args],
-      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString("utf8");
-    });
-    p.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString("utf8");
-    });
-    p.on("error", reject);
-    p.on("exit", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** The guarded child run (TypeScript, through tsx), failing as `args` say. */
+const run = (...args: string[]) =>
+  runScript("test/helpers/guard-run-child.ts", args, ["--import", "tsx"]);
 
 const alive = (pid: number) => {
   try {

@@ -11,10 +11,14 @@ export interface ScriptRun {
   stderr: string;
 }
 
-/** `node <script> ...args` from the checkout's root; `script` is relative to it. */
-export function runScript(script: string, args: string[]): Promise<ScriptRun> {
+/** `node ...nodeArgs <script> ...args` from the checkout's root; `script` is relative to it. */
+export function runScript(
+  script: string,
+  args: string[],
+  nodeArgs: string[] = [],
+): Promise<ScriptRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, script), ...args], {
+    const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, script), ...args], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"],
     });
