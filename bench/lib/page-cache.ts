@@ -54,7 +54,12 @@ export async function evictFromPageCache(
   let bytes = 0;
   for (const file of await relationFiles(pool, dataDir, tables)) {
     bytes += (await stat(file)).size;
-    await run("dd", [`of=${file}`, "oflag=nocache", "conv=notrunc,fdatasync", "count=0"]);
+    await evictFile(file);
   }
   return bytes;
+}
+
+/** Writes `file` back and drops it from the page cache. */
+export async function evictFile(file: string): Promise<void> {
+  await run("dd", [`of=${file}`, "oflag=nocache", "conv=notrunc,fdatasync", "count=0"]);
 }

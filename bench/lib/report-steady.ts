@@ -1,4 +1,5 @@
 /** The figures of scenarios 19 (steady state) and 20 (soak), for bench/lib/report.ts. */
+import { purgeTimeRatios } from "../scenarios/history.ts";
 import type { SoakRun } from "../scenarios/soak.ts";
 import type { SteadyRun } from "../scenarios/steady.ts";
 import { ratio } from "./stats.ts";
@@ -87,6 +88,12 @@ export function steadyFigures(add: Add): void {
   );
   add(
     S,
+    "drop: the filesystem freeing its bytes, ms / 1M rows",
+    "ms",
+    per((p) => p.drop.fsFreeMs ?? 0, 1e6),
+  );
+  add(
+    S,
     "DELETE + VACUUM: ms / 1M rows",
     "ms",
     per((p) => p.delete.ms + p.vacuum.ms, 1e6),
@@ -120,8 +127,19 @@ export function steadyFigures(add: Add): void {
     "x",
     (r) =>
       r.steady
-        ? (r.steady.purge.delete.ms + r.steady.purge.vacuum.ms) /
-          Math.max(0.001, r.steady.purge.drop.ms)
+        ? purgeTimeRatios(r.steady.purge.drop, r.steady.purge.delete, r.steady.purge.vacuum)
+            .timeRatio
+        : undefined,
+    atLeast(100),
+  );
+  add(
+    S,
+    "purge time: DELETE + VACUUM / drop less the filesystem's freeing",
+    "x",
+    (r) =>
+      r.steady
+        ? purgeTimeRatios(r.steady.purge.drop, r.steady.purge.delete, r.steady.purge.vacuum)
+            .timeRatioPg
         : undefined,
     atLeast(100),
   );

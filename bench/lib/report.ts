@@ -301,7 +301,20 @@ export function figures(runs: RunResult[]): Figure[] {
     "B",
     perRow((h) => h.delete.walBytes + h.vacuum.walBytes, 1),
   );
+  add(
+    "16 history",
+    "drop: the filesystem freeing its bytes, ms / 1M rows",
+    "ms",
+    perRow((h) => h.drop.fsFreeMs ?? 0, 1e6),
+  );
   add("16 history", "time: DELETE + VACUUM / drop", "x", (r) => r.history?.timeRatio, atLeast(100));
+  add(
+    "16 history",
+    "time: DELETE + VACUUM / drop less the filesystem's freeing",
+    "x",
+    (r) => r.history?.timeRatioPg,
+    atLeast(100),
+  );
   add(
     "16 history",
     "PG CPU: DELETE + VACUUM / drop",

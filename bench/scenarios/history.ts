@@ -9,6 +9,7 @@
  * 10 ms ticks: a drop's CPU is counted as at least one tick) and WAL per purged row, their
  * ratios, and the table and index size of one day.
  */
+import path from "node:path";
 import { type Pool, withTransaction } from "../../src/db/pool.ts";
 import { attemptIdAt, LEGACY_ATTEMPT_ID_END } from "../../src/db/sql/attempt-ids.ts";
 import {
@@ -18,6 +19,7 @@ import {
 } from "../../src/ops/attempt-partitions.ts";
 import type { BenchContext, FreshDb } from "../lib/context.ts";
 import { startCpuMeter } from "../lib/cpu.ts";
+import { timeFilesystemFree } from "../lib/fs-free.ts";
 import { evictFromPageCache } from "../lib/page-cache.ts";
 import { nowMs } from "../lib/stats.ts";
 
@@ -39,6 +41,11 @@ export interface Purge {
   ms: number;
   cpuMs: number;
   walBytes: number;
+  /**
+   * A drop's: the time the filesystem alone took to free as many bytes as the dropped
+   * files held, measured beside it (bench/lib/fs-free.ts); part of `ms`
+   */
+  fsFreeMs?: number;
 }
 
 export interface HistoryRun {
@@ -46,6 +53,8 @@ export interface HistoryRun {
   drop: Purge;
   delete: Purge;
   vacuum: Purge;
+  /** (DELETE + VACUUM) / (drop less the filesystem's freeing of its bytes), per purged row */
+  timeRatioPg: number;
   /** (DELETE + VACUUM) / drop, per purged row */
   timeRatio: number;
   cpuRatio: number;
@@ -190,7 +199,7 @@ export async function coldBeforePurge(
   cutoff: number,
   copy: string,
   label: string,
-): Promise<void> {
+): Promise<number> {
   const limit = attemptIdAt(cutoff);
   const parts = (await listAttemptPartitions(pool))
     .filter((p) => p.lo >= LEGACY_ATTEMPT_ID_END && p.hi <= limit)
@@ -201,6 +210,29 @@ export async function coldBeforePurge(
   ctx.log(
     `${label}: out of the page cache before the purges: ${parts.join(", ")} (${mb(partBytes)} MB) and ${copy} (${mb(copyBytes)} MB)`,
   );
+  return partBytes;
+}
+
+/**
+ * `measured(work)` for a drop of partitions holding `bytes`, with the filesystem's own time
+ * to free as many bytes (bench/lib/fs-free.ts), measured right after.
+ */
+export async function measuredDrop(
+  ctx: BenchContext,
+  pool: Pool,
+  bytes: number,
+  work: () => Promise<void>,
+): Promise<Purge> {
+  const drop = await measured(ctx, pool, work);
+  const fsFreeMs = await timeFilesystemFree(path.dirname(ctx.cluster.dataDir), bytes);
+  return { ...drop, fsFreeMs };
+}
+
+/** (DELETE + VACUUM) over the drop's time, whole and less the filesystem's freeing. */
+export function purgeTimeRatios(drop: Purge, del: Purge, vacuum: Purge) {
+  const slow = del.ms + vacuum.ms;
+  const pg = drop.ms - Math.min(drop.fsFreeMs ?? 0, drop.ms);
+  return { timeRatio: slow / Math.max(drop.ms, 0.001), timeRatioPg: slow / Math.max(pg, 0.001) };
 }
 
 /** Purges the oldest day left, once by partition drop and once by batched DELETE + VACUUM. */
@@ -210,9 +242,9 @@ export async function measureHistory(ctx: BenchContext, data: HistoryData): Prom
     throw new Error("16 history: no day left to purge (raise --history-days)");
   data.next = cutoff;
   const pool = data.db.pool;
-  await coldBeforePurge(ctx, pool, cutoff, "attempts_flat", "16 history");
+  const bytes = await coldBeforePurge(ctx, pool, cutoff, "attempts_flat", "16 history");
   let dropped = 0;
-  const drop = await measured(ctx, pool, async () => {
+  const drop = await measuredDrop(ctx, pool, bytes, async () => {
     dropped = (await dropAttemptPartitionsBefore(pool, cutoff)).length;
   });
   if (dropped !== 1)
@@ -233,7 +265,7 @@ export async function measureHistory(ctx: BenchContext, data: HistoryData): Prom
     drop,
     delete: del,
     vacuum,
-    timeRatio: (del.ms + vacuum.ms) / Math.max(drop.ms, 0.001),
+    ...purgeTimeRatios(drop, del, vacuum),
     cpuRatio: (del.cpuMs + vacuum.cpuMs) / dropCpu,
     walRatio: (del.walBytes + vacuum.walBytes) / Math.max(drop.walBytes, 1),
   };

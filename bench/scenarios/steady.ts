@@ -24,7 +24,7 @@ import { createTenants, makeMessages, seedMessages, type Tenant } from "../lib/s
 import { nowMs, ratePerSecond, sleep, waitUntil } from "../lib/stats.ts";
 import { timeClaims } from "./backlog.ts";
 import { type DashboardRun, measureDashboard } from "./dashboard.ts";
-import { coldBeforePurge, deleteBefore, measured, type Purge } from "./history.ts";
+import { coldBeforePurge, deleteBefore, measured, measuredDrop, type Purge } from "./history.ts";
 import { type IngestRun, runIngest } from "./ingest.ts";
 import { DAY, type SteadyHistory } from "./steady-history.ts";
 
@@ -271,9 +271,9 @@ async function measurePurge(ctx: BenchContext, h: SteadyHistory, dayStart: numbe
   );
   await pool.query("vacuum (analyze) attempts_flat");
   try {
-    await coldBeforePurge(ctx, pool, end, "attempts_flat", "19 steady");
+    const bytes = await coldBeforePurge(ctx, pool, end, "attempts_flat", "19 steady");
     let dropped = 0;
-    const drop = await measured(ctx, pool, async () => {
+    const drop = await measuredDrop(ctx, pool, bytes, async () => {
       dropped = (await dropAttemptPartitionsBefore(pool, end)).length;
     });
     if (dropped !== 1) throw new Error(`19 steady: expected to drop one partition, not ${dropped}`);
