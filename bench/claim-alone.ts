@@ -21,19 +21,24 @@
  *   node --import tsx bench/claim-alone.ts [--messages 50000] [--pairs 15]
  *     [--plan-at empty,analyzed] [--states initial,steady] [--backlogs unordered,ordered]
  *     [--variant name=setting:value+setting:value ...] [--no-default-variants] [--plans]
+ *     [--past-days 30]
  *
  * Default variants: `probes` (the worker's CLAIM_SETTINGS) and `plain` (JIT off and the
  * generic plan alone, without INDEX_PROBES). `--variant` adds one: the generic plan and JIT
  * off plus the settings named (e.g. `--variant hash=enable_hashjoin:off`). `--tree
  * name=/path/to/checkout` adds the claim of another checkout of hookrelay (its statement
  * and its CLAIM_SETTINGS), to compare two versions of the statement on one connection each,
- * side by side (the checkout needs its node_modules).
+ * side by side (the checkout needs its node_modules). `--past-days N` makes N days of
+ * empty periods before today's (messages, deliveries, attempts), as a month of history has.
  */
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { GENERIC_PLAN, type LocalSettings, WITHOUT_JIT } from "../src/db/local-settings.ts";
 import { makePool, type Queryable } from "../src/db/pool.ts";
+import { ensureAttemptPartitions } from "../src/ops/attempt-partitions.ts";
+import { raiseDeliveryFloor } from "../src/ops/delivery-floor.ts";
+import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
 import {
   CLAIM_SETTINGS,
   type ClaimOptions,
@@ -58,6 +63,7 @@ const { values: args } = parseArgs({
     plans: { type: "boolean", default: false },
     pg: { type: "string", multiple: true, default: [] },
     tree: { type: "string", multiple: true, default: [] },
+    "past-days": { type: "string", default: "0" },
   },
 });
 
@@ -66,6 +72,8 @@ const KEYS = Number(args.keys);
 const ENDPOINTS = Number(args.endpoints);
 const PAIRS = Number(args.pairs);
 const LIMIT = Number(args.limit);
+const PAST_DAYS = Number(args["past-days"]);
+const DAY = 86_400_000;
 const list = (s: string) => s.split(",").filter(Boolean);
 const PLAN_AT = list(args["plan-at"]) as ("empty" | "seeded" | "analyzed")[];
 const STATES = list(args.states) as ("initial" | "steady")[];
@@ -222,6 +230,13 @@ try {
     const prepared: Prepared[] = [];
     try {
       const tenants = await createTenants(pool, urls, "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3");
+      // a month of history's periods (empty): what the claim's plan spans on a real install
+      if (PAST_DAYS > 0) {
+        const from = Date.now() - PAST_DAYS * DAY;
+        const periods = { interval: "day", aheadMs: (PAST_DAYS + 2) * DAY } as const;
+        await ensureMessagePartitions(pool, periods, PAST_DAYS * DAY, from);
+        await ensureAttemptPartitions(pool, periods, PAST_DAYS * DAY, from);
+      }
       const prepAll = async (at: string) => {
         if (!PLAN_AT.includes(at as never)) return;
         for (const [name, variant] of Object.entries(variants))
@@ -230,6 +245,8 @@ try {
       await prepAll("empty");
       const messages = makeMessages(MESSAGES, ENDPOINTS, 0, backlog === "ordered" ? KEYS : null);
       await seedMessages(pool, tenants, messages);
+      // the floor where the worker's maintenance keeps it (the oldest queued row's period)
+      await raiseDeliveryFloor(pool);
       await prepAll("seeded");
       await pool.query("vacuum analyze");
       await prepAll("analyzed");
