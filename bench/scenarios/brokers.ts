@@ -35,6 +35,7 @@ import { type NatsServer, natsInstalled, startNats } from "../../test/helpers/na
 import { type RabbitMq, rabbitmqInstalled, startRabbitMq } from "../../test/helpers/rabbitmq.ts";
 import type { BenchContext } from "../lib/context.ts";
 import { startCpuMeter } from "../lib/cpu.ts";
+import { logEndpointLimits } from "../lib/endpoint-limits.ts";
 import { startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, makeMessages, seedMessages } from "../lib/seed.ts";
 
@@ -203,17 +204,7 @@ async function viaHookrelay(
       }
       const spent = cpu();
       // what held hookrelay's window: each endpoint's adaptive in-flight limit at the end
-      const limits = await db.pool.query(
-        `select min(concurrency_limit)::float8 as lo, max(concurrency_limit)::float8 as hi,
-                string_agg(distinct concurrency_reason, ', ') as why
-         from endpoint_health`,
-      );
-      const l = limits.rows[0];
-      ctx.log(
-        l.lo === null
-          ? "  endpoints' in-flight limits: none (adaptive limit off)"
-          : `  endpoints' in-flight limits at the end: ${Math.round(l.lo)}-${Math.round(l.hi)} (${l.why})`,
-      );
+      await logEndpointLimits(ctx, db.pool);
       const { rows } = await db.pool.query(
         `select extract(epoch from max(started_at + latency_ms * interval '1 millisecond')
                                    - min(started_at))::float8 as seconds,

@@ -13,6 +13,7 @@
 import type { Pool } from "../../src/db/pool.ts";
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
 import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
+import { logEndpointLimits } from "../lib/endpoint-limits.ts";
 import {
   type HookrelayProcess,
   type HookrelayRuntime,
@@ -148,6 +149,8 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
       delivered = counts.delivered;
       attempts = counts.attempts;
     }
+    // scenario 14: where the limiter left each endpoint (its cost is what it held back)
+    if (p.env?.HOOKRELAY_ADAPTIVE_CONCURRENCY === "on") await logEndpointLimits(ctx, db.pool);
     return {
       rate: ratePerSecond(s.healthy, s.healthyFirst, s.healthyLast),
       healthy: s.healthy,
