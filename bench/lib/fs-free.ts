@@ -1,6 +1,6 @@
 /**
  * What the filesystem alone takes to free a dropped table's bytes (docs/performance.md,
- * "Where a drop's time goes"). A drop's commit unlinks the table's files, and the kernel
+ * "Where a day's drop spends its time"). A drop's commit unlinks the table's files, and the kernel
  * frees their blocks inside that call; on a disk mounted with online discard (this
  * machine's: `discard` in /proc/mounts) it also trims them there, about 0.25 ms per MB,
  * which is most of a day's drop. So beside each timed drop the bench frees as many bytes

@@ -19,7 +19,7 @@ import {
 } from "../../src/ops/attempt-partitions.ts";
 import type { BenchContext, FreshDb } from "../lib/context.ts";
 import { startCpuMeter } from "../lib/cpu.ts";
-import { timeFilesystemFree } from "../lib/fs-free.ts";
+import { mountedWithDiscard, timeFilesystemFree } from "../lib/fs-free.ts";
 import { evictFromPageCache } from "../lib/page-cache.ts";
 import { nowMs } from "../lib/stats.ts";
 
@@ -224,7 +224,12 @@ export async function measuredDrop(
   work: () => Promise<void>,
 ): Promise<Purge> {
   const drop = await measured(ctx, pool, work);
-  const fsFreeMs = await timeFilesystemFree(path.dirname(ctx.cluster.dataDir), bytes);
+  const dir = path.dirname(ctx.cluster.dataDir);
+  const fsFreeMs = await timeFilesystemFree(dir, bytes);
+  const discard = (await mountedWithDiscard(dir)) ? "with" : "without";
+  ctx.log(
+    `  drop ${drop.ms.toFixed(1)} ms; freeing ${(bytes / 1_048_576).toFixed(0)} MB of a plain file on the same filesystem (mounted ${discard} online discard) ${fsFreeMs.toFixed(1)} ms`,
+  );
   return { ...drop, fsFreeMs };
 }
 
