@@ -20,7 +20,7 @@ import {
 } from "./lib/cluster.ts";
 import { makeContext } from "./lib/context.ts";
 import { parseOptions } from "./lib/options.ts";
-import { killAllChildren, profiling, REPO_ROOT } from "./lib/procs.ts";
+import { killAllChildren, profiling, quickEnv, REPO_ROOT } from "./lib/procs.ts";
 import { type ReceiverControl, startReceiver } from "./lib/receiver.ts";
 import { figures, type RunResult, table } from "./lib/report.ts";
 import { runAdaptive } from "./scenarios/adaptive.ts";
@@ -89,6 +89,8 @@ async function main(): Promise<void> {
     profiling.dir = path.join(REPO_ROOT, "bench/results/profiles");
     await mkdir(profiling.dir, { recursive: true });
   }
+  // 3 connections a process, not 10: every backend is a fork and a cold catalog cache
+  if (opts.quick) quickEnv.HOOKRELAY_DB_POOL_SIZE = "3";
   cluster = await startCluster(opts.pgSettings);
   receiver = await startReceiver(opts.endpoints);
   const ctx = makeContext(opts, cluster, receiver);

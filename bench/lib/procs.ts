@@ -26,6 +26,13 @@ export const HOOKRELAY_NODE_FLAGS: string[] = (
 /** Set by main for --cpu-prof: hookrelay processes write V8 CPU profiles here. */
 export const profiling = { dir: null as string | null };
 
+/**
+ * Set by main for --quick: environment of every hookrelay process before a scenario's own.
+ * A smoke run's tiny sizes need few database connections, and each one a process opens is
+ * a PostgreSQL backend to fork and warm (docs/performance.md, "The test suite's time").
+ */
+export const quickEnv: Record<string, string> = {};
+
 export interface Child {
   proc: ChildProcess;
   pid: number;
@@ -114,6 +121,7 @@ export async function startHookrelay(
       HOOKRELAY_HOST: "127.0.0.1",
       HOOKRELAY_PORT: "0",
       HOOKRELAY_SHUTDOWN_TIMEOUT_MS: "2000",
+      ...quickEnv,
       ...env,
     },
   });

@@ -8,6 +8,7 @@
  */
 export const TYPICAL_SECONDS: Readonly<Record<string, number>> = {
   "test/bench-quick.test.ts": 56,
+  "test/bench-quick-2.test.ts": 55,
   "test/faults-failover.test.ts": 47,
   "test/hostile-junk.test.ts": 39,
   "test/pooler.test.ts": 31,
