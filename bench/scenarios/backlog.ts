@@ -131,27 +131,43 @@ export async function timeClaims(
   claims: number,
   limit: number,
 ): Promise<{ ms: number; rows: number }> {
-  const client = await db.pool.connect();
-  const samples: number[] = [];
-  let rows = 0;
+  const [only] = await timeClaimsAlternating([db], claims, limit);
+  return only!;
+}
+
+/**
+ * timeClaims on several databases at once, one claim on each in turn, so that every
+ * database's claims meet the same moments of a shared machine (scenario 19 compares its
+ * full database with an empty one this way).
+ */
+export async function timeClaimsAlternating(
+  dbs: FreshDb[],
+  claims: number,
+  limit: number,
+): Promise<{ ms: number; rows: number }[]> {
+  const clients = await Promise.all(dbs.map((db) => db.pool.connect()));
+  const samples: number[][] = dbs.map(() => []);
+  const rows: number[] = dbs.map(() => 0);
   try {
     for (let k = 0; k < claims + 3; k++) {
-      await client.query("begin");
-      // the worker's settings for its claim (its generic plan, index probes, no JIT), which
-      // it sends on the pool; claimDeliveries on a client runs the statement alone
-      for (const [name, value] of Object.entries(CLAIM_SETTINGS))
-        await client.query("select set_config($1, $2, true)", [name, value]);
-      const t0 = nowMs();
-      const claimed = await claimDeliveries(client, claimOptions(limit));
-      const ms = nowMs() - t0;
-      await client.query("rollback");
-      if (k >= 3) samples.push(ms);
-      rows = claimed.length;
+      for (const [i, client] of clients.entries()) {
+        await client.query("begin");
+        // the worker's settings for its claim (its generic plan, index probes, no JIT),
+        // which it sends on the pool; claimDeliveries on a client runs the statement alone
+        for (const [name, value] of Object.entries(CLAIM_SETTINGS))
+          await client.query("select set_config($1, $2, true)", [name, value]);
+        const t0 = nowMs();
+        const claimed = await claimDeliveries(client, claimOptions(limit));
+        const ms = nowMs() - t0;
+        await client.query("rollback");
+        if (k >= 3) samples[i]!.push(ms);
+        rows[i] = claimed.length;
+      }
     }
   } finally {
-    client.release();
+    for (const client of clients) client.release();
   }
-  return { ms: median(samples), rows };
+  return samples.map((s, i) => ({ ms: median(s), rows: rows[i]! }));
 }
 
 export async function measureBacklog(ctx: BenchContext, b: Backlog): Promise<BacklogRun> {

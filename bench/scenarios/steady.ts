@@ -23,7 +23,7 @@ import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import { startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, makeMessages, seedMessages, type Tenant } from "../lib/seed.ts";
 import { nowMs, ratePerSecond, sleep, waitUntil } from "../lib/stats.ts";
-import { timeClaims } from "./backlog.ts";
+import { timeClaims, timeClaimsAlternating } from "./backlog.ts";
 import { type DashboardRun, measureDashboard } from "./dashboard.ts";
 import { coldBeforePurge, deleteBefore, measured, measuredDrop, type Purge } from "./history.ts";
 import { type IngestRun, runIngest } from "./ingest.ts";
@@ -41,6 +41,12 @@ export interface SteadyDelivery {
   delivered: number;
   claimMs: number;
   claimedRows: number;
+  /**
+   * The full side's: the same claim on a fresh empty database with the same backlog, timed
+   * claim by claim in turn with this side's (timeClaimsAlternating), so both meet the same
+   * machine; `claimMs` is then this side's median of those alternating claims
+   */
+  claimEmptyBesideMs?: number;
   /** WAL written from the worker's start until every delivery was written back, per delivery */
   walPerDelivery: number;
   /** of which retention's own statements (full database), per delivery */
@@ -91,7 +97,26 @@ async function deliver(
   // minute): at the oldest queued row's period, so the claim reads today's periods and not
   // the month's (a fresh database's floor, 0, reads every period)
   await raiseDeliveryFloor(db.pool);
-  const claim = await timeClaims(db, opts.quick ? 2 : 30, opts.claimLimit);
+  const claims = opts.quick ? 2 : 30;
+  let claim: { ms: number; rows: number };
+  let claimEmptyBesideMs: number | undefined;
+  if (during) {
+    // the full database's claim against an empty one's, in turn: timed apart, minutes from
+    // each other, the two sides met different loads of a shared machine (full / empty
+    // 0.82-1.66 between runs of the same code)
+    const beside = await ctx.freshDb("steady_claim_empty");
+    try {
+      const emptyTenants = await createTenants(beside.pool, ctx.receiver.urls, ctx.secret);
+      await seedMessages(beside.pool, emptyTenants, makeMessages(n, emptyTenants.length));
+      await beside.pool.query("analyze messages, deliveries");
+      await raiseDeliveryFloor(beside.pool);
+      const [e, f] = await timeClaimsAlternating([beside, db], claims, opts.claimLimit);
+      claim = f!;
+      claimEmptyBesideMs = e!.ms;
+    } finally {
+      await beside.drop();
+    }
+  } else claim = await timeClaims(db, claims, opts.claimLimit);
   await receiver.reset();
   await ctx.cluster.admin((c) => c.query("select pg_stat_statements_reset()"));
   const lsn0 = await lsn(db);
@@ -136,6 +161,7 @@ async function deliver(
       delivered: s.healthy,
       claimMs: claim.ms,
       claimedRows: claim.rows,
+      claimEmptyBesideMs,
       walPerDelivery: wal / Math.max(1, s.healthy),
       retentionWalPerDelivery: rows[0].b / Math.max(1, s.healthy),
       cpuPerThousand: perThousand(spent, s.healthy),
