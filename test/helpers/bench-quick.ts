@@ -3,8 +3,8 @@
  * --quick`) runs in the test suite only to prove the harness works end to end: it must
  * exit 0 and print a table row of every scenario it ran. No figure is asserted (timings on
  * a shared machine are not test material). The scenarios are split over two test files
- * (`--only`), which vitest's two workers run side by side: one run took about 170 s on a
- * quiet machine and bounded the suite's wall time (docs/performance.md).
+ * (`--only`), which vitest's two workers run side by side: as one run it took about 170 s
+ * on a quiet machine, the suite's longest file (docs/performance.md).
  */
 import { expect } from "vitest";
 import { runScript } from "./run-script.ts";
