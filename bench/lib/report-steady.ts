@@ -49,25 +49,8 @@ export function steadyFigures(add: Add): void {
   add(S, "history seeded (rows, indexes, vacuum)", "s", (r) => r.steady?.seedSeconds);
   both("delivery, 1 worker", "/s", (s) => s.delivery.rate, atLeast(0.9));
   both("ingest", "/s", (s) => s.ingest?.rate ?? Number.NaN, atLeast(0.9));
-  // each side's claim timed in its own phase (the full side's in turn with an empty
-  // database's, below): no target, the two phases meet different loads of the machine
-  both("claim 500 rows", "ms", (s) => s.delivery.claimMs);
-  add(
-    S,
-    "claim 500 rows, empty, in turn with full",
-    "ms",
-    (r) => r.steady?.full.delivery.claimEmptyBesideMs,
-  );
-  add(
-    S,
-    "claim 500 rows: full / empty, in turn",
-    "x",
-    (r) =>
-      r.steady?.full.delivery.claimEmptyBesideMs
-        ? ratio(r.steady.full.delivery.claimMs, r.steady.full.delivery.claimEmptyBesideMs)
-        : undefined,
-    atMost(1.5),
-  );
+  // the two sides' claims timed claim by claim in turn (bench/scenarios/steady.ts)
+  both("claim 500 rows", "ms", (s) => s.delivery.claimMs, atMost(1.5));
   both("WAL per delivery", "B", (s) => s.delivery.walPerDelivery);
   add(S, "of which retention's statements, full", "B", (r) =>
     r.steady ? r.steady.full.delivery.retentionWalPerDelivery : undefined,

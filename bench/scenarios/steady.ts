@@ -23,7 +23,7 @@ import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import { startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, makeMessages, seedMessages, type Tenant } from "../lib/seed.ts";
 import { nowMs, ratePerSecond, sleep, waitUntil } from "../lib/stats.ts";
-import { timeClaims, timeClaimsAlternating } from "./backlog.ts";
+import { timeClaimsAlternating } from "./backlog.ts";
 import { type DashboardRun, measureDashboard } from "./dashboard.ts";
 import { coldBeforePurge, deleteBefore, measured, measuredDrop, type Purge } from "./history.ts";
 import { type IngestRun, runIngest } from "./ingest.ts";
@@ -39,14 +39,12 @@ type During = (ended: () => boolean) => Promise<void>;
 export interface SteadyDelivery {
   rate: number;
   delivered: number;
+  /**
+   * median of the claims timed claim by claim in turn with the other side's
+   * (timeClaimsAlternating), so both meet the same moments of the machine
+   */
   claimMs: number;
   claimedRows: number;
-  /**
-   * The full side's: the same claim on a fresh empty database with the same backlog, timed
-   * claim by claim in turn with this side's (timeClaimsAlternating), so both meet the same
-   * machine; `claimMs` is then this side's median of those alternating claims
-   */
-  claimEmptyBesideMs?: number;
   /** WAL written from the worker's start until every delivery was written back, per delivery */
   walPerDelivery: number;
   /** of which retention's own statements (full database), per delivery */
@@ -82,41 +80,32 @@ export interface SteadyRun {
   bytesPerDay: Record<string, { table: number; indexes: number }>;
 }
 
+/**
+ * The backlog of a delivery run: `--steady-deliveries` messages, analyzed, and the claim's
+ * floor where a running worker's maintenance keeps it (at its start and every minute): at
+ * the oldest queued row's period, so the claim reads today's periods and not the month's (a
+ * fresh database's floor, 0, reads every period).
+ */
+async function seedBacklog(ctx: BenchContext, db: FreshDb, tenants: Tenant[]): Promise<void> {
+  await seedMessages(db.pool, tenants, makeMessages(ctx.opts.steadyDeliveries, tenants.length));
+  await db.pool.query("analyze messages, deliveries");
+  await raiseDeliveryFloor(db.pool);
+}
+
+/** Delivers the backlog seedBacklog left, with `during` beside it (retention, on full). */
 async function deliver(
   ctx: BenchContext,
   db: FreshDb,
-  tenants: Tenant[],
+  claim: { ms: number; rows: number },
   during: During | null,
 ): Promise<SteadyDelivery> {
   const { opts, receiver } = ctx;
   const n = opts.steadyDeliveries;
   await receiver.configure({ delayMs: 0, hanging: [], secret: ctx.secret, record: false });
-  await seedMessages(db.pool, tenants, makeMessages(n, tenants.length));
-  await db.pool.query("analyze messages, deliveries");
-  // the claim's floor where a running worker's maintenance keeps it (at its start and every
-  // minute): at the oldest queued row's period, so the claim reads today's periods and not
-  // the month's (a fresh database's floor, 0, reads every period)
-  await raiseDeliveryFloor(db.pool);
-  const claims = opts.quick ? 2 : 30;
-  let claim: { ms: number; rows: number };
-  let claimEmptyBesideMs: number | undefined;
-  if (during) {
-    // the full database's claim against an empty one's, in turn: timed apart, minutes from
-    // each other, the two sides met different loads of a shared machine (full / empty
-    // 0.82-1.66 between runs of the same code)
-    const beside = await ctx.freshDb("steady_claim_empty");
-    try {
-      const emptyTenants = await createTenants(beside.pool, ctx.receiver.urls, ctx.secret);
-      await seedMessages(beside.pool, emptyTenants, makeMessages(n, emptyTenants.length));
-      await beside.pool.query("analyze messages, deliveries");
-      await raiseDeliveryFloor(beside.pool);
-      const [e, f] = await timeClaimsAlternating([beside, db], claims, opts.claimLimit);
-      claim = f!;
-      claimEmptyBesideMs = e!.ms;
-    } finally {
-      await beside.drop();
-    }
-  } else claim = await timeClaims(db, claims, opts.claimLimit);
+  // each side starts its delivery right after a checkpoint: neither meets one the other does
+  // not (the seed's WAL, gigabytes on the full side, would bring one in the middle of its
+  // run, and with it full-page images in the WAL per delivery)
+  await db.pool.query("checkpoint");
   await receiver.reset();
   await ctx.cluster.admin((c) => c.query("select pg_stat_statements_reset()"));
   const lsn0 = await lsn(db);
@@ -161,7 +150,6 @@ async function deliver(
       delivered: s.healthy,
       claimMs: claim.ms,
       claimedRows: claim.rows,
-      claimEmptyBesideMs,
       walPerDelivery: wal / Math.max(1, s.healthy),
       retentionWalPerDelivery: rows[0].b / Math.max(1, s.healthy),
       cpuPerThousand: perThousand(spent, s.healthy),
@@ -179,10 +167,11 @@ async function side(
   ctx: BenchContext,
   db: FreshDb,
   tenants: Tenant[],
+  claim: { ms: number; rows: number },
   during: During | null,
 ): Promise<SteadySide> {
   const which = during ? "full" : "empty";
-  const delivery = await deliver(ctx, db, tenants, during);
+  const delivery = await deliver(ctx, db, claim, during);
   ctx.log(`19 steady, ${which}: delivery ${JSON.stringify(delivery)}`);
   // (--quick leaves it out: scenario 5 smoke-tests the same code, and each API start costs)
   const ingest = ctx.opts.quick ? null : await runIngest(ctx, { db, tenants });
@@ -217,9 +206,21 @@ export async function measureSteady(ctx: BenchContext, h: SteadyHistory): Promis
 
   const empty = await ctx.freshDb("steady_empty");
   let emptySide: SteadySide;
+  let fullClaim: { ms: number; rows: number };
   try {
     const tenants = await createTenants(empty.pool, ctx.receiver.urls, ctx.secret);
-    emptySide = await side(ctx, empty, tenants, null);
+    // both backlogs first, then the claims timed claim by claim in turn: timed each in its
+    // own side's phase, minutes apart, they met different loads of a shared machine (full
+    // / empty 0.82-1.66 between runs of the same code)
+    await seedBacklog(ctx, empty, tenants);
+    await seedBacklog(ctx, h.db, h.tenants);
+    const [emptyClaim, full] = await timeClaimsAlternating(
+      [empty, h.db],
+      ctx.opts.quick ? 2 : 30,
+      ctx.opts.claimLimit,
+    );
+    fullClaim = full!;
+    emptySide = await side(ctx, empty, tenants, emptyClaim!, null);
   } finally {
     await empty.drop();
   }
@@ -259,7 +260,7 @@ export async function measureSteady(ctx: BenchContext, h: SteadyHistory): Promis
     retention = r;
     ctx.log(`19 steady: retention during delivery: ${JSON.stringify(retention)}`);
   };
-  const fullSide = await side(ctx, h.db, h.tenants, retain);
+  const fullSide = await side(ctx, h.db, h.tenants, fullClaim, retain);
 
   const purge = await measurePurge(ctx, h, h.first + (dropDay + 1) * DAY);
   const days = h.days;
