@@ -3,7 +3,8 @@
  * empty database and on one holding a month of history (bench/scenarios/steady-history.ts):
  *
  * - the claim: `claimDeliveries` of 500 rows over a backlog of `--steady-deliveries`
- *   pending deliveries, rolled back (scenario 8's timing), before the worker starts;
+ *   pending deliveries, rolled back (scenario 8's timing), before the worker starts; both
+ *   backlogs are seeded first and the two databases' claims timed in turn;
  * - delivery: one worker delivers that backlog; the rate at the receiver, the WAL written
  *   per delivery (pg_current_wal_insert_lsn before and after) and, on the full database,
  *   retention running meanwhile as the maintenance task runs it (`purgeExpiredUntil`) with
