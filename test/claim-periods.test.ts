@@ -8,6 +8,7 @@
  * due rows first (src/queue/claim-pick.ts, KEYED_SQL). Then a worker delivers such rows to
  * a receiver, in key order.
  */
+
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Pool } from "../src/db/pool.ts";
@@ -22,23 +23,17 @@ import {
 } from "./helpers/deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { setInFlight } from "./helpers/in-flight.ts";
+import { messageIdAt as idAt } from "./helpers/message-ids.ts";
 import { waitFor } from "./helpers/receiver.ts";
 
 const DAY = 86_400_000;
 const MIN = 60_000;
-const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 let serial = 0n;
 
 /** A message id as an API process whose clock reads `ms` makes it (src/ids.ts's layout). */
 function messageIdAt(ms: number): string {
   serial += 1n;
-  let v = (BigInt(ms) << 80n) | serial;
-  let out = "";
-  for (let i = 0; i < 22; i++) {
-    out = BASE62[Number(v % 62n)] + out;
-    v /= 62n;
-  }
-  return `msg_${out}`;
+  return idAt(ms, serial);
 }
 
 let h: Harness;

@@ -4,6 +4,7 @@
  * period; lowered by a requeue, a resend or a replay of an older delivery. (The claim reads
  * it: test/claim-periods.test.ts.)
  */
+
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Pool } from "../src/db/pool.ts";
 import { resendDelivery } from "../src/db/queries/deliveries.ts";
@@ -11,20 +12,14 @@ import { requeueDeliveries } from "../src/ops/dead-letters.ts";
 import { raiseDeliveryFloor } from "../src/ops/delivery-floor.ts";
 import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
+import { messageIdAt as idAt } from "./helpers/message-ids.ts";
 
 const DAY = 86_400_000;
-const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 let serial = 0n;
 
 function messageIdAt(ms: number): string {
   serial += 1n;
-  let v = (BigInt(ms) << 80n) | serial;
-  let out = "";
-  for (let i = 0; i < 22; i++) {
-    out = BASE62[Number(v % 62n)] + out;
-    v /= 62n;
-  }
-  return `msg_${out}`;
+  return idAt(ms, serial);
 }
 
 /** A message made at `ms` with one delivery to ep_f in `status`; the delivery's id. */

@@ -3,6 +3,7 @@
  * payload retention shorter than a partition, the retention and the interval changed at
  * run time, a clock that jumped forward or back; each handled as the table says.
  */
+
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { RetentionConfig } from "../src/config.ts";
 import type { Pool } from "../src/db/pool.ts";
@@ -10,22 +11,16 @@ import { listPartitions, partitionName, partitionNotes } from "../src/ops/attemp
 import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
 import { purgeExpiredUntil } from "../src/ops/retention.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
+import { messageIdAt as idAt } from "./helpers/message-ids.ts";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 let serial = 0n;
 
 /** A message id carrying `ms`, as an API process whose clock says `ms` makes it. */
 function messageIdAt(ms: number): string {
   serial += 1n;
-  let v = (BigInt(ms) << 80n) | serial;
-  let out = "";
-  for (let i = 0; i < 22; i++) {
-    out = BASE62[Number(v % 62n)] + out;
-    v /= 62n;
-  }
-  return `msg_${out}`;
+  return idAt(ms, serial);
 }
 
 /** A delivered message whose id says `ms` (the API's clock), written now (the database's). */
