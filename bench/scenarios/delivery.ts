@@ -14,6 +14,7 @@ import type { Pool } from "../../src/db/pool.ts";
 import { type BenchContext, deadlineFor } from "../lib/context.ts";
 import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
 import { logEndpointLimits } from "../lib/endpoint-limits.ts";
+import { formatPgCpuByKind, startPgCpuByKind } from "../lib/pg-cpu-kinds.ts";
 import {
   type HookrelayProcess,
   type HookrelayRuntime,
@@ -117,6 +118,7 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
       postgres: () => ctx.cluster.pids(),
       receiver: () => [receiver.pid],
     });
+    const pgKinds = startPgCpuByKind(() => ctx.cluster.pids(), db.pool);
     ctx.log(
       `  seeded ${p.messages} messages in ${Math.round(seedMs)} ms; ${p.workers} worker(s) delivering`,
     );
@@ -127,6 +129,9 @@ export async function runDelivery(ctx: BenchContext, p: DeliveryParams): Promise
       Math.min(deadlineFor(expectedHealthy, minRate), p.maxWaitMs ?? Number.POSITIVE_INFINITY),
     );
     const spent = cpu();
+    ctx.log(
+      `  PostgreSQL CPU per 1,000 by process: ${formatPgCpuByKind(await pgKinds(), s.healthy)}`,
+    );
     const rss = workers.map((w) => peakRssMiB(w.pid));
     if (s.healthy < expectedHealthy && p.maxWaitMs === undefined) {
       ctx.log(
