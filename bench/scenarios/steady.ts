@@ -18,9 +18,11 @@
 import { dropAttemptPartitionsBefore } from "../../src/ops/attempt-partitions.ts";
 import { raiseDeliveryFloor } from "../../src/ops/delivery-floor.ts";
 import { purgeExpiredUntil } from "../../src/ops/retention.ts";
+import { topStatements } from "../lib/cluster.ts";
 import type { BenchContext, FreshDb } from "../lib/context.ts";
 import { deadlineFor } from "../lib/context.ts";
 import { type CpuSpent, perThousand, startCpuMeter } from "../lib/cpu.ts";
+import { formatPgCpuByKind, startPgCpuByKind } from "../lib/pg-cpu-kinds.ts";
 import { startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, makeMessages, seedMessages, type Tenant } from "../lib/seed.ts";
 import { nowMs, ratePerSecond, sleep, waitUntil } from "../lib/stats.ts";
@@ -123,10 +125,12 @@ async function deliver(
       worker: () => [worker.pid],
       postgres: () => ctx.cluster.pids(),
     });
+    const pgKinds = startPgCpuByKind(() => ctx.cluster.pids(), db.pool);
     let ended = false;
     const side = during?.(() => ended);
     const s = await receiver.waitForHealthy(n, deadlineFor(n, 100));
     const spent = cpu();
+    ctx.log(`  PostgreSQL CPU per 1,000 by process: ${formatPgCpuByKind(await pgKinds(), n)}`);
     ended = true;
     await waitUntil(
       async () =>
@@ -140,6 +144,11 @@ async function deliver(
         .rows[0].b,
     );
     await side;
+    // what PostgreSQL spent its time on, to compare the two sides statement by statement
+    for (const t of await topStatements(ctx.cluster, 6))
+      ctx.log(
+        `    ${t.calls} x ${t.meanMs} ms (${t.totalMs} ms, ${Math.round(t.sharedBlksHit / Math.max(1, t.calls))} hits a call): ${t.query.slice(0, 90)}`,
+      );
     const { rows } = await ctx.cluster.admin((c) =>
       c.query(
         "select coalesce(sum(wal_bytes), 0)::float8 as b from pg_stat_statements where query ~* $1",
