@@ -28,6 +28,52 @@ afterAll(async () => {
   await db?.drop();
 });
 
+/** An in-flight delivery of a message of `now` (in that day's period), held by a claim token. */
+async function inFlightDelivery(pool: Queryable, now: number) {
+  const messageId = newId(ID_PREFIX.message, now);
+  const token = randomUUID();
+  await pool.query(
+    `insert into messages (id, app_id, event_type, payload, message_ms)
+     values ($1::text, 'app_rw', 't', '{}', hookrelay_message_ms($1::text))`,
+    [messageId],
+  );
+  const { rows } = await pool.query(
+    `insert into deliveries (message_id, endpoint_id, app_id, status, max_attempts, next_attempt_at,
+                             claim_token, message_ms)
+     values ($1::text, 'ep_rw', 'app_rw', 'in_flight', 5, now(), $2::uuid, hookrelay_message_ms($1::text))
+     returning id, message_ms, tableoid::regclass::text as part`,
+    [messageId, token],
+  );
+  return {
+    id: rows[0].id as string,
+    part: rows[0].part as string,
+    messageMs: Number(rows[0].message_ms),
+    messageId,
+    token,
+  };
+}
+
+/** The statement the worker sends for that delivery's success, captured, not run. */
+async function resultWriteFor(d: Awaited<ReturnType<typeof inFlightDelivery>>) {
+  let sent: { text: string; values: unknown[] } | null = null;
+  const recorder = {
+    query: async (q: { text: string; values: unknown[] }) => {
+      sent = q;
+      return { rows: [{ changed: 1 }] };
+    },
+  } as unknown as Queryable;
+  const result = successResult({
+    deliveryId: Number(d.id),
+    messageMs: d.messageMs,
+    claimToken: d.token,
+    messageId: d.messageId,
+    endpointId: "ep_rw",
+    appId: "app_rw",
+  });
+  await recordResults(recorder, [result], loadConfig({}).health);
+  return sent as unknown as { text: string; values: unknown[] };
+}
+
 test("a result updates its delivery in the row's period alone, never scanning the others", async () => {
   const pool = db.pool;
   const now = Date.now();
@@ -49,41 +95,11 @@ test("a result updates its delivery in the row's period alone, never scanning th
   );
   expect(periods.length).toBeGreaterThanOrEqual(3);
 
-  const messageId = newId(ID_PREFIX.message, now);
-  const token = randomUUID();
-  await pool.query(
-    `insert into messages (id, app_id, event_type, payload, message_ms)
-     values ($1::text, 'app_rw', 't', '{}', hookrelay_message_ms($1::text))`,
-    [messageId],
-  );
-  const { rows } = await pool.query(
-    `insert into deliveries (message_id, endpoint_id, app_id, status, max_attempts, next_attempt_at,
-                             claim_token, message_ms)
-     values ($1::text, 'ep_rw', 'app_rw', 'in_flight', 5, now(), $2::uuid, hookrelay_message_ms($1::text))
-     returning id, message_ms, tableoid::regclass::text as part`,
-    [messageId, token],
-  );
-  const row = rows[0];
+  const row = await inFlightDelivery(pool, now);
   expect(periods.map((p) => p.name)).toContain(row.part);
 
   // the statement the worker sends for this result, captured, then run under EXPLAIN ANALYZE
-  let sent: { text: string; values: unknown[] } | null = null;
-  const recorder = {
-    query: async (q: { text: string; values: unknown[] }) => {
-      sent = q;
-      return { rows: [{ changed: 1 }] };
-    },
-  } as unknown as Queryable;
-  const result = successResult({
-    deliveryId: Number(row.id),
-    messageMs: Number(row.message_ms),
-    claimToken: token,
-    messageId,
-    endpointId: "ep_rw",
-    appId: "app_rw",
-  });
-  await recordResults(recorder, [result], loadConfig({}).health);
-  const statement = sent as unknown as { text: string; values: unknown[] };
+  const statement = await resultWriteFor(row);
   const client = await pool.connect();
   let plan = "";
   try {
@@ -124,43 +140,8 @@ test("the worker's generic plan of the write starts no scan of a period outside 
   );
   expect(parts[0].n).toBeGreaterThanOrEqual(33);
 
-  const messageId = newId(ID_PREFIX.message, now);
-  const token = randomUUID();
-  await pool.query(
-    `insert into messages (id, app_id, event_type, payload, message_ms)
-     values ($1::text, 'app_rw', 't', '{}', hookrelay_message_ms($1::text))`,
-    [messageId],
-  );
-  const { rows } = await pool.query(
-    `insert into deliveries (message_id, endpoint_id, app_id, status, max_attempts, next_attempt_at,
-                             claim_token, message_ms)
-     values ($1::text, 'ep_rw', 'app_rw', 'in_flight', 5, now(), $2::uuid, hookrelay_message_ms($1::text))
-     returning id, message_ms, tableoid::regclass::text as part`,
-    [messageId, token],
-  );
-  const row = rows[0];
-  let sent: { text: string; values: unknown[] } | null = null;
-  const recorder = {
-    query: async (q: { text: string; values: unknown[] }) => {
-      sent = q;
-      return { rows: [{ changed: 1 }] };
-    },
-  } as unknown as Queryable;
-  await recordResults(
-    recorder,
-    [
-      successResult({
-        deliveryId: Number(row.id),
-        messageMs: Number(row.message_ms),
-        claimToken: token,
-        messageId,
-        endpointId: "ep_rw",
-        appId: "app_rw",
-      }),
-    ],
-    loadConfig({}).health,
-  );
-  const statement = sent as unknown as { text: string; values: unknown[] };
+  const row = await inFlightDelivery(pool, now);
+  const statement = await resultWriteFor(row);
   const client = await pool.connect();
   let plan = "";
   try {
