@@ -66,7 +66,11 @@ describe("GET /api/v1/stats/buckets", () => {
         });
       }
     }
-    for (let i = 0; i < 50; i++) rows.push({ agoMs: 5_000 + i * 10, ms: 5 + i, status: 404 });
+    // the 50 fast 404s span half a second a few seconds back, inside one minute bucket
+    // whenever the test runs (at 5.0-5.5 s back they straddled a minute's start in about
+    // one run of 120, and the last bucket held part of them)
+    const back = (Date.now() - 5_000) % minute >= 700 ? 5_000 : 6_000;
+    for (let i = 0; i < 50; i++) rows.push({ agoMs: back + i * 10, ms: 5 + i, status: 404 });
     await insertAttempts(h.db.pool, ep, rows);
     await insertAttempts(h.db.pool, other, [{ agoMs: 5 * minute, ms: 1, status: 200 }]);
   });
