@@ -7,11 +7,11 @@
  * period filled its pages to the brim and a claim rewrote none in place: a new entry in
  * five indexes for every row it took.
  */
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { withTransaction } from "../src/db/pool.ts";
 import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
 import { CLAIM_SETTINGS, claimDeliveries } from "../src/queue/claim-deliveries.ts";
+import { claimOptions } from "./helpers/claimable.ts";
 import { deliveryCalls } from "./helpers/deliveries.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { messageIdAt } from "./helpers/message-ids.ts";
@@ -68,15 +68,7 @@ test("a claim of a burst's rows in today's period rewrites as many in place as t
   const stats = await withTransaction(h.db.pool, async (client) => {
     for (const [name, value] of Object.entries(CLAIM_SETTINGS))
       await client.query("select set_config($1, $2, true)", [name, value]);
-    const claimed = await claimDeliveries(client, {
-      workerId: "hot-test",
-      workerLock: null,
-      claimToken: randomUUID(),
-      limit: 1_000,
-      defaultMaxInFlight: h.config.delivery.maxInFlight,
-      defaultTimeoutMs: h.config.delivery.timeoutMs,
-      leaseMarginMs: h.config.worker.leaseMarginMs,
-    });
+    const claimed = await claimDeliveries(client, claimOptions(h, "hot-test"));
     expect(claimed).toHaveLength(1_000);
     const { rows } = await client.query(
       `select sum(pg_stat_get_xact_tuples_updated(relid))::int as updated,

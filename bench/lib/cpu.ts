@@ -9,16 +9,24 @@ import { readdirSync, readFileSync } from "node:fs";
 
 const TICK_MS = 10; // USER_HZ is 100 on every Linux build we run on
 
-/** utime + stime of one process in ms; 0 once it is gone. */
-function processCpuMs(pid: number): number {
+/**
+ * A process' CPU (utime + stime, ms) and its start (clock ticks after boot, as
+ * /proc/uptime * 100 counts them); null once it is gone.
+ */
+export function processStat(pid: number): { cpuMs: number; startTicks: number } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // fields after the command (which may hold spaces), 1-based from field 3
     const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(rest[11]) + Number(rest[12])) * TICK_MS;
+    return { cpuMs: (Number(rest[11]) + Number(rest[12])) * TICK_MS, startTicks: Number(rest[19]) };
   } catch {
-    return 0;
+    return null;
   }
+}
+
+/** utime + stime of one process in ms; 0 once it is gone. */
+function processCpuMs(pid: number): number {
+  return processStat(pid)?.cpuMs ?? 0;
 }
 
 /** The pid and every child of it (PostgreSQL's backends are children of the postmaster). */

@@ -10,27 +10,14 @@
  */
 import { readFileSync } from "node:fs";
 import type { Pool } from "../../src/db/pool.ts";
+import { processStat } from "./cpu.ts";
 
-const TICK_MS = 10;
 const SAMPLE_MS = 200;
 
 interface Seen {
   first: number;
   last: number;
   kind: string;
-}
-
-function stat(pid: number): { cpuMs: number; startTicks: number } | null {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const rest = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return {
-      cpuMs: (Number(rest[11]) + Number(rest[12])) * TICK_MS,
-      startTicks: Number(rest[19]),
-    };
-  } catch {
-    return null;
-  }
 }
 
 function uptimeTicks(): number {
@@ -82,7 +69,7 @@ export function startPgCpuByKind(pids: () => number[], pool: Pool): () => Promis
 
   const sample = () => {
     for (const pid of pids()) {
-      const st = stat(pid);
+      const st = processStat(pid);
       if (!st) continue;
       const s = seen.get(pid);
       if (s) {
