@@ -310,6 +310,29 @@ const protoNames = () => ({
   func: Object.getOwnPropertyNames(Function.prototype).sort(),
 });
 
+/**
+ * New fixtures, a new app key for them and new dashboard sessions: what the junk starts
+ * from, and what the coverage sweep starts from again, whatever the junk deleted, revoked
+ * or signed out before it.
+ */
+async function freshState(): Promise<void> {
+  fx = await seedFixtures(h);
+  appKey = (await h.call("POST", `${V1}/api-keys`, { role: "app", appId: fx.appId })).body.key;
+  for (const [who, key] of [
+    ["admin", h.adminKey],
+    ["app", appKey],
+  ] as const) {
+    const c = dashboardClient(h.api);
+    await c.signIn(key);
+    await c.get("/dashboard");
+    sessions.set(who, {
+      cookie: `hookrelay_session=${c.cookies.get("hookrelay_session")}`,
+      csrf: c.csrf!,
+    });
+  }
+  sharedPortal = null;
+}
+
 let gc: () => void = () => undefined;
 const uncaught: unknown[] = [];
 const onUncaught = (err: unknown) => void uncaught.push(err);
@@ -326,21 +349,8 @@ beforeAll(async () => {
   queryKeys = routeQueryKeys(h.api);
   expect(queryKeys.size).toBeGreaterThan(10);
   expect(routes.length).toBeGreaterThan(50);
-  fx = await seedFixtures(h);
   bodySchemas = await routeBodySchemas(h.db.pool);
-  appKey = (await h.call("POST", `${V1}/api-keys`, { role: "app", appId: fx.appId })).body.key;
-  for (const [who, key] of [
-    ["admin", h.adminKey],
-    ["app", appKey],
-  ] as const) {
-    const c = dashboardClient(h.api);
-    await c.signIn(key);
-    await c.get("/dashboard");
-    sessions.set(who, {
-      cookie: `hookrelay_session=${c.cookies.get("hookrelay_session")}`,
-      csrf: c.csrf!,
-    });
-  }
+  await freshState();
 });
 afterAll(async () => {
   process.off("uncaughtException", onUncaught);
@@ -369,23 +379,33 @@ describe("junk at every route", { timeout: 240_000 }, () => {
 
   test("every route was hit, with real and junk parameters", async () => {
     expect(stats.requests).toBeGreaterThanOrEqual(1_500);
-    // The random run above reaches most handlers, but how many is chance; a route it
-    // never got a 2xx from gets up to 25 more well-formed requests (seeded), so the
-    // coverage figure below measures the routes, not the luck of one run.
+    // The random run above reaches most handlers, but how many is chance, and so is the
+    // state it leaves (an app deleted, a key revoked, a session ended). So every route
+    // also gets a sweep of its own from fresh fixtures: up to 25 well-formed requests
+    // with a seed of its own, until one gets through. The coverage figure below counts
+    // that sweep alone, which gives the same count in every run; it measures the
+    // routes, not the luck of one run.
+    const randomOk = new Set(stats.routesOk);
+    stats.routesOk.clear();
+    await freshState();
     for (const [i, route] of routes.entries()) {
-      if (stats.routesOk.has(`${route.method} ${route.path}`)) continue;
       for (const a of fc.sample(wellFormedArb(route), { numRuns: 25, seed: i })) {
         await fire(a);
         if (stats.routesOk.has(`${route.method} ${route.path}`)) break;
       }
     }
+    const swept = stats.routesOk.size;
+    for (const r of randomOk) stats.routesOk.add(r);
     // plenty of answers got past validation to the handlers
     const ok = [...stats.byStatus].filter(([s]) => s < 300).reduce((n, [, c]) => n + c, 0);
     expect(ok).toBeGreaterThan(250);
     expect(routes.filter((r) => !stats.routesHit.has(`${r.method} ${r.path}`))).toEqual([]);
     // most routes answered 2xx (or their handler's 409) at least once: the junk reached
     // their handlers
-    expect(stats.routesOk.size).toBeGreaterThan(routes.length * 0.75);
+    // (179 of 228 on 7 Dec 2026: the rest need state the fixtures do not make, such as a
+    // finished replay task or an attempt's id)
+    const missed = routes.map((r) => `${r.method} ${r.path}`).filter((r) => !stats.routesOk.has(r));
+    expect(swept, missed.join("\n")).toBeGreaterThan(routes.length * 0.75);
   });
 
   test("inherited member names at every route: as path, query and form values, and as keys", async () => {
