@@ -44,6 +44,7 @@ import {
   type ClaimOptions,
   claimDeliveries,
 } from "../src/queue/claim-deliveries.ts";
+import { ClaimWindow } from "../src/queue/claim-window.ts";
 import { startCluster } from "./lib/cluster.ts";
 import { createTenants, makeMessages, seedMessages } from "./lib/seed.ts";
 import { median } from "./lib/stats.ts";
@@ -111,7 +112,15 @@ for (const v of args.variant) {
   variants[name] = { settings: settings as LocalSettings, claim: claimDeliveries };
 }
 
+/**
+ * The claim's window of periods (src/queue/claim-window.ts), read from the database being
+ * measured, as the worker's is: captured statements carry its bounds. (A checkout from before
+ * the window ignores it and computes its bounds in the statement.)
+ */
+let window = new ClaimWindow();
+
 const claimOptions = (): ClaimOptions => ({
+  window,
   workerId: "claim-alone",
   workerLock: null,
   claimToken: randomUUID(),
@@ -247,6 +256,8 @@ try {
       await seedMessages(pool, tenants, messages);
       // the floor where the worker's maintenance keeps it (the oldest queued row's period)
       await raiseDeliveryFloor(pool);
+      window = new ClaimWindow();
+      await window.bounds(pool);
       await prepAll("seeded");
       await pool.query("vacuum analyze");
       await prepAll("analyzed");

@@ -92,15 +92,17 @@ beforeAll(async () => {
   await direct.query(
     `with r as (
        select 'msg_jit_' || e.id || '_' || g as message_id, e.id as endpoint_id, e.app_id,
-              case when g % 2 = 0 then 'key-' || g % 4 end as ordering_key
+              case when g % 2 = 0 then 'key-' || g % 4 end as ordering_key,
+              -- (today's period, as the API writes them: inside the claim's window)
+              (extract(epoch from now()) * 1000)::bigint as message_ms
        from endpoints e, generate_series(1, 20) g),
      m as (
-       insert into messages (id, app_id, event_type, payload)
-       select message_id, app_id, 'jit.test', '{}' from r)
+       insert into messages (id, app_id, event_type, payload, message_ms)
+       select message_id, app_id, 'jit.test', '{}', message_ms from r)
      insert into deliveries (message_id, endpoint_id, app_id, status, attempt_count,
-                             max_attempts, next_attempt_at, ordering_key)
+                             max_attempts, next_attempt_at, ordering_key, message_ms)
      select message_id, endpoint_id, app_id, 'pending', 0, 5, now() - interval '1 minute',
-            ordering_key
+            ordering_key, message_ms
      from r`,
   );
   await direct.query("analyze");

@@ -46,11 +46,16 @@ test("the claim reads each endpoint's secrets once, not once per claimed row", a
      insert into endpoint_secrets (endpoint_id, secret)
        select e.id, 'whsec_new_' || e.id from endpoints e where e.app_id = 'app_sp';
      with r as (
-       select 'msg_sp_' || e.id || '_' || g as message_id, e.id as endpoint_id
+       select 'msg_sp_' || e.id || '_' || g as message_id, e.id as endpoint_id,
+              -- (today's period, as the API writes them: inside the claim's window)
+              (extract(epoch from now()) * 1000)::bigint as message_ms
        from endpoints e, generate_series(1, ${PER_ENDPOINT}) g where e.app_id = 'app_sp'),
-     m as (insert into messages (id, app_id, event_type, payload) select message_id, 'app_sp', 't', '{}' from r)
-     insert into deliveries (message_id, endpoint_id, app_id, status, attempt_count, max_attempts, next_attempt_at)
-       select message_id, endpoint_id, 'app_sp', 'pending', 0, 5, now() - interval '1 minute' from r;`,
+     m as (insert into messages (id, app_id, event_type, payload, message_ms)
+           select message_id, 'app_sp', 't', '{}', message_ms from r)
+     insert into deliveries (message_id, endpoint_id, app_id, status, attempt_count, max_attempts,
+                             next_attempt_at, message_ms)
+       select message_id, endpoint_id, 'app_sp', 'pending', 0, 5, now() - interval '1 minute',
+              message_ms from r;`,
   );
 
   // the statement the worker sends, captured

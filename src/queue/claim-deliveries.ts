@@ -19,7 +19,6 @@ import { claimSet } from "../db/sql/delivery-states.ts";
 import { inFlightSql } from "../db/sql/in-flight.ts";
 import type { OutboundDelivery } from "../delivery/transport.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
-import { INTERVAL_MS } from "../domain/partition-interval.ts";
 import {
   admitsClaimSql,
   claimRoomSql,
@@ -28,6 +27,7 @@ import {
 } from "../health/circuit-transitions.ts";
 import { claimLimitSql } from "../health/concurrency-limit.ts";
 import { PICK_SQL } from "./claim-pick.ts";
+import { type ClaimBounds, ClaimWindow, inWindowSql } from "./claim-window.ts";
 
 export interface ClaimOptions {
   workerId: string;
@@ -53,11 +53,11 @@ export interface ClaimOptions {
   /** the claim's "now" (db/sql/clock.ts); null or absent: the database's now() */
   now?: Date | null;
   /**
-   * The length of a period of messages and deliveries (HOOKRELAY_PARTITION_INTERVAL: a day
-   * or an hour, in ms); the claim reads whole periods. Absent: a day (a day's bounds are
-   * an hour's too, so hourly periods are read correctly, a day at a time).
+   * The claim's window of periods, kept from one claim to the next (claim-window.ts: the
+   * worker's, made with its HOOKRELAY_PARTITION_INTERVAL). Absent: a window of a day's
+   * periods for this claim alone (the floor read first).
    */
-  periodMs?: number;
+  window?: ClaimWindow;
 }
 
 /**
@@ -126,43 +126,19 @@ export interface ClaimedDelivery extends OutboundDelivery {
 // claimDeliveries runs it alone, with CLAIM_SETTINGS: db/local-settings.ts): inside a caller's
 // transaction the setting would cover that transaction's commit too.
 /**
- * How far ahead of the database's clock a message's own time (message_ms, from the id the
- * API process made with its clock) may be for the claim to read its period without
- * falling back to every period: an hour (docs/history.md, "The claim's periods").
- */
-export const CLAIM_AHEAD_MS = 3_600_000;
-
-/**
- * The periods of deliveries the claim reads (docs/history.md, "The claim's periods"): the
- * message_ms range [lo_ms, hi_ms), whole periods of $periodMs (aligned as the partitions
- * are: src/ops/message-partitions.ts), from the floor's period (delivery_floor, kept by
- * maintenance and lowered by requeues, resends and replays; 1 at least, which leaves out
- * the legacy partition) to the end of the period holding now + CLAIM_AHEAD_MS. One probe of
- * every other partition's due index checks that no queued row lies outside (a row from
- * before the layout, a period below a stale floor, an API clock more than CLAIM_AHEAD_MS
- * ahead); if one does, the range is every message_ms, as before the periods. So in the
- * claim's snapshot the range holds every queued row, and an ordering key's earlier row is
- * never out of sight. Whole periods: the probe never filters a period's rows by time, it
- * asks whether the period has any.
+ * The claim's check of its window (claim-window.ts; docs/history.md, "The claim's
+ * periods"): whether a queued row lies outside [$loMs, $hiMs). The first entry of every
+ * partition's due index outside the window (PostgreSQL leaves out the partitions inside it
+ * when the plan starts), one descent each, never a scan of rows. In the claim's snapshot:
+ * if one does, the claim takes nothing (its caller tries again with a wider window), so an
+ * ordering key's earlier row is never out of sight. Whole periods: the check never filters
+ * a period's rows by time, it asks whether the period has any.
  */
 const BOUNDS_SQL = `
-  select case when o.outside then -9223372036854775808 else p.lo end as lo_ms,
-         case when o.outside then 9223372036854775807 else p.hi end as hi_ms
-  from (
-    select greatest(1, (f.ms / $periodMs::bigint) * $periodMs::bigint) as lo,
-           ((floor(extract(epoch from statement_timestamp()) * 1000)::bigint + ${CLAIM_AHEAD_MS})
-              / $periodMs::bigint + 1) * $periodMs::bigint as hi
-    from delivery_floor f
-  ) p
-  cross join lateral (
-    -- (written as deliveries_due_idx's first entry: a probe of each partition's index,
-    -- never a scan of its rows)
-    select (select q.id from deliveries q
-            where q.queued and (q.message_ms < p.lo or q.message_ms >= p.hi)
-            order by q.endpoint_id, q.next_attempt_at
-            limit 1) is not null as outside
-    offset 0
-  ) o`;
+  select (select q.id from deliveries q
+          where q.queued and (q.message_ms < $loMs::bigint or q.message_ms >= $hiMs::bigint)
+          order by q.endpoint_id, q.next_attempt_at
+          limit 1) is not null as outside`;
 
 /** A lease runs for the endpoint's timeout plus the margin. */
 const leaseFor = (timeoutMs: string) =>
@@ -175,7 +151,9 @@ const CLAIM_LIMIT_SQL = claimLimitSql(
   `${effectiveSql("e", "adaptiveConcurrency")} = 'on'`,
 );
 
-const CLAIM_SQL = namedSql<Omit<ClaimOptions, "now"> & NowParam>(
+type ClaimParams = Omit<ClaimOptions, "now" | "periodMs" | "window"> & NowParam & ClaimBounds;
+
+const CLAIM_SQL = namedSql<ClaimParams>(
   `
 with no_flush_wait as (
   select set_config('synchronous_commit', 'off', true)
@@ -190,19 +168,20 @@ ready as (
          ${CLAIM_LIMIT_SQL} as conc_limit,
          -- Svix's throttleRate is a per-second limit
          ${effectiveSql("e", "ratePerSecond")} as rate_per_second,
-         e.rate_per_minute, e.rate_per_hour, x.lo_ms, x.hi_ms
+         e.rate_per_minute, e.rate_per_hour
   from endpoint_claim_state c
   join endpoint_health h on h.endpoint_id = c.endpoint_id
   join endpoints e on e.id = c.endpoint_id
   cross join bounds x
-  where not e.disabled
+  where not x.outside
+    and not e.disabled
     and (h.paused_until is null or h.paused_until <= ${NOW_SQL})
     and ${inFlightSql("c", "h")} < ${CLAIM_LIMIT_SQL}
     and ${admitsClaimSql("h")}
     -- (a row's probe, its first entry: written as a join, PostgreSQL may hash every queued row)
     and (select d.id from deliveries d
          where d.endpoint_id = c.endpoint_id
-           and d.queued and d.message_ms >= x.lo_ms and d.message_ms < x.hi_ms
+           and d.queued and ${inWindowSql("d")}
            and d.next_attempt_at <= ${NOW_SQL}
            and d.status <> 'in_flight'
          limit 1) is not null
@@ -261,8 +240,9 @@ claimed as (
     leaseExpiresAt: leaseFor("p.timeout_ms"),
   })}
   from picked p
-  -- (message_ms: the row's partition, docs/history.md)
-  where d.id = p.id and d.message_ms = p.message_ms
+  -- (message_ms: the row's partition, docs/history.md; in the window, which leaves out
+  -- the other periods when the plan starts)
+  where d.id = p.id and d.message_ms = p.message_ms and ${inWindowSql("d")}
   returning d.id, d.message_id, d.endpoint_id, d.app_id, d.attempt_count, d.max_attempts, d.trigger,
             d.failure_notified, d.attempts_given_back, d.message_ms
 ),
@@ -320,40 +300,46 @@ signing as materialized (
     and (s.expires_at is null or s.expires_at > ${NOW_SQL})
   group by s.endpoint_id
 )
--- "offset 0" keeps each lookup a per-row index probe: flattened into a join, the planner
--- may hash-join the whole messages table to find a few hundred rows.
-select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
-       c.failure_notified, c.attempts_given_back, c.message_ms, m.event_type, m.payload, m.event_id,
-       m.traceparent,
-       e.url, e.headers, ${effectiveSql("e", "timeoutMs")} as timeout_ms,
-       e.retry_base_ms, e.retry_cap_ms, e.propagate_trace,
-       e.method, e.body_format, e.url_token, e.missing_fields, e.success_rule,
-       e.destination_kind, e.destination_secret,
-       -- egress (docs/egress.md): the endpoint's pool, else its application's
-       coalesce(e.egress_pool,
-                (select a.egress_pool from applications a where a.id = c.app_id)) as egress_pool,
-       e.proxy_url, e.proxy_secret, e.tls_client_cert, e.tls_client_key, e.tls_ca,
-       -- OAuth2 client credentials (docs/oauth2.md): the settings, the secret sealed
-       e.oauth2, e.oauth2_secret,
-       -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
-       to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
-       (h.before is not null) as is_probe
-from claimed c
-cross join lateral (
-  -- (message_ms: its partition, not every day's; docs/history.md)
-  select event_type, payload, event_id, traceparent from messages
-  where id = c.message_id and message_ms = c.message_ms offset 0
-) m
-cross join lateral (
-  select url, headers, timeout_ms, retry_base_ms, retry_cap_ms, propagate_trace,
-         method, body_format, url_token, missing_fields, success_rule,
-         destination_kind, destination_secret,
-         egress_pool, proxy_url, proxy_secret, tls_client_cert, tls_client_key, tls_ca,
-         oauth2, oauth2_secret
-  from endpoints where id = c.endpoint_id offset 0
-) e
-left join signing s on s.endpoint_id = c.endpoint_id
-left join health h on h.endpoint_id = c.endpoint_id
+-- One row at least: the check's verdict (outside: nothing taken, claim-window.ts), with
+-- the claimed rows, or alone with nulls when none was claimed.
+select k.*, b.outside
+from bounds b
+left join (
+  -- "offset 0" keeps each lookup a per-row index probe: flattened into a join, the planner
+  -- may hash-join the whole messages table to find a few hundred rows.
+  select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
+         c.failure_notified, c.attempts_given_back, c.message_ms, m.event_type, m.payload, m.event_id,
+         m.traceparent,
+         e.url, e.headers, ${effectiveSql("e", "timeoutMs")} as timeout_ms,
+         e.retry_base_ms, e.retry_cap_ms, e.propagate_trace,
+         e.method, e.body_format, e.url_token, e.missing_fields, e.success_rule,
+         e.destination_kind, e.destination_secret,
+         -- egress (docs/egress.md): the endpoint's pool, else its application's
+         coalesce(e.egress_pool,
+                  (select a.egress_pool from applications a where a.id = c.app_id)) as egress_pool,
+         e.proxy_url, e.proxy_secret, e.tls_client_cert, e.tls_client_key, e.tls_ca,
+         -- OAuth2 client credentials (docs/oauth2.md): the settings, the secret sealed
+         e.oauth2, e.oauth2_secret,
+         -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
+         to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
+         (h.before is not null) as is_probe
+  from claimed c
+  cross join lateral (
+    -- (message_ms: its partition, not every day's; docs/history.md)
+    select event_type, payload, event_id, traceparent from messages
+    where id = c.message_id and message_ms = c.message_ms offset 0
+  ) m
+  cross join lateral (
+    select url, headers, timeout_ms, retry_base_ms, retry_cap_ms, propagate_trace,
+           method, body_format, url_token, missing_fields, success_rule,
+           destination_kind, destination_secret,
+           egress_pool, proxy_url, proxy_secret, tls_client_cert, tls_client_key, tls_ca,
+           oauth2, oauth2_secret
+    from endpoints where id = c.endpoint_id offset 0
+  ) e
+  left join signing s on s.endpoint_id = c.endpoint_id
+  left join health h on h.endpoint_id = c.endpoint_id
+) k on true
 `,
   "hookrelay_claim_deliveries",
 );
@@ -380,22 +366,35 @@ export const CLAIM_SETTINGS: LocalSettings = { ...WITHOUT_JIT, ...GENERIC_PLAN, 
  * back).
  */
 export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<ClaimedDelivery[]> {
-  const query = CLAIM_SQL.query({
-    workerId: o.workerId,
-    workerLock: o.workerLock,
-    claimToken: o.claimToken,
-    limit: o.limit,
-    defaultMaxInFlight: o.defaultMaxInFlight,
-    defaultAdaptiveConcurrency: o.defaultAdaptiveConcurrency ?? "off",
-    defaultTimeoutMs: o.defaultTimeoutMs,
-    leaseMarginMs: o.leaseMarginMs,
-    now: o.now ?? null,
-    periodMs: o.periodMs ?? INTERVAL_MS.day,
-  });
-  const { rows } =
-    db instanceof pg.Pool
-      ? await queryWithLocalSettings(db, CLAIM_SETTINGS, query)
-      : await db.query(query);
+  const window = o.window ?? new ClaimWindow();
+  const run = async (bounds: ClaimBounds) => {
+    const query = CLAIM_SQL.query({
+      workerId: o.workerId,
+      workerLock: o.workerLock,
+      claimToken: o.claimToken,
+      limit: o.limit,
+      defaultMaxInFlight: o.defaultMaxInFlight,
+      defaultAdaptiveConcurrency: o.defaultAdaptiveConcurrency ?? "off",
+      defaultTimeoutMs: o.defaultTimeoutMs,
+      leaseMarginMs: o.leaseMarginMs,
+      now: o.now ?? null,
+      ...bounds,
+    });
+    const { rows } =
+      db instanceof pg.Pool
+        ? await queryWithLocalSettings(db, CLAIM_SETTINGS, query)
+        : await db.query(query);
+    return rows;
+  };
+  // a queued row outside the window: nothing was taken; the floor read again, then every
+  // period (claim-window.ts), at most three runs
+  let bounds = await window.bounds(db);
+  let result = await run(bounds);
+  while (result[0]?.outside === true) {
+    bounds = await window.widen(db, bounds);
+    result = await run(bounds);
+  }
+  const rows = result.filter((r) => r.id !== null);
   return rows.map((r) => ({
     id: r.id,
     messageId: r.message_id,

@@ -3,23 +3,21 @@
  * due rows it takes, unordered ones and ordering keys' heads (docs/delivery.md, "Ordering"),
  * each found through an index made for it, so no claim reads the rows that wait behind
  * their key's head. A fragment of the claim's statement: it reads the claim's `room` row
- * as `r` (endpoint_id, in_flight, room, and lo_ms and hi_ms: the periods that can hold a
- * queued row, claim-deliveries.ts) and its `$now` parameter.
+ * as `r` (endpoint_id, in_flight, room) and its `$now`, `$loMs` and `$hiMs` parameters
+ * (the window of periods: claim-window.ts).
  */
 import { NOW_SQL } from "../db/sql/clock.ts";
+import { inWindowSql } from "./claim-window.ts";
 
 /**
- * Every search for rows to take is bounded to the claim's periods, [r.lo_ms, r.hi_ms) of
- * message_ms: PostgreSQL prunes the other partitions of deliveries as the claim runs (the
- * bounds are a column of the outer row, so the pruning is the executor's). The bounds hold
- * every queued row of the claim's snapshot, or they are the whole range
- * (claim-deliveries.ts, BOUNDS_SQL), so a key's earlier row is never out of sight.
- * ORDER_HEAD_SQL's probes are left unbounded: bounded, each index entry's row must be
- * fetched for its message_ms, and the generic plan may then read every earlier row of the
- * key through a bitmap (seen on test/ordering-claim-scan.test.ts's backlog).
+ * Every search for rows to take is bounded to the claim's window of periods, [$loMs,
+ * $hiMs) of message_ms (claim-window.ts): parameters, so PostgreSQL leaves out the other
+ * partitions of deliveries when the plan starts. The window holds every queued row of the
+ * claim's snapshot, or the claim takes nothing (claim-deliveries.ts, BOUNDS_SQL), so a
+ * key's earlier row is never out of sight, and ORDER_HEAD_SQL's probe for an earlier queued
+ * row of a key is bounded too. Its probe for an earlier dead letter is not: dead letters
+ * are not queued, nothing bounds their periods (docs/history.md, "The claim's periods").
  */
-const inPeriods = (alias: string) =>
-  `${alias}.message_ms >= r.lo_ms and ${alias}.message_ms < r.hi_ms`;
 
 /**
  * An ordered row is its key's head when no earlier row of the same (endpoint, key), by id
@@ -39,7 +37,7 @@ const inPeriods = (alias: string) =>
 const earlierSql = (flag: "queued" | "dead_lettered") => `
           (select o.id from deliveries o
            where o.endpoint_id = d.endpoint_id and o.ordering_key = d.ordering_key
-             and o.id < d.id and o.${flag}
+             and o.id < d.id and o.${flag}${flag === "queued" ? ` and ${inWindowSql("o")}` : ""}
            order by o.id desc
            limit 1)`;
 
@@ -57,7 +55,7 @@ const UNORDERED_SQL = `
        select d.id, d.endpoint_id, d.next_attempt_at, d.message_ms
        from deliveries d
        where d.endpoint_id = r.endpoint_id
-         and d.queued and d.ordering_key is null and ${inPeriods("d")}
+         and d.queued and d.ordering_key is null and ${inWindowSql("d")}
          and d.next_attempt_at <= ${NOW_SQL}
          and d.status <> 'in_flight'
        order by d.next_attempt_at
@@ -75,7 +73,7 @@ const KEYS_SQL = `
        k as (
          (select q.ordering_key, q.id, q.message_ms, q.status, q.next_attempt_at from deliveries q
           where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
-            and ${inPeriods("q")}
+            and ${inWindowSql("q")}
           order by q.ordering_key, q.id
           limit 1)
          union all
@@ -84,7 +82,7 @@ const KEYS_SQL = `
           cross join lateral (
             select q.ordering_key, q.id, q.message_ms, q.status, q.next_attempt_at from deliveries q
             where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
-              and ${inPeriods("q")}
+              and ${inWindowSql("q")}
               and q.ordering_key > k.ordering_key
             order by q.ordering_key, q.id
             limit 1) n)
@@ -105,7 +103,7 @@ const KEYS_SQL = `
 const KEY_HEADS_SQL = `
        select d.id, d.endpoint_id, d.next_attempt_at, d.message_ms
        from k
-       join deliveries d on d.id = k.id and d.message_ms = k.message_ms
+       join deliveries d on d.id = k.id and d.message_ms = k.message_ms and ${inWindowSql("d")}
        where k.status <> 'in_flight'
          and k.next_attempt_at <= ${NOW_SQL}
          and d.queued
@@ -126,7 +124,7 @@ const KEY_HEADS_SQL = `
 const HAS_KEYS_SQL = `
       (select q.id from deliveries q
        where q.endpoint_id = r.endpoint_id and q.queued and q.ordering_key is not null
-            and ${inPeriods("q")}
+            and ${inWindowSql("q")}
        order by q.ordering_key, q.id
        limit 1) is not null`;
 
@@ -157,7 +155,7 @@ const KEYED_SQL = `
              d.status <> 'in_flight' and (d.ordering_key is null or (${ORDER_HEAD_SQL})) as takes
       from deliveries d
       where d.endpoint_id = r.endpoint_id
-        and d.queued and ${inPeriods("d")}
+        and d.queued and ${inWindowSql("d")}
         and d.next_attempt_at <= ${NOW_SQL}
       order by d.next_attempt_at
       limit r.in_flight + 2 * greatest(r.room, 0)
@@ -165,7 +163,7 @@ const KEYED_SQL = `
     walked as (
       select d.id, d.endpoint_id, s.next_attempt_at, d.message_ms
       from scan s
-      join deliveries d on d.id = s.id and d.message_ms = s.message_ms
+      join deliveries d on d.id = s.id and d.message_ms = s.message_ms and ${inWindowSql("d")}
       where s.takes
         and d.queued
         and d.next_attempt_at <= ${NOW_SQL}

@@ -36,6 +36,7 @@ import type { OperationalTarget } from "../domain/operational-events.ts";
 import { INTERVAL_MS } from "../domain/partition-interval.ts";
 import type { Logger } from "../logger.ts";
 import { claimDeliveries } from "../queue/claim-deliveries.ts";
+import { ClaimWindow } from "../queue/claim-window.ts";
 import { releaseDeliveries, releaseLostClaims } from "../queue/release-deliveries.ts";
 import type { Redactor } from "../security/redact.ts";
 import type { SecretBox } from "../security/secret-box.ts";
@@ -152,6 +153,8 @@ export function makeWorker(options: WorkerOptions): Worker {
     tracer: options.tracer,
     onSettled: () => loop.slotFreed(),
   });
+  // the claim reads whole periods of deliveries (docs/history.md, "The claim's periods")
+  const claimWindow = new ClaimWindow(INTERVAL_MS[options.config.partitions?.interval ?? "day"]);
   const loop = makeClaimLoop({
     pollIntervalMs: cfg.pollIntervalMs,
     concurrency: cfg.concurrency,
@@ -171,8 +174,7 @@ export function makeWorker(options: WorkerOptions): Worker {
         defaultTimeoutMs: defaults.timeoutMs,
         leaseMarginMs: cfg.leaseMarginMs,
         now: clock(),
-        // the claim reads whole periods of deliveries (docs/history.md, "The claim's periods")
-        periodMs: INTERVAL_MS[options.config.partitions?.interval ?? "day"],
+        window: claimWindow,
       });
       if (claims.length > 0) telemetry.claimed(claims.length);
       pipeline.start(claims, token, claimedAt);
