@@ -9,9 +9,9 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import type { Queryable } from "../src/db/pool.ts";
 import { claimDeliveries } from "../src/queue/claim-deliveries.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
+import { captureStatement, explainGeneric } from "./helpers/generic-plan.ts";
 
 const ENDPOINTS = 4;
 const PER_ENDPOINT = 6;
@@ -58,36 +58,11 @@ test("the claim reads each endpoint's secrets once, not once per claimed row", a
               message_ms from r;`,
   );
 
-  // the statement the worker sends, captured
-  let sent: { text: string; values: unknown[] } | null = null;
-  const recorder = {
-    query: async (q: { text: string; values: unknown[] }) => {
-      sent = q;
-      return { rows: [] };
-    },
-  } as unknown as Queryable;
-  await claimDeliveries(recorder, options());
-  const statement = sent as unknown as { text: string; values: unknown[] };
-
-  const client = await pool.connect();
-  let plan = "";
-  try {
-    await client.query("begin");
-    // its generic plan, as the worker runs it (db/local-settings.ts)
-    await client.query("set local plan_cache_mode = force_generic_plan");
-    await client.query(`prepare signing_plan as ${statement.text}`);
-    const args = statement.values.map((v) =>
-      v === null ? "null" : client.escapeLiteral(String(v)),
-    );
-    const explained = await client.query(
-      `explain (analyze, costs off, timing off, summary off) execute signing_plan(${args.join(", ")})`,
-    );
-    plan = explained.rows.map((r) => r["QUERY PLAN"]).join("\n");
-    expect(plan).toContain(`rows=${ENDPOINTS * PER_ENDPOINT} loops=1`);
-  } finally {
-    await client.query("rollback");
-    client.release();
-  }
+  // the statement the worker sends, captured, and its generic plan, as the worker runs it
+  // (db/local-settings.ts)
+  const statement = await captureStatement((recorder) => claimDeliveries(recorder, options()));
+  const plan = await explainGeneric(pool, statement);
+  expect(plan).toContain(`rows=${ENDPOINTS * PER_ENDPOINT} loops=1`);
   // the secrets' step: its own node, run once
   const at = plan.indexOf("CTE signing");
   expect(at, plan).toBeGreaterThan(-1);

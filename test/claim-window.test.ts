@@ -9,12 +9,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { Queryable } from "../src/db/pool.ts";
 import { raiseDeliveryFloor } from "../src/ops/delivery-floor.ts";
 import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
 import { CLAIM_SETTINGS, claimDeliveries } from "../src/queue/claim-deliveries.ts";
 import { ClaimWindow, FLOOR_REFRESH_MS, WIDE } from "../src/queue/claim-window.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
+import { captureStatement, explainGeneric } from "./helpers/generic-plan.ts";
 import { messageIdAt } from "./helpers/message-ids.ts";
 
 const DAY = 86_400_000;
@@ -87,41 +87,11 @@ test("the worker's generic plan of the claim opens a period outside its window o
   const bounds = await window.bounds(db.pool);
   expect(Number(bounds.loMs)).toBeLessThanOrEqual(now);
   // the statement the worker sends, captured with that window
-  let sent: { text: string; values: unknown[] } | null = null;
-  const recorder = {
-    query: async (q: { text: string; values: unknown[] }) => {
-      sent = q;
-      return { rows: [] };
-    },
-  } as unknown as Queryable;
-  await claimDeliveries(recorder, options(window));
-  const statement = sent as unknown as { text: string; values: unknown[] };
+  const statement = await captureStatement((recorder) =>
+    claimDeliveries(recorder, options(window)),
+  );
   expect(statement.values).toContain(bounds.loMs);
-
-  const client = await db.pool.connect();
-  let plan = "";
-  try {
-    await client.query("begin");
-    for (const [name, value] of Object.entries(CLAIM_SETTINGS))
-      await client.query("select set_config($1, $2, true)", [name, value]);
-    await client.query(`prepare claim_window as ${statement.text}`);
-    // (EXECUTE takes no parameters of its own: the values go in as literals)
-    const args = statement.values
-      .map((v) =>
-        v === null || v === undefined
-          ? "null"
-          : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v)),
-      )
-      .join(", ");
-    const explained = await client.query(
-      `explain (analyze, costs off, timing off, summary off) execute claim_window(${args})`,
-    );
-    plan = explained.rows.map((r) => r["QUERY PLAN"]).join("\n");
-  } finally {
-    await client.query("rollback");
-    await client.query("deallocate all");
-    client.release();
-  }
+  const plan = await explainGeneric(db.pool, statement, CLAIM_SETTINGS);
   expect(plan).toMatch(/Subplans Removed: \d+/);
   // (the claim took its row)
   expect(plan.split("\n")[0]).toMatch(/actual rows=1 /);

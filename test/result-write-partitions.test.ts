@@ -15,6 +15,7 @@ import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
 import { recordResults } from "../src/queue/record-results.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { successResult } from "./helpers/delivery-result.ts";
+import { captureStatement, explainGeneric } from "./helpers/generic-plan.ts";
 import { messageIdAt } from "./helpers/message-ids.ts";
 
 const DAY = 86_400_000;
@@ -55,13 +56,6 @@ async function inFlightDelivery(pool: Queryable, now: number) {
 
 /** The statement the worker sends for that delivery's success, captured, not run. */
 async function resultWriteFor(d: Awaited<ReturnType<typeof inFlightDelivery>>) {
-  let sent: { text: string; values: unknown[] } | null = null;
-  const recorder = {
-    query: async (q: { text: string; values: unknown[] }) => {
-      sent = q;
-      return { rows: [{ changed: 1 }] };
-    },
-  } as unknown as Queryable;
   const result = successResult({
     deliveryId: Number(d.id),
     messageMs: d.messageMs,
@@ -70,8 +64,10 @@ async function resultWriteFor(d: Awaited<ReturnType<typeof inFlightDelivery>>) {
     endpointId: "ep_rw",
     appId: "app_rw",
   });
-  await recordResults(recorder, [result], loadConfig({}).health);
-  return sent as unknown as { text: string; values: unknown[] };
+  return captureStatement(
+    (recorder) => recordResults(recorder, [result], loadConfig({}).health),
+    [{ changed: 1 }],
+  );
 }
 
 test("a result updates its delivery in the row's period alone, never scanning the others", async () => {
@@ -141,31 +137,8 @@ test("the worker's generic plan of the write starts no scan of a period outside 
   expect(parts[0].n).toBeGreaterThanOrEqual(33);
 
   const row = await inFlightDelivery(pool, now);
-  const statement = await resultWriteFor(row);
-  const client = await pool.connect();
-  let plan = "";
-  try {
-    await client.query("begin");
-    // as the worker runs it: a prepared statement's generic plan (db/local-settings.ts)
-    await client.query("set local plan_cache_mode = force_generic_plan");
-    await client.query(`prepare result_write as ${statement.text}`);
-    // (EXECUTE takes no parameters of its own: the values go in as literals)
-    const args = statement.values
-      .map((v) =>
-        v === null || v === undefined
-          ? "null"
-          : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v)),
-      )
-      .join(", ");
-    const explained = await client.query(
-      `explain (analyze, costs off, timing off, summary off) execute result_write(${args})`,
-    );
-    plan = explained.rows.map((r) => r["QUERY PLAN"]).join("\n");
-  } finally {
-    await client.query("rollback");
-    await client.query("deallocate all");
-    client.release();
-  }
+  // as the worker runs it: a prepared statement's generic plan (db/local-settings.ts)
+  const plan = await explainGeneric(pool, await resultWriteFor(row));
   const update = plan.slice(plan.indexOf("Update on deliveries"), plan.indexOf("CTE samples"));
   // every period but the row's was left out when the plan started: no scan of it at all
   const scans = update.split("\n").filter((l) => /Scan .*on deliveries_/.test(l));
