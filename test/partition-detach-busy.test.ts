@@ -48,12 +48,18 @@ const exists = async (name: string) =>
 const purge = () =>
   purgeExpiredUntil(db.pool, RETENTION, Number.POSITIVE_INFINITY, undefined, db.pool, QUICK);
 
-/** An open transaction on another connection that has read `tables` (ACCESS SHARE held). */
-async function reader(tables: string[]): Promise<{ release(): Promise<void> }> {
+/**
+ * An open transaction on another connection that has read `tables` (ACCESS SHARE held), or
+ * that holds them in `mode`.
+ */
+async function reader(tables: string[], mode?: string): Promise<{ release(): Promise<void> }> {
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   await client.query("begin");
-  for (const t of tables) await client.query(`select count(*) from ${t}`);
+  for (const t of tables)
+    await client.query(
+      mode === undefined ? `select count(*) from ${t}` : `lock table ${t} in ${mode} mode`,
+    );
   return {
     async release() {
       await client.query("rollback");
@@ -131,6 +137,32 @@ describe("a detach whose lock statements under way hold", () => {
     const second = await purge();
     expect(second.busyPartitions).toEqual([]);
     expect(await exists(names.messages)).toBe(false);
+  });
+});
+
+describe("a detach beside a vacuum of another period", () => {
+  test("is not held by it (autovacuum's SHARE UPDATE EXCLUSIVE lock on today's period)", async () => {
+    await oldDay();
+    const now = Date.now();
+    const daily = { interval: "day" as const, aheadMs: 0 };
+    await ensureMessagePartitions(db.pool, daily, 8 * DAY, now);
+    await ensureAttemptPartitions(db.pool, daily, 8 * DAY, now);
+    const today = (t: "messages" | "deliveries" | "attempts") =>
+      partitionName(dayStart(now), "day", t);
+    const vacuum = await reader(
+      [today("deliveries"), today("messages"), today("attempts")],
+      "share update exclusive",
+    );
+    let run: Awaited<ReturnType<typeof purgeExpiredUntil>>;
+    try {
+      run = await purge();
+    } finally {
+      await vacuum.release();
+    }
+    expect(run.busyPartitions).toEqual([]);
+    for (const name of Object.values(names)) expect(await exists(name)).toBe(false);
+    for (const t of ["deliveries", "messages", "attempts"] as const)
+      expect(await exists(today(t))).toBe(true);
   });
 });
 

@@ -267,7 +267,14 @@ async function lockForDetach(
     [name, table],
   );
   if (rows.length === 0) return undefined;
-  await client.query(`lock table ${table} in access exclusive mode`);
+  // The parent alone first (the order of every statement's generic plan: the parent, then
+  // its partitions), then the period and the default partition, the two the detach changes.
+  // Not every partition: a vacuum of another one (autovacuum's SHARE UPDATE EXCLUSIVE lock
+  // on today's period, say) would hold the detach until deadlock_timeout cancelled it, a
+  // second or more in which every statement on the table waits behind this lock
+  // (docs/performance.md, "Claims over a month of periods").
+  await client.query(`lock table only ${table} in access exclusive mode`);
+  await client.query(`lock table ${name}, ${table}_default in access exclusive mode`);
   const n = Number(rows[0]!.n);
   return n < 0 ? null : n;
 }
