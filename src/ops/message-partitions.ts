@@ -272,7 +272,7 @@ async function lockForDetach(
   // Not every partition: a vacuum of another one (autovacuum's SHARE UPDATE EXCLUSIVE lock
   // on today's period, say) would hold the detach until deadlock_timeout cancelled it, a
   // second or more in which every statement on the table waits behind this lock
-  // (docs/performance.md, "Claims over a month of periods").
+  // (docs/history.md, "the drop with the held rows' copy").
   await client.query(`lock table only ${table} in access exclusive mode`);
   await client.query(`lock table ${name}, ${table}_default in access exclusive mode`);
   const n = Number(rows[0]!.n);
