@@ -166,6 +166,52 @@ describe("a detach beside a vacuum of another period", () => {
   });
 });
 
+describe("a detach beside the floor's upkeep", () => {
+  test("does not deadlock with it (the default partition read first, then the periods oldest first, without the parent)", async () => {
+    await oldDay();
+    // the upkeep's transaction (ops/delivery-floor.ts), as far as its read of the default
+    // partition
+    const upkeep = new pg.Client({ connectionString: db.url });
+    await upkeep.connect();
+    try {
+      await upkeep.query("begin");
+      await upkeep.query("select count(*) from deliveries_default");
+      const patient: DetachPatience = { lockTimeoutMs: 10_000, tries: 1, pauseMs: 0 };
+      const run = purgeExpiredUntil(
+        db.pool,
+        RETENTION,
+        Number.POSITIVE_INFINITY,
+        undefined,
+        db.pool,
+        patient,
+      );
+      // the detach waits for the default partition...
+      await waitForLockWait();
+      // ...holding nothing the upkeep reads next: the old period, read at once
+      const read = await upkeep.query(`select count(*)::int as n from ${names.deliveries}`);
+      expect(read.rows[0].n).toBe(1);
+      await upkeep.query("commit");
+      const done = await run;
+      expect(done.busyPartitions).toEqual([]);
+      for (const name of Object.values(names)) expect(await exists(name)).toBe(false);
+    } finally {
+      await upkeep.end();
+    }
+  });
+});
+
+/** Until a session other than the test's waits for a lock. */
+async function waitForLockWait(): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const { rows } = await db.pool.query(
+      "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()",
+    );
+    if (rows[0].n > 0) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error("no session waited for a lock");
+}
+
 describe("detachTransaction", () => {
   const lockTimeout = () => Object.assign(new Error("lock timeout"), { code: "55P03" });
 

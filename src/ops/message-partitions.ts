@@ -268,13 +268,17 @@ async function lockForDetach(
   );
   if (rows.length === 0) return undefined;
   // The parent alone first (the order of every statement's generic plan: the parent, then
-  // its partitions), then the period and the default partition, the two the detach changes.
-  // Not every partition: a vacuum of another one (autovacuum's SHARE UPDATE EXCLUSIVE lock
-  // on today's period, say) would hold the detach until deadlock_timeout cancelled it, a
-  // second or more in which every statement on the table waits behind this lock
-  // (docs/history.md, "the drop with the held rows' copy").
+  // its partitions), then the default partition and the period, the two the detach
+  // changes, in that order: the floor's upkeep (ops/delivery-floor.ts) reads the default
+  // partition, then the periods oldest first, without the parent, so holding the period
+  // while waiting for the default partition deadlocked with it. Not every partition: a
+  // vacuum of another one (autovacuum's SHARE UPDATE EXCLUSIVE lock on today's period, say)
+  // would hold the detach until deadlock_timeout cancelled it, a second or more in which
+  // every statement on the table waits behind this lock (docs/history.md, "the drop with
+  // the held rows' copy").
   await client.query(`lock table only ${table} in access exclusive mode`);
-  await client.query(`lock table ${name}, ${table}_default in access exclusive mode`);
+  await client.query(`lock table ${table}_default in access exclusive mode`);
+  await client.query(`lock table ${name} in access exclusive mode`);
   const n = Number(rows[0]!.n);
   return n < 0 ? null : n;
 }
