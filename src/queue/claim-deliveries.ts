@@ -151,7 +151,7 @@ const CLAIM_LIMIT_SQL = claimLimitSql(
   `${effectiveSql("e", "adaptiveConcurrency")} = 'on'`,
 );
 
-type ClaimParams = Omit<ClaimOptions, "now" | "periodMs" | "window"> & NowParam & ClaimBounds;
+type ClaimParams = Omit<ClaimOptions, "now" | "window"> & NowParam & ClaimBounds;
 
 const CLAIM_SQL = namedSql<ClaimParams>(
   `
