@@ -20,6 +20,7 @@
  * its key's order.
  */
 import type { Queryable } from "../db/pool.ts";
+import { deliveryFloorMs } from "../db/queries/queue-bounds.ts";
 import { INTERVAL_MS } from "../domain/partition-interval.ts";
 
 /**
@@ -85,10 +86,8 @@ export class ClaimWindow {
   }
 
   async #readFloor(db: Queryable): Promise<void> {
-    const { rows } = await db.query<{ ms: string }>("select ms from delivery_floor limit 1");
-    // (no row: a caller that records statements instead of running them; the floor's
-    // migration writes the row): the floor as it was
-    this.#floorMs = rows[0] === undefined ? (this.#floorMs ?? 0) : Number(rows[0].ms);
+    // (none read: the floor as it was)
+    this.#floorMs = (await deliveryFloorMs(db)) ?? this.#floorMs ?? 0;
     this.#readAt = this.clock();
   }
 }

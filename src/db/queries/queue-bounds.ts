@@ -26,9 +26,17 @@ const DAY_MS = INTERVAL_MS.day;
  * starts a period of either interval), at least 1 (message_ms 0 is the legacy partition's).
  */
 export async function queuedFromMs(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ ms: number | string }>("select ms from delivery_floor limit 1");
-  const floor = Number(rows[0]?.ms ?? 0);
+  const floor = (await deliveryFloorMs(db)) ?? 0;
   return Math.max(1, floor - (floor % DAY_MS));
+}
+
+/**
+ * The claim's floor as stored (epoch ms); null when the statement returned no row (a caller
+ * that records statements instead of running them: the floor's migration writes the row).
+ */
+export async function deliveryFloorMs(db: Queryable): Promise<number | null> {
+  const { rows } = await db.query<{ ms: number | string }>("select ms from delivery_floor limit 1");
+  return rows[0] === undefined ? null : Number(rows[0].ms);
 }
 
 /** `alias.message_ms` where a queued row can be, given queuedFromMs's value as `param`. */
