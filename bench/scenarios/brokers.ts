@@ -33,9 +33,11 @@ import { signatureHeader } from "../../src/delivery/sign.ts";
 import { signingKeyOf } from "../../src/delivery/signing-key.ts";
 import { type NatsServer, natsInstalled, startNats } from "../../test/helpers/nats.ts";
 import { type RabbitMq, rabbitmqInstalled, startRabbitMq } from "../../test/helpers/rabbitmq.ts";
+import { resetStatements, topStatements } from "../lib/cluster.ts";
 import type { BenchContext } from "../lib/context.ts";
 import { startCpuMeter } from "../lib/cpu.ts";
 import { logEndpointLimits } from "../lib/endpoint-limits.ts";
+import { formatPgCpuByKind, startPgCpuByKind } from "../lib/pg-cpu-kinds.ts";
 import { startHookrelay, stopChild } from "../lib/procs.ts";
 import { createTenants, makeMessages, seedMessages } from "../lib/seed.ts";
 
@@ -186,10 +188,12 @@ async function viaHookrelay(
     try {
       const m = makeMessages(n, e);
       await seedMessages(db.pool, tenants, m);
+      await resetStatements(ctx.cluster);
       const cpu = startCpuMeter({
         worker: () => [worker.pid],
         postgres: () => ctx.cluster.pids(),
       });
+      const pgKinds = startPgCpuByKind(() => ctx.cluster.pids(), db.pool);
       const deadline = Date.now() + Math.max(60_000, n * 5);
       let delivered = 0;
       // a light poll (one count every 500 ms) beside the worker; the rate comes from the
@@ -203,6 +207,12 @@ async function viaHookrelay(
         await new Promise((r) => setTimeout(r, 500));
       }
       const spent = cpu();
+      // where PostgreSQL's share of a delivery goes: by process, then by statement
+      ctx.log(`  PostgreSQL CPU per 1,000 by process: ${formatPgCpuByKind(await pgKinds(), n)}`);
+      for (const t of await topStatements(ctx.cluster, 5))
+        ctx.log(
+          `    ${t.calls} x ${t.meanMs} ms (${t.totalMs} ms, ${t.rowsPerCall} rows a call): ${t.query.slice(0, 90)}`,
+        );
       // what held hookrelay's window: each endpoint's adaptive in-flight limit at the end
       await logEndpointLimits(ctx, db.pool);
       const { rows } = await db.pool.query(

@@ -178,12 +178,17 @@ ready as (
     and (h.paused_until is null or h.paused_until <= ${NOW_SQL})
     and ${inFlightSql("c", "h")} < ${CLAIM_LIMIT_SQL}
     and ${admitsClaimSql("h")}
-    -- (a row's probe, its first entry: written as a join, PostgreSQL may hash every queued row)
+    -- (a row's probe, its first entry: written as a join, PostgreSQL may hash every queued row.
+    -- Read from the latest due time down: the rows in flight are the oldest due, claimed
+    -- oldest first and listed at the due time they were claimed at, so read from the oldest
+    -- up this stepped over every one of them, hundreds under a backlog; from the latest the
+    -- first entry is a row not in flight unless all due rows are)
     and (select d.id from deliveries d
          where d.endpoint_id = c.endpoint_id
            and d.queued and ${inWindowSql("d")}
            and d.next_attempt_at <= ${NOW_SQL}
            and d.status <> 'in_flight'
+         order by d.next_attempt_at desc
          limit 1) is not null
   order by c.endpoint_id
   for update of c
@@ -301,7 +306,10 @@ signing as materialized (
   group by s.endpoint_id
 )
 -- One row at least: the check's verdict (outside: nothing taken, claim-window.ts), with
--- the claimed rows, or alone with nulls when none was claimed.
+-- the claimed rows, or alone with nulls when none was claimed. What belongs to the endpoint
+-- (its settings, its signing secrets) comes once per endpoint, on its lowest claimed row
+-- (\`endpoint_first\`), and is null on the others: read and sent once instead of once per
+-- row, and parsed by the worker once (docs/performance.md, "The claim's rows").
 select k.*, b.outside
 from bounds b
 left join (
@@ -310,18 +318,16 @@ left join (
   select c.id, c.message_id, c.endpoint_id, c.app_id, c.attempt_count, c.max_attempts, c.trigger,
          c.failure_notified, c.attempts_given_back, c.message_ms, m.event_type, m.payload, m.event_id,
          m.traceparent,
-         e.url, e.headers, ${effectiveSql("e", "timeoutMs")} as timeout_ms,
+         (t.first_id is not null) as endpoint_first,
+         e.url, e.headers, e.timeout_ms,
          e.retry_base_ms, e.retry_cap_ms, e.propagate_trace,
          e.method, e.body_format, e.url_token, e.missing_fields, e.success_rule,
          e.destination_kind, e.destination_secret,
-         -- egress (docs/egress.md): the endpoint's pool, else its application's
-         coalesce(e.egress_pool,
-                  (select a.egress_pool from applications a where a.id = c.app_id)) as egress_pool,
-         e.proxy_url, e.proxy_secret, e.tls_client_cert, e.tls_client_key, e.tls_ca,
-         -- OAuth2 client credentials (docs/oauth2.md): the settings, the secret sealed
+         e.egress_pool, e.proxy_url, e.proxy_secret, e.tls_client_cert, e.tls_client_key, e.tls_ca,
          e.oauth2, e.oauth2_secret,
          -- as JSON: the driver parses it natively (its text[] parser reads a character at a time)
-         to_json(coalesce(s.secrets, '{}'::text[])) as secrets,
+         case when t.first_id is not null then to_json(coalesce(s.secrets, '{}'::text[])) end
+           as secrets,
          (h.before is not null) as is_probe
   from claimed c
   cross join lateral (
@@ -329,15 +335,21 @@ left join (
     select event_type, payload, event_id, traceparent from messages
     where id = c.message_id and message_ms = c.message_ms offset 0
   ) m
-  cross join lateral (
-    select url, headers, timeout_ms, retry_base_ms, retry_cap_ms, propagate_trace,
+  left join taken t on t.first_id = c.id
+  left join lateral (
+    select url, headers, ${effectiveSql("en", "timeoutMs")} as timeout_ms,
+           retry_base_ms, retry_cap_ms, propagate_trace,
            method, body_format, url_token, missing_fields, success_rule,
            destination_kind, destination_secret,
-           egress_pool, proxy_url, proxy_secret, tls_client_cert, tls_client_key, tls_ca,
+           -- egress (docs/egress.md): the endpoint's pool, else its application's
+           coalesce(en.egress_pool,
+                    (select a.egress_pool from applications a where a.id = en.app_id)) as egress_pool,
+           proxy_url, proxy_secret, tls_client_cert, tls_client_key, tls_ca,
+           -- OAuth2 client credentials (docs/oauth2.md): the settings, the secret sealed
            oauth2, oauth2_secret
-    from endpoints where id = c.endpoint_id offset 0
-  ) e
-  left join signing s on s.endpoint_id = c.endpoint_id
+    from endpoints en where en.id = c.endpoint_id and t.first_id is not null offset 0
+  ) e on true
+  left join signing s on s.endpoint_id = c.endpoint_id and t.first_id is not null
   left join health h on h.endpoint_id = c.endpoint_id
 ) k on true
 `,
@@ -395,7 +407,19 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     result = await run(bounds);
   }
   const rows = result.filter((r) => r.id !== null);
-  return rows.map((r) => ({
+  // each endpoint's settings ride on its first row alone (CLAIM_SQL's last step)
+  const endpoints = new Map<string, ClaimedEndpointRow>();
+  for (const r of rows) if (r.endpoint_first) endpoints.set(r.endpoint_id, r);
+  return rows.map((r) => claimedDelivery(r, endpoints.get(r.endpoint_id)!));
+}
+
+/** The endpoint's columns of a claimed row (null but on the endpoint's first row). */
+// biome-ignore lint/suspicious/noExplicitAny: a driver row
+type ClaimedEndpointRow = Record<string, any>;
+
+// biome-ignore lint/suspicious/noExplicitAny: a driver row
+function claimedDelivery(r: Record<string, any>, e: ClaimedEndpointRow): ClaimedDelivery {
+  return {
     id: r.id,
     messageId: r.message_id,
     endpointId: r.endpoint_id,
@@ -405,40 +429,40 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
     trigger: r.trigger,
     eventType: r.event_type,
     payload: r.payload,
-    url: r.url,
-    headers: r.headers,
-    timeoutMs: r.timeout_ms,
-    retryBaseMs: r.retry_base_ms,
-    retryCapMs: r.retry_cap_ms,
-    secrets: r.secrets,
+    url: e.url,
+    headers: e.headers,
+    timeoutMs: e.timeout_ms,
+    retryBaseMs: e.retry_base_ms,
+    retryCapMs: e.retry_cap_ms,
+    secrets: e.secrets,
     isProbe: r.is_probe,
     eventId: r.event_id,
-    method: r.method,
-    bodyFormat: r.body_format,
-    urlToken: r.url_token,
-    missingFields: r.missing_fields,
-    successRule: r.success_rule,
+    method: e.method,
+    bodyFormat: e.body_format,
+    urlToken: e.url_token,
+    missingFields: e.missing_fields,
+    successRule: e.success_rule,
     failureNotified: r.failure_notified,
     // (a bigint: the driver's text, a millisecond well within a number's exact range)
     messageMs: Number(r.message_ms),
     attemptsGivenBack: r.attempts_given_back,
     traceparent: r.traceparent,
-    propagateTrace: r.propagate_trace === "on",
-    destinationKind: r.destination_kind,
-    destinationSecret: r.destination_secret,
+    propagateTrace: e.propagate_trace === "on",
+    destinationKind: e.destination_kind,
+    destinationSecret: e.destination_secret,
     // (absent for an endpoint without egress settings: the sender's shared Agent)
-    ...((r.egress_pool ?? r.proxy_url ?? r.tls_client_cert ?? r.tls_ca) !== null && {
+    ...((e.egress_pool ?? e.proxy_url ?? e.tls_client_cert ?? e.tls_ca) !== null && {
       egress: {
-        pool: r.egress_pool,
-        proxyUrl: r.proxy_url,
-        proxySecret: r.proxy_secret,
-        tlsClientCert: r.tls_client_cert,
-        tlsClientKey: r.tls_client_key,
-        tlsCa: r.tls_ca,
+        pool: e.egress_pool,
+        proxyUrl: e.proxy_url,
+        proxySecret: e.proxy_secret,
+        tlsClientCert: e.tls_client_cert,
+        tlsClientKey: e.tls_client_key,
+        tlsCa: e.tls_ca,
       },
     }),
     // (a JSON null is no OAuth2 either: the column map writes null as one)
-    ...(r.oauth2 !== null &&
-      r.oauth2_secret !== null && { oauth2: { ...r.oauth2, clientSecret: r.oauth2_secret } }),
-  }));
+    ...(e.oauth2 !== null &&
+      e.oauth2_secret !== null && { oauth2: { ...e.oauth2, clientSecret: e.oauth2_secret } }),
+  };
 }

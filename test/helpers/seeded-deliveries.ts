@@ -60,8 +60,16 @@ export interface Seeded extends SeedRow {
   messageId: string;
 }
 
-/** One message and one delivery per row, exactly as described, in one statement. */
-export async function seed(pool: Pool, rows: SeedRow[]): Promise<Seeded[]> {
+/**
+ * One message and one delivery per row, exactly as described, in one statement. As rows of
+ * before the periods (message_ms 0, the legacy partition), or with `inPeriods` in the
+ * period of their message id's time (now), as the API writes them (docs/history.md).
+ */
+export async function seed(
+  pool: Pool,
+  rows: SeedRow[],
+  options: { inPeriods?: boolean } = {},
+): Promise<Seeded[]> {
   const now = Date.now();
   const full = rows.map((r) => {
     const createdAt = r.createdAt ?? new Date(now);
@@ -82,20 +90,23 @@ export async function seed(pool: Pool, rows: SeedRow[]): Promise<Seeded[]> {
          as i(message_id, endpoint_id, status, created_at, updated_at, code, kind, err, attempts, next_at, payload, n)
      ),
      m as (
-       insert into messages (id, app_id, event_type, payload, created_at)
-       select i.message_id, e.app_id, 'seeded.event', i.payload, i.created_at
+       insert into messages (id, app_id, event_type, payload, created_at, message_ms)
+       select i.message_id, e.app_id, 'seeded.event', i.payload, i.created_at,
+              case when $12::boolean then hookrelay_message_ms(i.message_id) else 0 end
        from i join endpoints e on e.id = i.endpoint_id
      )
      insert into deliveries (message_id, endpoint_id, app_id, status, attempt_count, max_attempts,
                              next_attempt_at, lease_expires_at, claim_token, last_status_code,
-                             last_error_kind, last_error, last_attempt_at, delivered_at, created_at, updated_at)
+                             last_error_kind, last_error, last_attempt_at, delivered_at, created_at, updated_at,
+                             message_ms)
      select i.message_id, i.endpoint_id, e.app_id, i.status, i.attempts, 5, i.next_at,
             case when i.status = 'in_flight' then i.next_at end,
             case when i.status = 'in_flight' then gen_random_uuid() end,
             i.code, i.kind, i.err,
             case when i.attempts > 0 then i.updated_at end,
             case when i.status = 'delivered' then i.updated_at end,
-            i.created_at, i.updated_at
+            i.created_at, i.updated_at,
+            case when $12::boolean then hookrelay_message_ms(i.message_id) else 0 end
      from i join endpoints e on e.id = i.endpoint_id
      order by i.n
      returning id, message_id`,
@@ -111,6 +122,7 @@ export async function seed(pool: Pool, rows: SeedRow[]): Promise<Seeded[]> {
       full.map((r) => r.attempts ?? (r.status === "pending" ? 0 : 1)),
       full.map((r) => r.nextAttemptAt),
       full.map((r) => r.payload ?? "{}"),
+      options.inPeriods === true,
     ],
   );
   const ids = new Map(out.map((r) => [r.message_id as string, Number(r.id)]));
