@@ -410,7 +410,12 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
   // each endpoint's settings ride on its first row alone (CLAIM_SQL's last step)
   const endpoints = new Map<string, ClaimedEndpointRow>();
   for (const r of rows) if (r.endpoint_first) endpoints.set(r.endpoint_id, r);
-  return rows.map((r) => claimedDelivery(r, endpoints.get(r.endpoint_id)!));
+  return rows.map((r) => {
+    const e = endpoints.get(r.endpoint_id);
+    // (every endpoint's lowest claimed row is claimed: the statement updates every row it picked)
+    if (e === undefined) throw new Error(`claim: no settings came for endpoint ${r.endpoint_id}`);
+    return claimedDelivery(r, e);
+  });
 }
 
 /** The endpoint's columns of a claimed row (null but on the endpoint's first row). */
