@@ -28,6 +28,7 @@ import { raiseDeliveryFloor } from "../src/ops/delivery-floor.ts";
 import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
 import type { ClaimedDelivery, ClaimOptions } from "../src/queue/claim-deliveries.ts";
 import type { DeliveryResult } from "../src/queue/record-results.ts";
+import { successResult } from "../test/helpers/delivery-result.ts";
 import { resetStatements, startCluster, topStatements } from "./lib/cluster.ts";
 import { processStat } from "./lib/cpu.ts";
 import { createTenants, makeMessages, seedMessages } from "./lib/seed.ts";
@@ -80,7 +81,7 @@ const health = loadConfig({}).health;
 
 /** A claimed row's success, as the worker's result writer gets it. */
 function success(d: ClaimedDelivery, token: string, last: boolean): DeliveryResult {
-  return {
+  return successResult({
     deliveryId: d.id,
     messageMs: d.messageMs,
     claimToken: token,
@@ -90,19 +91,10 @@ function success(d: ClaimedDelivery, token: string, last: boolean): DeliveryResu
     trigger: d.trigger,
     url: d.url,
     attemptNumber: d.attemptCount + 1,
-    nextStatus: "delivered",
-    retryDelayMs: 0,
-    startedAt: new Date(),
-    latencyMs: 5,
-    success: true,
-    statusCode: 200,
-    errorKind: null,
-    error: null,
     responseBody: "ok",
     isProbe: d.isProbe,
-    pauseMs: null,
     finishesClaim: last,
-  };
+  });
 }
 
 /** CPU ms of the cluster's processes (user + system, from /proc). */
