@@ -8,9 +8,11 @@
  * small part, alike for every tree).
  *
  * Each `--tree name=/path` (a checkout with its node_modules) runs its own claim and result
- * write (its src/queue/claim-deliveries.ts, record-results.ts), in turn with this checkout's
- * (`this`), each round on a fresh database seeded alike, the order reversed every other
- * round: the machine's drift falls on both alike. Printed per round and as medians: CPU ms
+ * write (its src/queue/claim-deliveries.ts, record-results.ts) on its own layout (a fresh
+ * database made by its own migrations, its periods if it has them, its bench's own seed of
+ * the same messages), in turn with this checkout's (`this`), the order reversed every other
+ * round: the machine's drift falls on both alike. A checkout from before the claim's window
+ * or the periods runs without them. Printed per round and as medians: CPU ms
  * per 1,000 deliveries of PostgreSQL and of the client, and the wall time.
  *
  *   node --import tsx bench/hot-path-alone.ts [--messages 20000] [--endpoints 10]
@@ -22,16 +24,13 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { loadConfig } from "../src/config.ts";
-import { makePool } from "../src/db/pool.ts";
-import { raiseDeliveryFloor } from "../src/ops/delivery-floor.ts";
-import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
+import { makePool, type Pool } from "../src/db/pool.ts";
 import type { ClaimedDelivery, ClaimOptions } from "../src/queue/claim-deliveries.ts";
 import type { DeliveryResult } from "../src/queue/record-results.ts";
 import { successResult } from "../test/helpers/delivery-result.ts";
 import { resetStatements, startCluster, topStatements } from "./lib/cluster.ts";
 import { processStat } from "./lib/cpu.ts";
-import { createTenants, makeMessages, seedMessages } from "./lib/seed.ts";
+import type { createTenants, makeMessages, seedMessages } from "./lib/seed.ts";
 import { median } from "./lib/stats.ts";
 
 const { values: args } = parseArgs({
@@ -49,24 +48,57 @@ const MESSAGES = Number(args.messages);
 const ENDPOINTS = Number(args.endpoints);
 const LIMIT = Number(args.limit);
 const ROUNDS = Number(args.rounds);
-const DAY = 86_400_000;
 
 interface Tree {
   name: string;
   claimDeliveries: (db: unknown, o: ClaimOptions) => Promise<ClaimedDelivery[]>;
   recordResults: (db: unknown, results: DeliveryResult[], health: unknown) => Promise<number>;
-  ClaimWindow: new () => unknown;
+  /** absent in a checkout from before the claim's window */
+  ClaimWindow?: new () => unknown;
+  /** the checkout's own schema, periods and seeding: it runs on its own layout */
+  migrate: (pool: Pool) => Promise<unknown>;
+  ensureHistoryPartitions?: (pool: Pool, config: unknown) => Promise<unknown>;
+  raiseDeliveryFloor?: (pool: Pool) => Promise<unknown>;
+  loadConfig: (env: Record<string, string>) => { health: unknown };
+  createTenants: typeof createTenants;
+  makeMessages: typeof makeMessages;
+  seedMessages: typeof seedMessages;
+}
+
+/** A module of the checkout, or undefined where it has none. */
+async function optional<T>(path: string): Promise<T | undefined> {
+  try {
+    return (await import(path)) as T;
+  } catch {
+    return undefined;
+  }
 }
 
 async function loadTree(name: string, dir: string): Promise<Tree> {
   const claim = await import(`${dir}/src/queue/claim-deliveries.ts`);
   const record = await import(`${dir}/src/queue/record-results.ts`);
-  const window = await import(`${dir}/src/queue/claim-window.ts`);
+  const window = await optional<{ ClaimWindow: Tree["ClaimWindow"] }>(
+    `${dir}/src/queue/claim-window.ts`,
+  );
+  const periods = await optional<{ ensureHistoryPartitions: Tree["ensureHistoryPartitions"] }>(
+    `${dir}/src/ops/message-partitions.ts`,
+  );
+  const floor = await optional<{ raiseDeliveryFloor: Tree["raiseDeliveryFloor"] }>(
+    `${dir}/src/ops/delivery-floor.ts`,
+  );
+  const seed = await import(`${dir}/bench/lib/seed.ts`);
   return {
     name,
     claimDeliveries: claim.claimDeliveries,
     recordResults: record.recordResults,
-    ClaimWindow: window.ClaimWindow,
+    ClaimWindow: window?.ClaimWindow,
+    migrate: (await import(`${dir}/src/db/migrate.ts`)).migrate,
+    ensureHistoryPartitions: periods?.ensureHistoryPartitions,
+    raiseDeliveryFloor: floor?.raiseDeliveryFloor,
+    loadConfig: (await import(`${dir}/src/config.ts`)).loadConfig,
+    createTenants: seed.createTenants,
+    makeMessages: seed.makeMessages,
+    seedMessages: seed.seedMessages,
   };
 }
 
@@ -76,8 +108,6 @@ for (const t of args.tree) {
   if (!name || !dir) throw new Error(`--tree ${t}: expected name=/path`);
   trees.push(await loadTree(name, dir));
 }
-
-const health = loadConfig({}).health;
 
 /** A claimed row's success, as the worker's result writer gets it. */
 function success(d: ClaimedDelivery, token: string, last: boolean): DeliveryResult {
@@ -127,15 +157,23 @@ try {
     const order = round % 2 === 0 ? trees : [...trees].reverse();
     for (const tree of order) {
       const dbName = `hot_alone_${round}_${tree.name}`;
-      const url = await cluster.createDb(dbName);
+      // an empty database with the checkout's own migrations (not the cluster's template)
+      await cluster.admin((c) => c.query(`create database ${dbName} template template0`));
+      const url = cluster.urlFor(dbName);
       const pool = makePool({ connectionString: url, max: 2 });
       try {
-        const tenants = await createTenants(pool, urls, "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3");
-        await ensureMessagePartitions(pool, { interval: "day", aheadMs: 2 * DAY }, 2 * DAY);
-        await seedMessages(pool, tenants, makeMessages(MESSAGES, ENDPOINTS));
-        await raiseDeliveryFloor(pool);
+        await tree.migrate(pool);
+        const config = tree.loadConfig({});
+        await tree.ensureHistoryPartitions?.(pool, config);
+        const tenants = await tree.createTenants(
+          pool,
+          urls,
+          "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3",
+        );
+        await tree.seedMessages(pool, tenants, tree.makeMessages(MESSAGES, ENDPOINTS));
+        await tree.raiseDeliveryFloor?.(pool);
         await pool.query("vacuum analyze");
-        const window = new tree.ClaimWindow();
+        const window = tree.ClaimWindow ? new tree.ClaimWindow() : undefined;
         // (the connections open and each statement planned before the stretch measured)
         await pool.query("select 1");
         await resetStatements(cluster);
@@ -163,7 +201,7 @@ try {
           await tree.recordResults(
             pool,
             claimed.map((d, i) => success(d, token, i === claimed.length - 1)),
-            health,
+            config.health,
           );
           writes++;
           done += claimed.length;
