@@ -6,10 +6,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { RetentionConfig } from "../src/config.ts";
 import type { Pool } from "../src/db/pool.ts";
-import { type PurgeProgress, purgeExpired } from "../src/ops/retention.ts";
+import { DEAD_LETTER_PURGE_SQL, type PurgeProgress, purgeExpired } from "../src/ops/retention.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { maintenanceTask } from "./helpers/maintenance-task.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
+import { seed } from "./helpers/seeded-deliveries.ts";
 
 const V1 = "/api/v1";
 const DEAD_URL = "http://127.0.0.1:9";
@@ -283,6 +284,63 @@ describe("purgeExpired removes exactly what is past its age", () => {
       messages: 1,
     });
     expect(await statuses(m.expiredPending)).toEqual([]);
+  });
+
+  test("the dead-letter purge reads about as many index entries as it deletes, not every dead letter", async () => {
+    const pool = h.db.pool;
+    const { appId, endpointId } = await appWithEndpoint(h);
+    const t = { appId, endpointIds: [endpointId] };
+    // a history of 1,000 young dead letters; 3 past the age, and 2 young ones of messages
+    // past their own retention
+    const young = await seed(
+      pool,
+      Array.from({ length: 1_000 }, () => ({
+        endpointId,
+        status: "dead_letter" as const,
+        createdAt: new Date(Date.now() - DAY),
+      })),
+    );
+    const old = await Promise.all(
+      [1, 2, 3].map((i) => message(pool, t, `dl-old-${i}`, 7 * DAY, ["dead_letter"], 6 * DAY)),
+    );
+    const expired = await Promise.all(
+      [1, 2].map((i) => message(pool, t, `dl-exp-${i}`, DAY, ["dead_letter"], DAY)),
+    );
+    await pool.query(
+      "update messages set expires_at = now() - interval '1 minute' where id = any ($1)",
+      [expired],
+    );
+    await pool.query("vacuum analyze deliveries, messages");
+
+    // the batch's statement alone, in a transaction of its own, and the index entries it read
+    const client = await pool.connect();
+    try {
+      await client.query("begin");
+      const { rowCount } = await client.query(DEAD_LETTER_PURGE_SQL, [
+        retention.deadLetterMs,
+        1_000,
+      ]);
+      const { rows } = await client.query(
+        // (entries returned by the index scans of deliveries and messages, and rows by
+        // their sequential scans)
+        `select coalesce(sum(pg_stat_get_xact_tuples_returned(r.oid)), 0)::int as n
+         from (select t.relid as oid from pg_partition_tree('deliveries') t where t.isleaf
+               union all
+               select t.relid from pg_partition_tree('messages') t where t.isleaf) l
+         cross join lateral (
+           select l.oid
+           union all
+           select i.indexrelid from pg_index i where i.indrelid = l.oid) r`,
+      );
+      await client.query("rollback");
+      expect(rowCount).toBe(old.length + expired.length);
+      // read as one filter, every one of the 1,000 young dead letters was read too
+      expect(rows[0].n).toBeGreaterThanOrEqual(old.length + expired.length);
+      expect(rows[0].n).toBeLessThan(100);
+    } finally {
+      client.release();
+    }
+    expect(young).toHaveLength(1_000);
   });
 
   test("the maintenance runner's retention task applies the configured ages", async () => {

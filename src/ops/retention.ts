@@ -41,6 +41,26 @@ export interface PurgeProgress {
   deleted: number;
 }
 
+/**
+ * A batch of dead letters past their age, or of messages past their own retention, in two
+ * disjoint parts each read through an index from its first match: the dead letters' index
+ * on updated_at from the oldest, and the messages' on expires_at (then each such message's
+ * deliveries by its id). Both read about as many entries as they delete. Written as one
+ * filter (past the age, or its message expired) the scan read every dead letter of the
+ * history, and probed its message, whenever fewer than a batch were due: 2.4 s a run over
+ * scenario 19's month of history (docs/performance.md, "Retention's dead letters").
+ * (By id: ctid is not unique across partitions.)
+ */
+export const DEAD_LETTER_PURGE_SQL = `delete from deliveries where id = any (array(
+            select d.id from deliveries d
+            where d.dead_lettered and d.updated_at < now() - $1::bigint * interval '1 millisecond'
+            union all
+            select d.id from messages m
+            join deliveries d on d.message_id = m.id and d.message_ms = m.message_ms
+            where m.expires_at <= now()
+              and d.dead_lettered and d.updated_at >= now() - $1::bigint * interval '1 millisecond'
+            limit $2::integer))`;
+
 const PURGES: ReadonlyArray<{
   what: PurgeProgress["what"];
   age: (r: RetentionConfig) => number;
@@ -79,15 +99,7 @@ const PURGES: ReadonlyArray<{
   {
     what: "dead_letters",
     age: (r) => r.deadLetterMs,
-    // (by id: ctid is not unique across partitions)
-    sql: `delete from deliveries where id = any (array(
-            select d.id from deliveries d
-            where d.dead_lettered
-              and (d.updated_at < now() - $1::bigint * interval '1 millisecond'
-                   or exists (select 1 from messages m
-                              where m.id = d.message_id and m.message_ms = d.message_ms
-                                and m.expires_at <= now()))
-            limit $2::integer))`,
+    sql: DEAD_LETTER_PURGE_SQL,
   },
   {
     what: "messages",
