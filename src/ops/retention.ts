@@ -48,7 +48,7 @@ export interface PurgeProgress {
  * deliveries by its id). Both read about as many entries as they delete. Written as one
  * filter (past the age, or its message expired) the scan read every dead letter of the
  * history, and probed its message, whenever fewer than a batch were due: 2.4 s a run over
- * scenario 19's month of history (docs/performance.md, "Retention's dead letters").
+ * scenario 19's month of history (docs/performance.md, "Scenario 19 at full size, and retention's dead letters").
  * (By id: ctid is not unique across partitions.)
  */
 export const DEAD_LETTER_PURGE_SQL = `delete from deliveries where id = any (array(
