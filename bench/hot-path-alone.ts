@@ -18,8 +18,8 @@
  *   node --import tsx bench/hot-path-alone.ts [--messages 20000] [--endpoints 10]
  *     [--limit 256] [--rounds 3] [--tree old=/work/wt-head] [--statements]
  *
- * `--statements`: each run's top statements from pg_stat_statements too (their execution
- * time per 1,000 deliveries).
+ * `--statements`: each run's PostgreSQL CPU by process (bench/lib/pg-cpu-kinds.ts) and its
+ * top statements from pg_stat_statements (their execution time per 1,000 deliveries) too.
  */
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
@@ -30,6 +30,7 @@ import type { DeliveryResult } from "../src/queue/record-results.ts";
 import { successResult } from "../test/helpers/delivery-result.ts";
 import { resetStatements, startCluster, topStatements } from "./lib/cluster.ts";
 import { processStat } from "./lib/cpu.ts";
+import { formatPgCpuByKind, startPgCpuByKind } from "./lib/pg-cpu-kinds.ts";
 import type { createTenants, makeMessages, seedMessages } from "./lib/seed.ts";
 import { median } from "./lib/stats.ts";
 
@@ -177,6 +178,8 @@ try {
         // (the connections open and each statement planned before the stretch measured)
         await pool.query("select 1");
         await resetStatements(cluster);
+        // (--statements: PostgreSQL's CPU by process too, sampled every 200 ms)
+        const kinds = args.statements ? startPgCpuByKind(() => cluster.pids(), pool) : null;
         const cpu0 = process.cpuUsage();
         const pg0 = clusterCpuMs(cluster.pids());
         const t0 = performance.now();
@@ -216,6 +219,7 @@ try {
         console.log(
           `| ${round + 1} | ${tree.name} | ${f.pgMs.toFixed(1)} | ${f.clientMs.toFixed(1)} | ${f.wallMs.toFixed(1)} | ${claims} | ${writes} |`,
         );
+        if (kinds) console.log(`|   | by process: ${formatPgCpuByKind(await kinds(), MESSAGES)} |`);
         // the two statements' own execution time, per 1,000 deliveries
         if (args.statements)
           for (const t of await topStatements(cluster, 3))
