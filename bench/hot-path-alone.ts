@@ -159,7 +159,9 @@ try {
     for (const tree of order) {
       const dbName = `hot_alone_${round}_${tree.name}`;
       // an empty database with the checkout's own migrations (not the cluster's template)
-      await cluster.admin((c) => c.query(`create database ${dbName} template template0`));
+      await cluster.admin((c) =>
+        c.query(`create database ${c.escapeIdentifier(dbName)} template template0`),
+      );
       const url = cluster.urlFor(dbName);
       const pool = makePool({ connectionString: url, max: 2 });
       try {
