@@ -73,7 +73,9 @@ afterAll(async () => {
 
 test("the tarball holds the compiled package and nothing outside the files allowlist", () => {
   const files = packed.files.map((f) => f.path).sort();
-  expect(pkg.files).toEqual(["dist/"]);
+  // the build's record of its inputs (scripts/build.js) stays out
+  expect(pkg.files).toEqual(["dist/", "!dist/.build-inputs"]);
+  expect(files).not.toContain("dist/.build-inputs");
   // npm always adds these; everything else must come from the allowlist.
   const always = new Set(["package.json", "README.md", "LICENSE"]);
   expect(files.filter((f) => !always.has(f) && !f.startsWith("dist/"))).toEqual([]);
