@@ -33,6 +33,8 @@ export const TYPICAL_SECONDS: Readonly<Record<string, number>> = {
   "test/rate-limits.test.ts": 11,
   "test/cli-replay.test.ts": 11,
   "test/least-privilege.test.ts": 10,
+  // four real builds of a small project (tsc), 7-19 s in full runs
+  "test/build-script.test.ts": 10,
   // CPU-bound fuzzing: 64 s in a full run at load 15, where hostile-junk took 287
   "test/hostile-schema-bodies.test.ts": 9,
   "test/retention.test.ts": 9,
