@@ -59,7 +59,14 @@ const png = Buffer.from([
 /** Each hostile behaviour, and whether its answer counts as a 2xx (sent once, delivered). */
 const BEHAVIOURS: Record<
   string,
-  { behaviour: Behaviour; delivered: boolean; stored?: RegExp; timeoutMs?: number }
+  {
+    behaviour: Behaviour;
+    delivered: boolean;
+    stored?: RegExp;
+    timeoutMs?: number;
+    /** adaptive in-flight limit on (the default) or off */
+    adaptiveConcurrency?: "on" | "off";
+  }
 > = {
   "NUL in a text body": {
     behaviour: rawResponse(OK, "accepted\0\0rest", { "Content-Type": "text/plain" }),
@@ -110,6 +117,10 @@ const BEHAVIOURS: Record<
     behaviour: drippingBody(100),
     delivered: false,
     timeoutMs: 1_000,
+    // each timeout shrinks the adaptive limit, down to one attempt at a time: its 24
+    // attempts of a second each would take 24 s in turn (test/adaptive-concurrency.test.ts
+    // covers that); here the body is what is under test, so they go out together
+    adaptiveConcurrency: "off",
   },
   "a garbage status line": { behaviour: rawBytes("HTTP/1.1 2OO OK\r\n\r\n"), delivered: false },
   "not HTTP at all": { behaviour: rawBytes("SSH-2.0-OpenSSH_9.6\r\n\0\xff"), delivered: false },
@@ -141,13 +152,16 @@ describe("hostile receivers beside healthy ones", () => {
         await newEndpoint(appId, `${healthy.url}${path}`, { timeoutMs: 15_000 }),
       );
     const hostileIds = new Map<string, { path: string; endpointId: string }>();
-    for (const [name, { behaviour, timeoutMs }] of Object.entries(BEHAVIOURS)) {
+    for (const [name, { behaviour, timeoutMs, adaptiveConcurrency }] of Object.entries(
+      BEHAVIOURS,
+    )) {
       const path = hostile.route(behaviour);
       // two attempts: the failing ones dead-letter quickly
       const endpointId = await newEndpoint(appId, `${hostile.url}${path}`, {
         maxAttempts: 2,
         timeoutMs: timeoutMs ?? 15_000,
         failureThreshold: 1_000,
+        ...(adaptiveConcurrency && { adaptiveConcurrency }),
       });
       hostileIds.set(name, { path, endpointId });
     }
