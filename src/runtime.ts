@@ -322,11 +322,9 @@ export async function startRuntime(
     // Operational webhooks: the operator app's endpoint, pointed at the configured URL.
     let operational: OperationalTarget | null = null;
     if (config.operationalWebhookUrl) {
-      operational = await ensureOperationalEndpoint(
-        pool,
-        config.operationalWebhookUrl,
-        secretBox,
-        config.delivery.maxAttempts,
+      const url = config.operationalWebhookUrl;
+      operational = await starting(() =>
+        ensureOperationalEndpoint(pool, url, secretBox, config.delivery.maxAttempts),
       );
     }
 
@@ -391,7 +389,8 @@ export async function startRuntime(
         onWork: () => worker?.wake(),
       });
       liveness = sessionBound.liveness;
-      await liveness.start();
+      // as every start-up step that needs the database: it may go away between them
+      await starting(() => liveness!.start());
       const w = makeWorker({
         pool,
         sender,

@@ -363,8 +363,9 @@ test("two processes migrating an empty database at once both succeed", async () 
 });
 
 // What a worker delivering over HTTP must not load: the HTTP application (Fastify, Ajv, the
-// API docs), the broker clients (loaded with a first NATS or RabbitMQ connection) and the
-// tracing SDK (loaded only when tracing is configured). Each costs every worker's start.
+// API docs), the broker clients (loaded with a first NATS or RabbitMQ connection), the
+// tracing SDK (loaded only when tracing is configured) and the SOCKS5 client with its
+// address parser (loaded with a first SOCKS5 tunnel). Each costs every worker's start.
 const NOT_IN_AN_HTTP_WORKER = [
   "fastify",
   "ajv",
@@ -375,6 +376,8 @@ const NOT_IN_AN_HTTP_WORKER = [
   "@opentelemetry/sdk-trace-base",
   "@opentelemetry/exporter-trace-otlp-http",
   "@opentelemetry/exporter-trace-otlp-proto",
+  "socks",
+  "ip-address",
 ];
 
 /** Runs `body` with the preload that records a process's packages; answers their names. */
@@ -392,7 +395,7 @@ async function packagesLoadedBy(
   }
 }
 
-test("a worker process that delivers over HTTP loads neither the API, the broker clients nor the tracing SDK", async () => {
+test("a worker process that delivers over HTTP loads neither the API, the broker clients, the tracing SDK nor the SOCKS5 client", async () => {
   const rx = await startReceiver();
   closers.push(() => rx.close());
   const [app] = await makeApps(1, () => `${rx.url}/lean`);

@@ -2,6 +2,10 @@
  * A TCP forwarder on a free 127.0.0.1 port to a server the test runs, which the test can
  * take down (it closes every connection and refuses new ones) and bring back up on the
  * same port: a broker that goes away and comes back, without restarting the broker.
+ *
+ * `refuse`, when given, sees each connection's first bytes from the client (a PostgreSQL
+ * client's startup message, with its application_name) and, when it answers true, the
+ * connection is closed instead of carried: one kind of connection cut while the rest pass.
  */
 import net from "node:net";
 import { freePort } from "./broker-ports.ts";
@@ -17,7 +21,10 @@ export interface TcpForwarder {
   close(): Promise<void>;
 }
 
-export async function startTcpForwarder(targetPort: number): Promise<TcpForwarder> {
+export async function startTcpForwarder(
+  targetPort: number,
+  options: { refuse?: (firstBytes: Buffer) => boolean } = {},
+): Promise<TcpForwarder> {
   const port = await freePort();
   const sockets = new Set<net.Socket>();
   const inbounds = new Set<net.Socket>();
@@ -27,24 +34,35 @@ export async function startTcpForwarder(targetPort: number): Promise<TcpForwarde
   async function up(): Promise<void> {
     if (server) return;
     const s = net.createServer((inbound) => {
-      connections++;
-      inbounds.add(inbound);
-      inbound.on("close", () => inbounds.delete(inbound));
-      const outbound = net.connect(targetPort, "127.0.0.1");
-      for (const socket of [inbound, outbound]) {
-        sockets.add(socket);
-        socket.on("error", () => {});
-        socket.on("close", () => {
-          sockets.delete(socket);
-          inbound.destroy();
-          outbound.destroy();
+      inbound.on("error", () => {});
+      if (options.refuse === undefined) carry(inbound);
+      else
+        inbound.once("data", (first: Buffer) => {
+          if (options.refuse!(first)) inbound.destroy();
+          else carry(inbound, first);
         });
-      }
-      inbound.pipe(outbound);
-      outbound.pipe(inbound);
     });
     await new Promise<void>((resolve) => s.listen(port, "127.0.0.1", resolve));
     server = s;
+  }
+
+  function carry(inbound: net.Socket, first?: Buffer): void {
+    connections++;
+    inbounds.add(inbound);
+    inbound.on("close", () => inbounds.delete(inbound));
+    const outbound = net.connect(targetPort, "127.0.0.1");
+    if (first) outbound.write(first);
+    for (const socket of [inbound, outbound]) {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => {
+        sockets.delete(socket);
+        inbound.destroy();
+        outbound.destroy();
+      });
+    }
+    inbound.pipe(outbound);
+    outbound.pipe(inbound);
   }
 
   async function down(): Promise<void> {
