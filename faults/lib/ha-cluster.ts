@@ -9,11 +9,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, chown, mkdir, mkdtemp, open, readFile, rm, writeFile } from "node:fs/promises";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ensurePostgresUser } from "../../src/db/postgres-as-root.ts";
 import { withClient } from "../../src/db/short-client.ts";
+import { freePort } from "../../src/lib/free-port.ts";
 import { haproxyConfig, type PatroniSettings, patroniConfig } from "./ha-config.ts";
 
 export const PG_BIN = "/usr/lib/postgresql/15/bin";
@@ -45,17 +45,6 @@ export interface HaCluster {
   logTails(lines?: number): Promise<string>;
   /** stops every process (Patroni first, so that it stops PostgreSQL) and removes the folder */
   destroy(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function isAlive(pid: number): Promise<boolean> {

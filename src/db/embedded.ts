@@ -13,9 +13,9 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { chown, mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import net from "node:net";
 import path from "node:path";
 import { ConfigError, DatabaseError } from "../errors.ts";
+import { freePort } from "../lib/free-port.ts";
 import type { Logger } from "../logger.ts";
 import {
   clusterDirFor,
@@ -197,16 +197,5 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
         if ((err as { code?: string }).code !== "42P04") throw err;
       });
     }
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address() as net.AddressInfo;
-      server.close(() => resolve(address.port));
-    });
   });
 }

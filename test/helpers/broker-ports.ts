@@ -5,14 +5,7 @@
 import type { ChildProcess } from "node:child_process";
 import net from "node:net";
 
-/** A port free on 127.0.0.1 right now. */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { freePort } from "../../src/lib/free-port.ts";
 
 /** True when 127.0.0.1:port accepts a TCP connection now. */
 export function portOpen(port: number): Promise<boolean> {

@@ -15,6 +15,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ensurePostgresUser } from "../../src/db/postgres-as-root.ts";
 import { initCluster, type RunAs, startCluster } from "../../src/db/postgres-cluster.ts";
 import { withClient } from "../../src/db/short-client.ts";
+import { freePort } from "../../src/lib/free-port.ts";
 
 const PG_ROOT = "/usr/lib/postgresql/15";
 const PGBOUNCER = "/usr/sbin/pgbouncer";
@@ -40,14 +41,6 @@ export interface PooledDatabase {
   /** a streaming standby of the database (pg_basebackup -R): its URL */
   standby(): Promise<string>;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function waitForPort(port: number, child: ChildProcess, log: string): Promise<void> {

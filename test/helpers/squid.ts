@@ -12,6 +12,7 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { freePort } from "../../src/lib/free-port.ts";
 
 export const SQUID = "/usr/sbin/squid";
 export const squidInstalled = existsSync(SQUID);
@@ -27,14 +28,6 @@ export interface Squid {
    */
   logUntil(done: (lines: string[]) => boolean): Promise<string[]>;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function waitForPort(port: number, child: ChildProcess, log: string): Promise<void> {

@@ -19,12 +19,12 @@ import {
   rm,
   writeFile,
 } from "node:fs/promises";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { ensurePostgresUser } from "../../src/db/postgres-as-root.ts";
 import { initCluster, type RunAs, startCluster } from "../../src/db/postgres-cluster.ts";
+import { freePort } from "../../src/lib/free-port.ts";
 import { makeCertificates, type TlsFiles } from "./tls-certificates.ts";
 
 export type { TlsFiles };
@@ -54,14 +54,6 @@ export interface TlsPostgres {
   /** TLS off on the server (ssl = off); the `tlsonly` role then cannot get in at all */
   turnTlsOff(): Promise<void>;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export async function startTlsPostgres(): Promise<TlsPostgres> {
