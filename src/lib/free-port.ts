@@ -33,7 +33,7 @@ export function ephemeralPortsFrom(): number {
   return 32_768;
 }
 
-/** Resolves true when `port` can be listened on at `host` now (and leaves it free again). */
+/** The port listened on at `host` (`port`, or the kernel's pick for 0), closed again; null when taken. */
 function bindable(port: number, host: string): Promise<number | null> {
   return new Promise((resolve) => {
     const server = net.createServer();
