@@ -22,6 +22,7 @@ import { ID_PREFIX, newId } from "../src/ids.ts";
 import { ensureMessagePartitions } from "../src/ops/message-partitions.ts";
 import { CLAIM_SETTINGS, claimDeliveries } from "../src/queue/claim-deliveries.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
+import { executeArguments } from "./helpers/generic-plan.ts";
 
 const DAY = 86_400_000;
 const ENDPOINTS = 20;
@@ -92,10 +93,8 @@ async function planNow(): Promise<{ explain(): Promise<string>; end(): Promise<v
   const statement = await claimStatement();
   await client.query(`prepare claim as ${statement.text}`);
   const explain = async () => {
-    const args = (await claimStatement()).values.map((v) =>
-      v === null ? "null" : client.escapeLiteral(String(v)),
-    );
-    const { rows } = await client.query(`explain (costs off) execute claim(${args.join(", ")})`);
+    const args = executeArguments(client, (await claimStatement()).values);
+    const { rows } = await client.query(`explain (costs off) execute claim(${args})`);
     return rows.map((r) => r["QUERY PLAN"]).join("\n");
   };
   await explain();

@@ -15,7 +15,7 @@ import {
 import { namedSql } from "../db/named-sql.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NOW_SQL, type NowParam } from "../db/sql/clock.ts";
-import { claimSet } from "../db/sql/delivery-states.ts";
+import { claimSet, heldBy } from "../db/sql/delivery-states.ts";
 import { inFlightSql } from "../db/sql/in-flight.ts";
 import type { OutboundDelivery } from "../delivery/transport.ts";
 import { effectiveSql } from "../domain/endpoint-policy-derived.ts";
@@ -58,7 +58,45 @@ export interface ClaimOptions {
    * periods for this claim alone (the floor read first).
    */
   window?: ClaimWindow;
+  /**
+   * The claiming worker's answered rows whose results are not written yet (its result
+   * writer's), which the claim counts as free room; absent: none. See UnwrittenResults.
+   */
+  unwritten?: UnwrittenResults;
 }
+
+/**
+ * A worker's rows answered with success (the receiver's 2xx, the broker's confirm) whose
+ * results are not written yet, counted per endpoint and claim token (the first four arrays,
+ * of one length). Such a row still counts in flight in the database (`claimed - released`)
+ * though nothing of it is outstanding at the receiver, so the claim takes it off its
+ * endpoint's count, where its snapshot still has it in flight. (A failure's is not counted:
+ * what it does to its endpoint, a pause, the circuit, a cut limit, comes with its write, and
+ * a claim before that would send as if it had not happened.)
+ *
+ * - a count whose claim's lease row is gone from the snapshot does not count: that claim was
+ *   handed back (its lease ran out, its worker was judged gone), which released its rows;
+ * - the rows of the write under way (`inWrite`), one transaction, count only while its
+ *   `witness` (any of its rows) is still in flight under its token in the snapshot: once
+ *   that write has committed, every one of them is released already.
+ *
+ * docs/delivery.md, "Room freed by answers not yet written".
+ */
+export interface UnwrittenResults {
+  endpointIds: string[];
+  claimTokens: string[];
+  counts: number[];
+  inWrite: boolean[];
+  witness: { deliveryId: number; messageMs: number; claimToken: string } | null;
+}
+
+const NO_UNWRITTEN: UnwrittenResults = {
+  endpointIds: [],
+  claimTokens: [],
+  counts: [],
+  inWrite: [],
+  witness: null,
+};
 
 /**
  * A claimed row: what its transport reads (OutboundDelivery, delivery/transport.ts) and
@@ -95,7 +133,9 @@ export interface ClaimedDelivery extends OutboundDelivery {
 //          waiting for a write that holds it (docs/delivery.md, "Claims and result writes
 //          lock different rows"): a stale `released` counts a row in flight that is not any
 //          more (less room, never more), and a stale circuit, pause or limit is what a claim
-//          made just before that write would have read.
+//          made just before that write would have read. The claiming worker's own rows
+//          that were answered but whose results are not written yet do not count
+//          (`answered`: UnwrittenResults): nothing of theirs is at the receiver.
 // probing  The circuits that were not closed in the snapshot: their health rows locked,
 //          in id order after the claim rows, and read in their newest version, so two
 //          claims never both take a probe.
@@ -151,7 +191,23 @@ const CLAIM_LIMIT_SQL = claimLimitSql(
   `${effectiveSql("e", "adaptiveConcurrency")} = 'on'`,
 );
 
-type ClaimParams = Omit<ClaimOptions, "now" | "window"> & NowParam & ClaimBounds;
+/**
+ * The endpoint's rows in flight as the claim counts them: across all workers, less this
+ * worker's answered rows whose results are not written yet (`answered`, UnwrittenResults).
+ */
+const IN_FLIGHT_SQL = `greatest(${inFlightSql("c", "h")} - coalesce(a.n, 0), 0)`;
+
+type ClaimParams = Omit<ClaimOptions, "now" | "window" | "unwritten"> &
+  NowParam &
+  ClaimBounds & {
+    unwrittenEndpoints: string[];
+    unwrittenTokens: string[];
+    unwrittenCounts: number[];
+    unwrittenInWrite: boolean[];
+    witnessId: number | null;
+    witnessMs: number | null;
+    witnessToken: string | null;
+  };
 
 const CLAIM_SQL = namedSql<ClaimParams>(
   `
@@ -161,8 +217,22 @@ with no_flush_wait as (
 bounds as materialized (
   ${BOUNDS_SQL}
 ),
+writing as materialized (
+  select exists (select from deliveries d
+                 where d.id = $witnessId::bigint and d.message_ms = $witnessMs::bigint
+                   and ${heldBy("d", "$witnessToken::uuid")}) as uncommitted
+),
+answered as materialized (
+  select a.endpoint_id, sum(a.n)::int as n
+  from unnest($unwrittenEndpoints::text[], $unwrittenTokens::uuid[], $unwrittenCounts::int[],
+              $unwrittenInWrite::boolean[]) as a(endpoint_id, token, n, in_write)
+  cross join writing w
+  where (not a.in_write or w.uncommitted)
+    and exists (select from claims k where k.token = a.token)
+  group by a.endpoint_id
+),
 ready as (
-  select c.endpoint_id, h.circuit_state, ${inFlightSql("c", "h")} as in_flight,
+  select c.endpoint_id, h.circuit_state, ${IN_FLIGHT_SQL} as in_flight,
          c.tokens_second, c.tokens_minute,
          c.tokens_hour, c.tokens_at, e.timeout_ms, ${effectiveSql("e", "maxInFlight")} as max_in_flight,
          ${CLAIM_LIMIT_SQL} as conc_limit,
@@ -173,10 +243,11 @@ ready as (
   join endpoint_health h on h.endpoint_id = c.endpoint_id
   join endpoints e on e.id = c.endpoint_id
   cross join bounds x
+  left join answered a on a.endpoint_id = c.endpoint_id
   where not x.outside
     and not e.disabled
     and (h.paused_until is null or h.paused_until <= ${NOW_SQL})
-    and ${inFlightSql("c", "h")} < ${CLAIM_LIMIT_SQL}
+    and ${IN_FLIGHT_SQL} < ${CLAIM_LIMIT_SQL}
     and ${admitsClaimSql("h")}
     -- (a row's probe, its first entry: written as a join, PostgreSQL may hash every queued row.
     -- Read from the latest due time down: the rows in flight are the oldest due, claimed
@@ -379,6 +450,7 @@ export const CLAIM_SETTINGS: LocalSettings = { ...WITHOUT_JIT, ...GENERIC_PLAN, 
  */
 export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<ClaimedDelivery[]> {
   const window = o.window ?? new ClaimWindow();
+  const unwritten = o.unwritten ?? NO_UNWRITTEN;
   const run = async (bounds: ClaimBounds) => {
     const query = CLAIM_SQL.query({
       workerId: o.workerId,
@@ -390,6 +462,13 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
       defaultTimeoutMs: o.defaultTimeoutMs,
       leaseMarginMs: o.leaseMarginMs,
       now: o.now ?? null,
+      unwrittenEndpoints: unwritten.endpointIds,
+      unwrittenTokens: unwritten.claimTokens,
+      unwrittenCounts: unwritten.counts,
+      unwrittenInWrite: unwritten.inWrite,
+      witnessId: unwritten.witness?.deliveryId ?? null,
+      witnessMs: unwritten.witness?.messageMs ?? null,
+      witnessToken: unwritten.witness?.claimToken ?? null,
       ...bounds,
     });
     const { rows } =

@@ -71,6 +71,28 @@ test("a full claim claims again at once; a short one sleeps until woken", async 
   await loop.stop();
 });
 
+test("after a short claim, half a batch of answers since it began claims again: their room is free before their results are written", async () => {
+  const claimer = fakeClaimer();
+  const { loop } = loopWith(claimer);
+  loop.start();
+  await settled();
+  expect(claimer.asked).toEqual([40]);
+  // answers while the claim runs count toward the next one
+  for (let i = 0; i < 5; i++) loop.slotFreed();
+  claimer.answer(12); // short: the endpoints' room ran out
+  await settled();
+  expect(claimer.asked).toHaveLength(1);
+  // claimBatch 40: the 20th answer since the claim began wakes the loop, not the 19th
+  for (let i = 0; i < 14; i++) loop.slotFreed();
+  await settled();
+  expect(claimer.asked).toHaveLength(1);
+  loop.slotFreed();
+  await settled();
+  expect(claimer.asked).toEqual([40, 40]);
+  claimer.answer(0);
+  await loop.stop();
+});
+
 test("claims only for free slots, and waits for a quarter of them to be free", async () => {
   const claimer = fakeClaimer();
   const { loop, setInFlight } = loopWith(claimer);

@@ -1,10 +1,11 @@
 /**
  * The worker's claim loop: claim as many rows as there are free slots → hand them to the
  * delivery pipeline (the claimer does both) → if the claim came back full, claim again as
- * soon as slots free up; otherwise sleep until NOTIFY (`wake()`), a written batch or a
- * finished request (endpoint room may have opened) or the poll interval. Once per poll
- * interval it also hands back the rows of claims whose worker is gone (its liveness lock
- * is free) or whose lease ran out (docs/worker-liveness.md).
+ * soon as slots free up; otherwise sleep until NOTIFY (`wake()`), a written batch, half a
+ * batch of answered requests since the last claim (endpoint room opened: the claim counts
+ * answered rows as free before their results are written, docs/delivery.md) or the poll
+ * interval. Once per poll interval it also hands back the rows of claims whose worker is
+ * gone (its liveness lock is free) or whose lease ran out (docs/worker-liveness.md).
  *
  * Liveness: while this process's lock is not held (its connection was lost) it claims
  * nothing: other workers may be handing its claims back.
@@ -24,7 +25,11 @@ export interface ClaimLoop {
   stop(): Promise<void>;
   /** Cuts the idle sleep short (NOTIFY arrived, results were written). */
   wake(): void;
-  /** A slot came free: wakes the loop if it waits for one (its last claim was full) or stops. */
+  /**
+   * A request was answered and its slot came free: wakes the loop if it waits for a slot
+   * (its last claim was full), stops, or has seen half a batch of answers since its last
+   * claim began (their endpoints' room is free for the next claim).
+   */
   slotFreed(): void;
 }
 
@@ -60,6 +65,10 @@ export function makeClaimLoop(options: ClaimLoopOptions): ClaimLoop {
   let loop: Promise<void> | null = null;
   let lastClaimFull = false;
   let lastLostCheck = 0;
+  // answers since the last claim began, and how many make a short claim worth repeating:
+  // fewer would make more claims of fewer rows each, which costs PostgreSQL per claim
+  let answeredSinceClaim = 0;
+  const answersWorthClaiming = Math.ceil(claimBatch / 2);
 
   async function runLoop(): Promise<void> {
     while (!stopping) {
@@ -86,6 +95,7 @@ export function makeClaimLoop(options: ClaimLoopOptions): ClaimLoop {
       const worthClaiming = free >= Math.min(claimBatch, Math.ceil(concurrency / 4));
       if (worthClaiming) {
         const limit = Math.min(free, claimBatch);
+        answeredSinceClaim = 0;
         try {
           const claimed = await options.claim(limit);
           if (claimBackoff.failures > 0)
@@ -134,7 +144,8 @@ export function makeClaimLoop(options: ClaimLoopOptions): ClaimLoop {
       sleeper.wake();
     },
     slotFreed() {
-      if (lastClaimFull || stopping) sleeper.wake();
+      answeredSinceClaim++;
+      if (lastClaimFull || stopping || answeredSinceClaim >= answersWorthClaiming) sleeper.wake();
     },
   };
 }

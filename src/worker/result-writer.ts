@@ -24,6 +24,7 @@ import type { OperationalTarget } from "../domain/operational-events.ts";
 import { ErrorKind } from "../domain/retry-policy.ts";
 import { makeBackoff } from "../lib/backoff.ts";
 import type { Logger } from "../logger.ts";
+import type { UnwrittenResults } from "../queue/claim-deliveries.ts";
 import { type DeliveryResult, recordResults } from "../queue/record-results.ts";
 
 export interface ResultWriter {
@@ -32,6 +33,13 @@ export interface ResultWriter {
   /** Writes everything waiting, including results added while it runs. */
   flush(): Promise<void>;
   readonly waiting: number;
+  /**
+   * The successful results not written yet (a probe's aside), counted per endpoint and
+   * claim, those of the write under way apart: rows whose answer is known but that still
+   * count in flight in the database, which the next claim counts as free room
+   * (docs/delivery.md, "Room freed by answers not yet written").
+   */
+  unwritten(): UnwrittenResults;
   /** results PostgreSQL refused as they were, written in a safe form since the start */
   readonly poisoned: number;
   /** results refused even in that form, dropped (their leases send them again) */
@@ -41,6 +49,11 @@ export interface ResultWriter {
 interface Queued {
   result: DeliveryResult;
   leaseEndsAt: number;
+  /**
+   * back from a failed write, which may have committed all the same (a connection lost
+   * before its answer came): left out of `unwritten()`, as a row that may be released
+   */
+  retried?: boolean;
 }
 
 export function makeResultWriter(options: {
@@ -76,6 +89,9 @@ export function makeResultWriter(options: {
   let queue: Queued[] = [];
   let timer: NodeJS.Timeout | null = null;
   let writing: Promise<void> | null = null;
+  // the batch of the write under way while it goes out whole, as one transaction (null once
+  // a failure splits it): its rows are released all at once or not at all
+  let wholeWrite: Queued[] | null = null;
   // results written in a safe form, and results dropped as unwritable (see writeSafeForm)
   let poisoned = 0;
   let dropped = 0;
@@ -118,9 +134,11 @@ export function makeResultWriter(options: {
     if (batch.length === 0) return;
     const written: DeliveryResult[] = [];
     try {
+      wholeWrite = batch;
       await writeIsolating(
         batch,
         async (rows) => {
+          if (rows.length !== batch.length) wholeWrite = null;
           const results = rows.map((q) => q.result);
           await write(results);
           written.push(...results);
@@ -149,9 +167,11 @@ export function makeResultWriter(options: {
           "results not written before their lease ended: dropped; the lease expiry sends those deliveries again",
         );
       }
+      for (const q of kept) q.retried = true;
       queue = kept.concat(queue);
       await new Promise((r) => setTimeout(r, waitMs));
     } finally {
+      wholeWrite = null;
       if (written.length > 0) afterWrite(written);
     }
   }
@@ -193,6 +213,45 @@ export function makeResultWriter(options: {
     },
     get waiting() {
       return queue.length;
+    },
+    unwritten() {
+      const groups = new Map<string, { endpointId: string; claimToken: string; n: number }>();
+      const out: UnwrittenResults = {
+        endpointIds: [],
+        claimTokens: [],
+        counts: [],
+        inWrite: [],
+        witness: null,
+      };
+      const count = (entries: Queued[], inWrite: boolean) => {
+        groups.clear();
+        for (const { result: r, retried } of entries) {
+          // a failure's effects (a pause, the circuit, a cut limit) come with its write:
+          // until then its room stays taken, as do a probe's and a retried write's
+          if (retried || !r.success || r.isProbe) continue;
+          const key = `${r.endpointId} ${r.claimToken}`;
+          const group = groups.get(key);
+          if (group) group.n++;
+          else groups.set(key, { endpointId: r.endpointId, claimToken: r.claimToken, n: 1 });
+        }
+        for (const g of groups.values()) {
+          out.endpointIds.push(g.endpointId);
+          out.claimTokens.push(g.claimToken);
+          out.counts.push(g.n);
+          out.inWrite.push(inWrite);
+        }
+      };
+      count(queue, false);
+      if (wholeWrite && wholeWrite.length > 0) {
+        count(wholeWrite, true);
+        const w = wholeWrite[0]!.result;
+        out.witness = {
+          deliveryId: w.deliveryId,
+          messageMs: w.messageMs,
+          claimToken: w.claimToken,
+        };
+      }
+      return out;
     },
     get poisoned() {
       return poisoned;

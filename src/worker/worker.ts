@@ -175,6 +175,8 @@ export function makeWorker(options: WorkerOptions): Worker {
         leaseMarginMs: cfg.leaseMarginMs,
         now: clock(),
         window: claimWindow,
+        // answered rows waiting for their write hold no room at the receiver
+        unwritten: writer.unwritten(),
       });
       if (claims.length > 0) telemetry.claimed(claims.length);
       pipeline.start(claims, token, claimedAt);

@@ -46,14 +46,7 @@ export async function explainGeneric(
     for (const [name, value] of Object.entries(settings))
       await client.query("select set_config($1, $2, true)", [name, value]);
     await client.query(`prepare explained_statement as ${statement.text}`);
-    // (EXECUTE takes no parameters of its own: the values go in as literals)
-    const args = statement.values
-      .map((v) =>
-        v === null || v === undefined
-          ? "null"
-          : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v)),
-      )
-      .join(", ");
+    const args = executeArguments(client, statement.values);
     const explained = await client.query(
       `explain (analyze, costs off, timing off, summary off) execute explained_statement(${args})`,
     );
@@ -63,4 +56,30 @@ export async function explainGeneric(
     await client.query("deallocate all");
     client.release();
   }
+}
+
+/**
+ * A statement's values as the arguments of an EXECUTE (which takes no parameters of its
+ * own): SQL literals, a Date in ISO form, an array as PostgreSQL's array literal.
+ */
+export function executeArguments(
+  client: { escapeLiteral(text: string): string },
+  values: readonly unknown[],
+): string {
+  return values
+    .map((v) =>
+      v === null || v === undefined
+        ? "null"
+        : client.escapeLiteral(
+            v instanceof Date ? v.toISOString() : Array.isArray(v) ? arrayLiteral(v) : String(v),
+          ),
+    )
+    .join(", ");
+}
+
+/** An array parameter as PostgreSQL's array literal: each element quoted, null as NULL. */
+function arrayLiteral(values: unknown[]): string {
+  const element = (e: unknown) =>
+    e === null || e === undefined ? "NULL" : `"${String(e).replace(/["\\]/g, "\\$&")}"`;
+  return `{${values.map(element).join(",")}}`;
 }
