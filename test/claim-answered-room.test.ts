@@ -72,9 +72,9 @@ function answered(
 ): UnwrittenResults {
   return {
     endpointIds: [endpointId],
-    claimTokens: [token],
     counts: [n],
     inWrite: [witness !== null],
+    claimTokens: [token],
     witness: witness && { deliveryId: witness.id, messageMs: witness.messageMs, claimToken: token },
   };
 }

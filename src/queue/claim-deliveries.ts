@@ -67,16 +67,17 @@ export interface ClaimOptions {
 
 /**
  * A worker's rows answered with success (the receiver's 2xx, the broker's confirm) whose
- * results are not written yet, counted per endpoint and claim token (the first four arrays,
- * of one length). Such a row still counts in flight in the database (`claimed - released`)
- * though nothing of it is outstanding at the receiver, so the claim takes it off its
- * endpoint's count, where its snapshot still has it in flight. (A failure's is not counted:
- * what it does to its endpoint, a pause, the circuit, a cut limit, comes with its write, and
- * a claim before that would send as if it had not happened.)
+ * results are not written yet, counted per endpoint (the first three arrays, of one length;
+ * an endpoint has up to two entries, `inWrite` or not). Such a row still counts in flight in
+ * the database (`claimed - released`) though nothing of it is outstanding at the receiver,
+ * so the claim takes it off its endpoint's count, where its snapshot still has it in flight.
+ * (A failure's is not counted: what it does to its endpoint, a pause, the circuit, a cut
+ * limit, comes with its write, and a claim before that would send as if it had not happened.)
  *
- * - a count whose claim's lease row is gone from the snapshot does not count: that claim was
- *   handed back (its lease ran out, its worker was judged gone), which released its rows;
- * - the rows of the write under way (`inWrite`), one transaction, count only while its
+ * - `claimTokens`: the claims those rows belong to, each once. If the lease row of any is
+ *   gone from the claim's snapshot, nothing is counted: that claim was handed back (its
+ *   lease ran out, its worker was judged gone), which released its rows already.
+ * - The rows of the write under way (`inWrite`), one transaction, count only while its
  *   `witness` (any of its rows) is still in flight under its token in the snapshot: once
  *   that write has committed, every one of them is released already.
  *
@@ -84,17 +85,17 @@ export interface ClaimOptions {
  */
 export interface UnwrittenResults {
   endpointIds: string[];
-  claimTokens: string[];
   counts: number[];
   inWrite: boolean[];
+  claimTokens: string[];
   witness: { deliveryId: number; messageMs: number; claimToken: string } | null;
 }
 
 const NO_UNWRITTEN: UnwrittenResults = {
   endpointIds: [],
-  claimTokens: [],
   counts: [],
   inWrite: [],
+  claimTokens: [],
   witness: null,
 };
 
@@ -201,9 +202,9 @@ type ClaimParams = Omit<ClaimOptions, "now" | "window" | "unwritten"> &
   NowParam &
   ClaimBounds & {
     unwrittenEndpoints: string[];
-    unwrittenTokens: string[];
     unwrittenCounts: number[];
     unwrittenInWrite: boolean[];
+    unwrittenTokens: string[];
     witnessId: number | null;
     witnessMs: number | null;
     witnessToken: string | null;
@@ -217,18 +218,17 @@ with no_flush_wait as (
 bounds as materialized (
   ${BOUNDS_SQL}
 ),
-writing as materialized (
-  select exists (select from deliveries d
-                 where d.id = $witnessId::bigint and d.message_ms = $witnessMs::bigint
-                   and ${heldBy("d", "$witnessToken::uuid")}) as uncommitted
-),
 answered as materialized (
   select a.endpoint_id, sum(a.n)::int as n
-  from unnest($unwrittenEndpoints::text[], $unwrittenTokens::uuid[], $unwrittenCounts::int[],
-              $unwrittenInWrite::boolean[]) as a(endpoint_id, token, n, in_write)
-  cross join writing w
-  where (not a.in_write or w.uncommitted)
-    and exists (select from claims k where k.token = a.token)
+  from unnest($unwrittenEndpoints::text[], $unwrittenCounts::int[], $unwrittenInWrite::boolean[])
+         as a(endpoint_id, n, in_write)
+  -- (both checks are computed once for the statement, not per row)
+  where (select count(*) from claims k where k.token = any ($unwrittenTokens::uuid[]))
+          = cardinality($unwrittenTokens::uuid[])
+    and (not a.in_write
+         or exists (select from deliveries d
+                    where d.id = $witnessId::bigint and d.message_ms = $witnessMs::bigint
+                      and ${heldBy("d", "$witnessToken::uuid")}))
   group by a.endpoint_id
 ),
 ready as (
@@ -463,9 +463,9 @@ export async function claimDeliveries(db: Queryable, o: ClaimOptions): Promise<C
       leaseMarginMs: o.leaseMarginMs,
       now: o.now ?? null,
       unwrittenEndpoints: unwritten.endpointIds,
-      unwrittenTokens: unwritten.claimTokens,
       unwrittenCounts: unwritten.counts,
       unwrittenInWrite: unwritten.inWrite,
+      unwrittenTokens: unwritten.claimTokens,
       witnessId: unwritten.witness?.deliveryId ?? null,
       witnessMs: unwritten.witness?.messageMs ?? null,
       witnessToken: unwritten.witness?.claimToken ?? null,

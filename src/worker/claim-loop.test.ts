@@ -71,7 +71,7 @@ test("a full claim claims again at once; a short one sleeps until woken", async 
   await loop.stop();
 });
 
-test("after a short claim, half a batch of answers since it began claims again: their room is free before their results are written", async () => {
+test("after a short claim, a batch of answers since it began claims again: their room is free before their results are written", async () => {
   const claimer = fakeClaimer();
   const { loop } = loopWith(claimer);
   loop.start();
@@ -82,8 +82,8 @@ test("after a short claim, half a batch of answers since it began claims again: 
   claimer.answer(12); // short: the endpoints' room ran out
   await settled();
   expect(claimer.asked).toHaveLength(1);
-  // claimBatch 40: the 20th answer since the claim began wakes the loop, not the 19th
-  for (let i = 0; i < 14; i++) loop.slotFreed();
+  // claimBatch 40: the 40th answer since the claim began wakes the loop, not the 39th
+  for (let i = 0; i < 34; i++) loop.slotFreed();
   await settled();
   expect(claimer.asked).toHaveLength(1);
   loop.slotFreed();

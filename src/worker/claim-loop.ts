@@ -1,10 +1,10 @@
 /**
  * The worker's claim loop: claim as many rows as there are free slots → hand them to the
  * delivery pipeline (the claimer does both) → if the claim came back full, claim again as
- * soon as slots free up; otherwise sleep until NOTIFY (`wake()`), a written batch, half a
+ * soon as slots free up; otherwise sleep until NOTIFY (`wake()`), a written batch, a
  * batch of answered requests since the last claim (endpoint room opened: the claim counts
- * answered rows as free before their results are written, docs/delivery.md) or the poll
- * interval. Once per poll interval it also hands back the rows of claims whose worker is
+ * successful answers as free before their results are written, docs/delivery.md) or the
+ * poll interval. Once per poll interval it also hands back the rows of claims whose worker is
  * gone (its liveness lock is free) or whose lease ran out (docs/worker-liveness.md).
  *
  * Liveness: while this process's lock is not held (its connection was lost) it claims
@@ -27,8 +27,8 @@ export interface ClaimLoop {
   wake(): void;
   /**
    * A request was answered and its slot came free: wakes the loop if it waits for a slot
-   * (its last claim was full), stops, or has seen half a batch of answers since its last
-   * claim began (their endpoints' room is free for the next claim).
+   * (its last claim was full), stops, or has seen a batch of answers (claimBatch) since its
+   * last claim began (their endpoints' room is free for the next claim).
    */
   slotFreed(): void;
 }
@@ -66,9 +66,11 @@ export function makeClaimLoop(options: ClaimLoopOptions): ClaimLoop {
   let lastClaimFull = false;
   let lastLostCheck = 0;
   // answers since the last claim began, and how many make a short claim worth repeating:
-  // fewer would make more claims of fewer rows each, which costs PostgreSQL per claim
+  // as many as a claim may take. Half as many made more claims of fewer rows each, which
+  // cost PostgreSQL per claim and, with two workers, waits on each other's claim rows
+  // (scenario 3 with 2 workers fell a tenth: docs/performance.md)
   let answeredSinceClaim = 0;
-  const answersWorthClaiming = Math.ceil(claimBatch / 2);
+  const answersWorthClaiming = claimBatch;
 
   async function runLoop(): Promise<void> {
     while (!stopping) {

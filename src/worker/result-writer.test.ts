@@ -1,7 +1,7 @@
 /**
  * The result writer's count of successful answers not written yet, which the next claim
  * counts as free room (docs/delivery.md, "Room freed by answers not yet written"): per
- * endpoint and claim, the write under way apart with a witness row; no failure nor probe,
+ * endpoint with their claims' tokens, the write under way apart with a witness row; no failure nor probe,
  * and nothing of a write that failed (it may have committed all the same).
  */
 import { expect, test } from "vitest";
@@ -47,23 +47,23 @@ function writerOver(held: ReturnType<typeof heldPool>) {
   });
 }
 
-test("answered rows not written yet are counted per endpoint and claim, the write under way apart with its witness", async () => {
+test("answered rows not written yet are counted per endpoint, the write under way apart with its witness, with their claims", async () => {
   const held = heldPool();
   const writer = writerOver(held);
   expect(writer.unwritten()).toEqual({
     endpointIds: [],
-    claimTokens: [],
     counts: [],
     inWrite: [],
+    claimTokens: [],
     witness: null,
   });
   writer.add(successResult({ deliveryId: 1, messageMs: 11, endpointId: "ep_1", claimToken: A }));
   writer.add(successResult({ deliveryId: 2, endpointId: "ep_1", claimToken: A }));
   expect(writer.unwritten()).toEqual({
     endpointIds: ["ep_1"],
-    claimTokens: [A],
     counts: [2],
     inWrite: [false],
+    claimTokens: [A],
     witness: null,
   });
   // the third fills the batch: the write takes all three, and is under way
@@ -73,9 +73,9 @@ test("answered rows not written yet are counted per endpoint and claim, the writ
   writer.add(successResult({ deliveryId: 4, endpointId: "ep_2", claimToken: B }));
   expect(writer.unwritten()).toEqual({
     endpointIds: ["ep_2", "ep_1", "ep_2"],
-    claimTokens: [B, A, B],
     counts: [1, 2, 1],
     inWrite: [false, true, true],
+    claimTokens: [B, A],
     witness: { deliveryId: 1, messageMs: 11, claimToken: A },
   });
   held.answer();
@@ -84,9 +84,9 @@ test("answered rows not written yet are counted per endpoint and claim, the writ
   // that waited went out in the next write at once
   expect(writer.unwritten()).toEqual({
     endpointIds: ["ep_2"],
-    claimTokens: [B],
     counts: [1],
     inWrite: [true],
+    claimTokens: [B],
     witness: { deliveryId: 4, messageMs: 0, claimToken: B },
   });
   held.answer();

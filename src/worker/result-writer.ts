@@ -34,9 +34,9 @@ export interface ResultWriter {
   flush(): Promise<void>;
   readonly waiting: number;
   /**
-   * The successful results not written yet (a probe's aside), counted per endpoint and
-   * claim, those of the write under way apart: rows whose answer is known but that still
-   * count in flight in the database, which the next claim counts as free room
+   * The successful results not written yet (a probe's aside), counted per endpoint, those
+   * of the write under way apart, with their claims' tokens: rows whose answer is known but
+   * that still count in flight in the database, which the next claim counts as free room
    * (docs/delivery.md, "Room freed by answers not yet written").
    */
   unwritten(): UnwrittenResults;
@@ -215,29 +215,26 @@ export function makeResultWriter(options: {
       return queue.length;
     },
     unwritten() {
-      const groups = new Map<string, { endpointId: string; claimToken: string; n: number }>();
       const out: UnwrittenResults = {
         endpointIds: [],
-        claimTokens: [],
         counts: [],
         inWrite: [],
+        claimTokens: [],
         witness: null,
       };
+      const tokens = new Set<string>();
       const count = (entries: Queued[], inWrite: boolean) => {
-        groups.clear();
+        const perEndpoint = new Map<string, number>();
         for (const { result: r, retried } of entries) {
           // a failure's effects (a pause, the circuit, a cut limit) come with its write:
           // until then its room stays taken, as do a probe's and a retried write's
           if (retried || !r.success || r.isProbe) continue;
-          const key = `${r.endpointId} ${r.claimToken}`;
-          const group = groups.get(key);
-          if (group) group.n++;
-          else groups.set(key, { endpointId: r.endpointId, claimToken: r.claimToken, n: 1 });
+          perEndpoint.set(r.endpointId, (perEndpoint.get(r.endpointId) ?? 0) + 1);
+          tokens.add(r.claimToken);
         }
-        for (const g of groups.values()) {
-          out.endpointIds.push(g.endpointId);
-          out.claimTokens.push(g.claimToken);
-          out.counts.push(g.n);
+        for (const [endpointId, n] of perEndpoint) {
+          out.endpointIds.push(endpointId);
+          out.counts.push(n);
           out.inWrite.push(inWrite);
         }
       };
@@ -251,6 +248,7 @@ export function makeResultWriter(options: {
           claimToken: w.claimToken,
         };
       }
+      out.claimTokens = [...tokens];
       return out;
     },
     get poisoned() {
