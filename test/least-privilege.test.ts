@@ -6,7 +6,6 @@
  * leads elsewhere and a schema not migrated each get one sentence. The outbox library
  * writes into the schema from a caller whose search_path is public, and leaves it so.
  */
-import { Writable } from "node:stream";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
@@ -26,6 +25,7 @@ import { makeSecretBox } from "../src/security/secret-box.ts";
 import { runCli } from "./helpers/cli.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { testConfig } from "./helpers/harness.ts";
+import { linesInto } from "./helpers/log-lines.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 import {
   documentedRoleScripts,
@@ -71,12 +71,7 @@ const configAs = (role: string, overrides: Parameters<typeof testConfig>[0] = {}
 
 /** startRuntime with its log lines (warn and up) kept. */
 async function start(config: ReturnType<typeof testConfig>, lines: string[] = []) {
-  const destination = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
+  const destination = linesInto(lines);
   const runtime = await startRuntime(
     config,
     { api: true, worker: true },

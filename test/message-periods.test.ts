@@ -5,7 +5,6 @@
  * retrying, in flight, dead letters within their age) copied into the default partitions,
  * while a worker claims and writes results, losing nothing and orphaning no delivery.
  */
-import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { PartitionConfig, RetentionConfig } from "../src/config.ts";
@@ -24,6 +23,7 @@ import { makeSsrfGuard } from "../src/security/ssrf-guard.ts";
 import { makeWorker } from "../src/worker/worker.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
+import { linesInto } from "./helpers/log-lines.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
 
 const HOUR = 3_600_000;
@@ -348,15 +348,7 @@ describe("a period dropped while a worker claims and writes results", () => {
     );
 
     const logged: string[] = [];
-    const logger = pino(
-      { level: "warn" },
-      new Writable({
-        write(chunk, _enc, done) {
-          logged.push(String(chunk));
-          done();
-        },
-      }),
-    );
+    const logger = pino({ level: "warn" }, linesInto(logged));
     const sender = makeHttpSender({
       ssrfGuard: makeSsrfGuard({ allowlist: h.config.ssrfAllowlist }),
       egress: h.config.egress,

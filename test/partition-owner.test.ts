@@ -5,7 +5,6 @@
  * drops them, as that role (the owner, from docs/database.md's scripts); without it, none
  * is created or dropped and retention deletes the rows in batches.
  */
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { migrate } from "../src/db/migrate.ts";
 import { makePool, type Pool } from "../src/db/pool.ts";
@@ -18,6 +17,7 @@ import { makeRedactor } from "../src/security/redact.ts";
 import { makeSecretBox } from "../src/security/secret-box.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { testConfig } from "./helpers/harness.ts";
+import { linesInto } from "./helpers/log-lines.ts";
 import { documentedRoleScripts, dropRoles, runSql, uniqueRole, urlAs } from "./helpers/roles.ts";
 
 const SCHEMA = "hookrelay_po";
@@ -107,12 +107,7 @@ describe("partition upkeep through HOOKRELAY_MIGRATION_DATABASE_URL", () => {
     expect(await partitions()).toEqual(["attempts_default", "attempts_legacy"]);
     expect(await attemptAt(Date.now())).toBe("attempts_default");
     const lines: string[] = [];
-    const destination = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
+    const destination = linesInto(lines);
     const rt = await startRuntime(
       config(),
       { api: true, worker: false },

@@ -7,7 +7,6 @@
  * A real PostgreSQL (a cloned test database); results go straight to the writer.
  */
 import { randomUUID } from "node:crypto";
-import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
@@ -15,6 +14,7 @@ import type { DeliveryResult } from "../src/queue/record-results.ts";
 import { makeResultWriter } from "../src/worker/result-writer.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { successResult } from "./helpers/delivery-result.ts";
+import { linesInto } from "./helpers/log-lines.ts";
 
 let db: TestDb;
 
@@ -42,15 +42,7 @@ function result(n: number, changes: Partial<DeliveryResult> = {}): DeliveryResul
 
 function capturedLogger() {
   const lines: Array<{ msg: string; [k: string]: unknown }> = [];
-  const logger = pino(
-    { level: "info" },
-    new Writable({
-      write(chunk, _enc, done) {
-        lines.push(JSON.parse(String(chunk)));
-        done();
-      },
-    }),
-  );
+  const logger = pino({ level: "info" }, linesInto(lines, JSON.parse));
   return { logger, lines };
 }
 

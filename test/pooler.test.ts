@@ -9,7 +9,6 @@
  * Needs /usr/lib/postgresql/15 and /usr/sbin/pgbouncer (.ci/run installs them): without
  * them the file skips loudly, except in CI, where it fails.
  */
-import { Writable } from "node:stream";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
@@ -18,6 +17,7 @@ import { HookRelayError } from "../src/errors.ts";
 import { HookRelay } from "../src/library.ts";
 import { makeProcessLogging, type Runtime, startRuntime } from "../src/runtime.ts";
 import { testConfig } from "./helpers/harness.ts";
+import { linesInto } from "./helpers/log-lines.ts";
 import { type PooledDatabase, pgbouncerMissing, startPooledDatabase } from "./helpers/pgbouncer.ts";
 import { type HookrelayProcess, killAll, startWorkers } from "./helpers/processes.ts";
 import { type Receiver, startReceiver, waitFor } from "./helpers/receiver.ts";
@@ -69,15 +69,7 @@ async function start(
       livenessJudgeAfterMs: JUDGE_AFTER_MS,
     },
   });
-  const logging = makeProcessLogging(
-    config,
-    new Writable({
-      write(chunk, _enc, done) {
-        lines.push(...chunk.toString().trim().split("\n"));
-        done();
-      },
-    }),
-  );
+  const logging = makeProcessLogging(config, linesInto(lines));
   const runtime = await startRuntime(config, roles, logging);
   runtimes.push(runtime);
   const modeLine = lines

@@ -6,7 +6,6 @@
  * the start-up wait's retries). Without postgresql-15 or openssl the file skips loudly,
  * except in CI, where it fails.
  */
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Config, loadConfig } from "../src/config.ts";
 import { makePool } from "../src/db/pool.ts";
@@ -14,6 +13,7 @@ import { ConfigError } from "../src/errors.ts";
 import { HookRelay } from "../src/library.ts";
 import { makeProcessLogging, type Runtime, startRuntime } from "../src/runtime.ts";
 import { runCli, show } from "./helpers/cli.ts";
+import { linesInto } from "./helpers/log-lines.ts";
 import { startTlsPostgres, type TlsPostgres, tlsPostgresMissing } from "./helpers/tls-postgres.ts";
 
 const missing = tlsPostgresMissing();
@@ -41,15 +41,7 @@ function configFor(env: Record<string, string>): Config {
 async function start(env: Record<string, string>) {
   const lines: string[] = [];
   const config = configFor(env);
-  const logging = makeProcessLogging(
-    config,
-    new Writable({
-      write(chunk, _enc, done) {
-        lines.push(...chunk.toString().trim().split("\n"));
-        done();
-      },
-    }),
-  );
+  const logging = makeProcessLogging(config, linesInto(lines));
   try {
     return { runtime: await startRuntime(config, { api: true, worker: true }, logging), lines };
   } catch (err) {

@@ -5,7 +5,6 @@
  * request at once, with no message-by-message retry; a result is retried until its lease
  * ends, and then dropped with a log line, so a flush does not wait forever.
  */
-import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
@@ -14,6 +13,7 @@ import { isDatabaseUnavailable } from "../src/db/unavailable.ts";
 import { makeEnqueueBatcher } from "../src/queue/enqueue-batcher.ts";
 import { makeResultWriter } from "../src/worker/result-writer.ts";
 import { successResult } from "./helpers/delivery-result.ts";
+import { linesInto } from "./helpers/log-lines.ts";
 import { type RefusingDatabase, startRefusingDatabase } from "./helpers/refusing-database.ts";
 
 let db: RefusingDatabase;
@@ -50,15 +50,7 @@ test("a batch that failed on an unreachable database rejects every request, retr
 
 test("a result that cannot be written is retried until its lease ends, then dropped and logged", async () => {
   const lines: string[] = [];
-  const logger = pino(
-    { level: "info" },
-    new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    }),
-  );
+  const logger = pino({ level: "info" }, linesInto(lines));
   let clock = 0;
   const writer = makeResultWriter({
     pool,

@@ -8,11 +8,11 @@
  * Through a TCP forwarder that cuts the worker's liveness connections (told apart by their
  * application_name) while carrying every other one, so the outage meets that step alone.
  */
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { makeProcessLogging, type Runtime, startRuntime } from "../src/runtime.ts";
 import { createTestDb, type TestDb } from "./helpers/db.ts";
 import { testConfig } from "./helpers/harness.ts";
+import { linesInto } from "./helpers/log-lines.ts";
 import { waitFor } from "./helpers/receiver.ts";
 import { startTcpForwarder, type TcpForwarder } from "./helpers/tcp-forwarder.ts";
 
@@ -52,12 +52,7 @@ test("a worker whose liveness connection is refused at start waits for the datab
     dbStartupWaitMs: 30_000,
   });
   const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
+  const destination = linesInto(lines);
   runtime = await startRuntime(
     config,
     { api: false, worker: true },

@@ -1,8 +1,8 @@
 /**
  * The result writer's count of successful answers not written yet, which the next claim
  * counts as free room (docs/delivery.md, "Room freed by answers not yet written"): per
- * endpoint with their claims' tokens, the write under way apart with a witness row; no failure nor probe,
- * and nothing of a write that failed (it may have committed all the same).
+ * endpoint with their claims' tokens, the write under way apart with a witness row; no
+ * failure nor probe, and nothing of a write that failed (it may have committed all the same).
  */
 import { expect, test } from "vitest";
 import { successResult } from "../../test/helpers/delivery-result.ts";
