@@ -11,13 +11,13 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { withTransaction } from "../src/db/pool.ts";
 import {
   type ClaimedDelivery,
-  type ClaimOptions,
   claimDeliveries,
   type UnwrittenResults,
 } from "../src/queue/claim-deliveries.ts";
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { recordResults } from "../src/queue/record-results.ts";
 import { releaseLostClaims } from "../src/queue/release-deliveries.ts";
+import { claimOptions } from "./helpers/claim-options.ts";
 import { successResult } from "./helpers/delivery-result.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 
@@ -52,16 +52,7 @@ async function endpointWithSix(): Promise<string> {
   return ep.body.id;
 }
 
-const options = (over: Partial<ClaimOptions> = {}): ClaimOptions => ({
-  workerId: "w",
-  workerLock: null,
-  claimToken: randomUUID(),
-  limit: 100,
-  defaultMaxInFlight: 20,
-  defaultTimeoutMs: 1_000,
-  leaseMarginMs: 30_000,
-  ...over,
-});
+const options = claimOptions;
 
 /** `n` answered rows of `endpointId`'s claim `token`, not written; in the write under way or not. */
 function answered(

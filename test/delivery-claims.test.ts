@@ -22,6 +22,7 @@ import {
 import { enqueueMessage } from "../src/queue/enqueue-message.ts";
 import { type DeliveryResult, recordResults } from "../src/queue/record-results.ts";
 import { releaseLostClaims } from "../src/queue/release-deliveries.ts";
+import { claimOptions } from "./helpers/claim-options.ts";
 import { type Harness, startHarness } from "./helpers/harness.ts";
 import { inFlightOf } from "./helpers/in-flight.ts";
 import { startRawServer } from "./helpers/raw-server.ts";
@@ -191,16 +192,7 @@ describe("claim tokens", () => {
 // ---------------------------------------------------------------- claims beside other writers
 
 describe("claims and concurrent writers", () => {
-  const options = (over: Partial<ClaimOptions> = {}): ClaimOptions => ({
-    workerId: "w",
-    workerLock: null,
-    claimToken: randomUUID(),
-    limit: 100,
-    defaultMaxInFlight: 20,
-    defaultTimeoutMs: 1_000,
-    leaseMarginMs: 30_000,
-    ...over,
-  });
+  const options = claimOptions;
 
   async function endpointWithMessages(h2: Harness, n: number): Promise<string> {
     const app = await h2.call("POST", "/api/v1/app", { name: "claims" });
