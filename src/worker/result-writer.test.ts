@@ -35,7 +35,7 @@ function heldPool() {
   };
 }
 
-function writerOver(held: ReturnType<typeof heldPool>) {
+function writerOver(held: ReturnType<typeof heldPool>, retryMs = 1) {
   return makeResultWriter({
     pool: held.pool,
     logger: keptLogger() as unknown as Logger,
@@ -43,7 +43,7 @@ function writerOver(held: ReturnType<typeof heldPool>) {
     // an hour: only a full batch or flush() writes
     flushIntervalMs: 3_600_000,
     health: loadConfig({}).health,
-    retry: { baseMs: 1, capMs: 1 },
+    retry: { baseMs: retryMs, capMs: retryMs },
   });
 }
 
@@ -96,7 +96,8 @@ test("answered rows not written yet are counted per endpoint, the write under wa
 
 test("results back from a failed write are not counted: it may have committed before its answer was lost", async () => {
   const held = heldPool();
-  const writer = writerOver(held);
+  // the retry waits 500 ms: the failed results stay queued while the test looks at them
+  const writer = writerOver(held, 500);
   for (const id of [1, 2, 3]) writer.add(successResult({ deliveryId: id, claimToken: A }));
   await settled();
   held.answer(new Error("Connection terminated unexpectedly"));
