@@ -29,6 +29,9 @@ const ONE_ENDPOINT_SQL = namedSql<{ windowMs: number; endpointId: string }>(
   `${STATS_SELECT} and endpoint_id = $endpointId::text group by endpoint_id`,
 );
 const EVERY_ENDPOINT_SQL = namedSql<{ windowMs: number }>(`${STATS_SELECT} group by endpoint_id`);
+const SOME_ENDPOINTS_SQL = namedSql<{ windowMs: number; endpointIds: string[] }>(
+  `${STATS_SELECT} and endpoint_id = any ($endpointIds::text[]) group by endpoint_id`,
+);
 
 function toStats(
   row: { p: number[] | null; samples: number; success_rate: number | null } | undefined,
@@ -50,6 +53,65 @@ export async function endpointLatency(
 ): Promise<LatencyStats> {
   const { rows } = await db.query(ONE_ENDPOINT_SQL.query({ windowMs, endpointId }));
   return toStats(rows[0]);
+}
+
+/** A listed endpoint's stored figures (endpoint_health), as the listings read them. */
+export interface StoredFigures {
+  id: string;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  p99_ms: number | null;
+  samples: number;
+  success_rate: number | null;
+  /** when maintenance last stored them; null: never */
+  stats_at: Date | null;
+  last_success_at: Date | null;
+  last_failure_at: Date | null;
+}
+
+/**
+ * Whether an endpoint's stored figures predate its first answers in the window: they hold
+ * no sample though it answered after they were stored (or none were stored yet). Its
+ * first minute, until maintenance's next refresh (HOOKRELAY_STATS_INTERVAL_MS), and an
+ * endpoint waking after a quiet day: a listing would show "no data" for an endpoint that
+ * has answered.
+ */
+export function awaitsFirstFigures(row: StoredFigures): boolean {
+  if (row.samples > 0) return false;
+  const answered = Math.max(
+    row.last_success_at?.getTime() ?? 0,
+    row.last_failure_at?.getTime() ?? 0,
+  );
+  return answered > 0 && answered > (row.stats_at?.getTime() ?? 0);
+}
+
+/**
+ * The rows of a listing, with the figures of those awaiting their first (awaitsFirstFigures)
+ * computed now, in one statement for all of them; every other row keeps its stored copy
+ * (its percentiles over a day of samples are not recomputed per page view).
+ * docs/operations.md, "Latency and success figures".
+ */
+export async function withFirstFigures<T extends StoredFigures>(
+  db: Queryable,
+  rows: T[],
+  windowMs: number,
+): Promise<T[]> {
+  const endpointIds = rows.filter(awaitsFirstFigures).map((r) => r.id);
+  if (endpointIds.length === 0) return rows;
+  const { rows: computed } = await db.query(SOME_ENDPOINTS_SQL.query({ windowMs, endpointIds }));
+  const now = new Map(computed.map((c) => [c.endpoint_id as string, toStats(c)]));
+  return rows.map((r) => {
+    const stats = now.get(r.id);
+    if (!stats) return r;
+    return {
+      ...r,
+      p50_ms: stats.p50Ms,
+      p95_ms: stats.p95Ms,
+      p99_ms: stats.p99Ms,
+      samples: stats.samples,
+      success_rate: stats.successRate,
+    };
+  });
 }
 
 /** Slow: p95 above slowP95Ms with enough samples; very slow (lowered threshold): above verySlowP95Ms. */

@@ -2,7 +2,7 @@
  * Endpoint health (docs/delivery.md, "Circuit breaker"):
  *   GET  /app/{appId}/endpoint/{endpointId}/health         one endpoint, latency computed now
  *   POST /app/{appId}/endpoint/{endpointId}/circuit/reset  force the circuit closed
- *   GET  /health/endpoints?state=&slow=&app_id=            every endpoint (stored figures)
+ *   GET  /health/endpoints?state=&slow=&app_id=            every endpoint (stored figures; computed now for one awaiting its first)
  */
 import type { FastifyInstance } from "fastify";
 import type { HealthConfig } from "../../config.ts";
@@ -16,7 +16,12 @@ import { notifyWork } from "../../db/queries/work.ts";
 import { ADAPTIVE_RULE } from "../../domain/adaptive-concurrency.ts";
 import { effective } from "../../domain/endpoint-policy-derived.ts";
 import { resetCircuit } from "../../health/circuit-transitions.ts";
-import { endpointLatency, type LatencyStats, slowness } from "../../health/latency-stats.ts";
+import {
+  endpointLatency,
+  type LatencyStats,
+  slowness,
+  withFirstFigures,
+} from "../../health/latency-stats.ts";
 import { ID_PREFIX } from "../../ids.ts";
 import type { ApiContext } from "../context.ts";
 import { badRequest, notFound } from "../errors.ts";
@@ -197,10 +202,14 @@ export function registerEndpointHealthRoutes(
       else if (request.principal.role === "app") appId = request.principal.appId;
       if (q.slow !== undefined && typeof q.slow !== "boolean")
         throw badRequest("slow must be true or false");
-      const rows = await listEndpointHealth(
+      const rows = await withFirstFigures(
         pool,
-        { appId, circuitState: q.state ?? null, slow: q.slow ?? null },
-        plan.window,
+        await listEndpointHealth(
+          pool,
+          { appId, circuitState: q.state ?? null, slow: q.slow ?? null },
+          plan.window,
+        ),
+        config.health.windowMs,
       );
       return toPage(
         rows,

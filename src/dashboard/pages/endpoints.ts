@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { resolveAppId } from "../../api/resolve.ts";
+import { withFirstFigures } from "../../health/latency-stats.ts";
 import { type DashboardDeps, sessionOf } from "../context.ts";
 import { badge, count, ms, ownApp, percent, since } from "../format.ts";
 import { dashboardPath, type Html, html, raw } from "../html.ts";
@@ -55,7 +56,7 @@ const COLUMNS: { key: EndpointSort | null; label: string; num?: boolean; narrow?
 
 export function registerEndpointListPage(
   app: FastifyInstance,
-  { pool, redactor }: DashboardDeps,
+  { pool, redactor, config }: DashboardDeps,
 ): void {
   app.get<{ Querystring: Query }>(
     "/endpoints",
@@ -73,7 +74,7 @@ export function registerEndpointListPage(
       const pageNo = Math.min(MAX_PAGE, Math.max(1, Number.parseInt(q.page ?? "1", 10) || 1));
       const appFilter = typeof q.app === "string" && q.app.trim() !== "" ? q.app.trim() : null;
       const appId = appFilter ? await resolveAppId(pool, principal, appFilter) : ownApp(principal);
-      const { rows, total } = await endpointTable(pool, {
+      const table = await endpointTable(pool, {
         appId,
         state,
         slow,
@@ -82,6 +83,9 @@ export function registerEndpointListPage(
         limit: PAGE_SIZE,
         offset: (pageNo - 1) * PAGE_SIZE,
       });
+      // (sorted by the stored figures; a row awaiting its first shows them computed now)
+      const rows = await withFirstFigures(pool, table.rows, config.health.windowMs);
+      const total = table.total;
       const keep = {
         state,
         slow: slow ? 1 : null,
