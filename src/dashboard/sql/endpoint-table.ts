@@ -111,8 +111,8 @@ export async function endpointTable(
        )
        select e.id, e.app_id, a.name as app_name, a.uid as app_uid, e.url, e.description,
               e.disabled, h.paused_until, h.circuit_state, h.success_rate, h.p50_ms, h.p95_ms,
-              h.p99_ms, h.samples, h.slow, h.stats_at,
-              h.last_success_at, h.last_failure_at, coalesce(q.pending, 0) as pending, q.oldest_pending_at
+              h.p99_ms, h.samples, h.slow, h.stats_at, h.last_success_at, h.last_failure_at,
+              coalesce(q.pending, 0) as pending, q.oldest_pending_at
        from endpoints e
        join applications a on a.id = e.app_id
        join endpoint_health h on h.endpoint_id = e.id
@@ -123,8 +123,7 @@ export async function endpointTable(
     : `with page as (
          select e.id, e.app_id, a.name as app_name, a.uid as app_uid, e.url, e.description,
                 e.disabled, h.paused_until, h.circuit_state, h.success_rate, h.p50_ms, h.p95_ms,
-                h.p99_ms, h.samples, h.slow, h.stats_at,
-              h.last_success_at, h.last_failure_at
+                h.p99_ms, h.samples, h.slow, h.stats_at, h.last_success_at, h.last_failure_at
          from endpoints e
          join applications a on a.id = e.app_id
          join endpoint_health h on h.endpoint_id = e.id
