@@ -45,6 +45,25 @@ export function withChildren(pid: number): number[] {
   return pids;
 }
 
+/**
+ * The processes of a process group (a server script started in a group of its own and what
+ * it runs: RabbitMQ's script, its Erlang VM and their helpers).
+ */
+export function processGroup(pgid: number): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const pgrp = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+      if (pgrp === pgid) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
 /** The machine's CPU time by kind, in ticks (the "cpu" line of /proc/stat). */
 function machineTicks(): { total: number; steal: number } {
   const line = readFileSync("/proc/stat", "utf8").split("\n")[0]!;

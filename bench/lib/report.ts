@@ -361,6 +361,18 @@ export function figures(runs: RunResult[]): Figure[] {
     );
     add(
       "17 brokers",
+      `${name}: CPU ms / 1k: the broker, bare client's run`,
+      "ms",
+      (r) => r.brokers?.[kind]?.brokerBareCpuMs,
+    );
+    add(
+      "17 brokers",
+      `${name}: CPU ms / 1k: the broker, hookrelay's run`,
+      "ms",
+      (r) => r.brokers?.[kind]?.brokerCpuMs,
+    );
+    add(
+      "17 brokers",
       `${name}: hookrelay / bare`,
       "x",
       (r) => r.brokers?.[kind]?.ratio,

@@ -15,7 +15,10 @@
  *
  * Beside the rates, the CPU each side spent per 1,000 messages (bench/lib/cpu.ts): the bare
  * client's (this process, during its run), hookrelay's worker's and PostgreSQL's (from the
- * seed to the last delivery), which move far less with the machine's load than the rates.
+ * seed to the last delivery), which move far less with the machine's load than the rates,
+ * and the broker's own in each run (its server's processes, from /proc): alike in both, so
+ * the rates differ by how much of the machine the broker gets beside the worker and
+ * PostgreSQL (docs/performance.md, "RabbitMQ's own CPU per message").
  *
  * hookrelay runs twice: as configured by default (each endpoint's adaptive in-flight limit
  * on, docs/adaptive-concurrency.md, which a broker whose confirms slow down under the
@@ -35,7 +38,7 @@ import { type NatsServer, natsInstalled, startNats } from "../../test/helpers/na
 import { type RabbitMq, rabbitmqInstalled, startRabbitMq } from "../../test/helpers/rabbitmq.ts";
 import { resetStatements, topStatements } from "../lib/cluster.ts";
 import type { BenchContext } from "../lib/context.ts";
-import { startCpuMeter } from "../lib/cpu.ts";
+import { processGroup, startCpuMeter } from "../lib/cpu.ts";
 import { logEndpointLimits } from "../lib/endpoint-limits.ts";
 import { formatPgCpuByKind, startPgCpuByKind } from "../lib/pg-cpu-kinds.ts";
 import { startHookrelay, stopChild } from "../lib/procs.ts";
@@ -65,6 +68,13 @@ export interface BrokerRun {
   bareCpuMs: number;
   workerCpuMs: number;
   postgresCpuMs: number;
+  /**
+   * the broker's own CPU ms per 1,000 messages while the bare client published, and during
+   * hookrelay's run: alike, it does the same work per message for both; what differs is how
+   * much of the machine it gets beside hookrelay's worker and PostgreSQL
+   */
+  brokerBareCpuMs: number;
+  brokerCpuMs: number;
 }
 
 export interface BrokersRun {
@@ -118,6 +128,7 @@ async function bareAmqp(rmq: RabbitMq, ctx: BenchContext, n: number, e: number, 
   const conns: ChannelModel[] = [];
   for (let i = 0; i < e; i++) conns.push(await amqpConnect(rmq.url()));
   const channels = await Promise.all(conns.map((c) => c.createConfirmChannel()));
+  const broker = startCpuMeter({ broker: () => processGroup(rmq.processGroup) });
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await lanes(msgs, e, w, (lane, m) => {
@@ -133,8 +144,9 @@ async function bareAmqp(rmq: RabbitMq, ctx: BenchContext, n: number, e: number, 
   });
   const seconds = (performance.now() - t0) / 1000;
   const cpuMs = cpuMsSince(cpu0);
+  const brokerMs = broker().ms.broker!;
   for (const c of conns) await c.close();
-  return { rate: n / seconds, cpuMs: (cpuMs * 1000) / n };
+  return { rate: n / seconds, cpuMs: (cpuMs * 1000) / n, brokerCpuMs: (brokerMs * 1000) / n };
 }
 
 async function bareNats(nats: NatsServer, ctx: BenchContext, n: number, e: number, w: number) {
@@ -142,6 +154,7 @@ async function bareNats(nats: NatsServer, ctx: BenchContext, n: number, e: numbe
   const conns: NatsConnection[] = [];
   for (let i = 0; i < e; i++) conns.push(await nats.client());
   const streams = conns.map((c) => c.jetstream());
+  const broker = startCpuMeter({ broker: () => natsPids(nats) });
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await lanes(msgs, e, w, async (lane, m) => {
@@ -150,8 +163,14 @@ async function bareNats(nats: NatsServer, ctx: BenchContext, n: number, e: numbe
     await streams[lane]!.publish(SUBJECT, m.body, { msgID: m.id, headers: h });
   });
   const rate = n / ((performance.now() - t0) / 1000);
-  return { rate, cpuMs: (cpuMsSince(cpu0) * 1000) / n };
+  const brokerMs = broker().ms.broker!;
+  return { rate, cpuMs: (cpuMsSince(cpu0) * 1000) / n, brokerCpuMs: (brokerMs * 1000) / n };
 }
+
+const natsPids = (nats: NatsServer): number[] => {
+  const pid = nats.pid();
+  return pid === null ? [] : [pid];
+};
 
 /** This process's CPU ms (user + system) since `before`. */
 function cpuMsSince(before: NodeJS.CpuUsage): number {
@@ -169,12 +188,14 @@ async function viaHookrelay(
   e: number,
   w: number,
   adaptive: "on" | "off",
+  brokerPids: () => number[],
 ): Promise<{
   rate: number;
   undelivered: number;
   publishP50Ms: number;
   workerCpuMs: number;
   postgresCpuMs: number;
+  brokerCpuMs: number;
 }> {
   const db = await ctx.freshDb(`brokers_${tag}`);
   try {
@@ -192,6 +213,7 @@ async function viaHookrelay(
       const cpu = startCpuMeter({
         worker: () => [worker.pid],
         postgres: () => ctx.cluster.pids(),
+        broker: brokerPids,
       });
       const pgKinds = startPgCpuByKind(() => ctx.cluster.pids(), db.pool);
       const deadline = Date.now() + Math.max(60_000, n * 5);
@@ -240,6 +262,7 @@ async function viaHookrelay(
         publishP50Ms: Number(rows[0].p50),
         workerCpuMs: (spent.ms.worker! * 1000) / Math.max(1, delivered),
         postgresCpuMs: (spent.ms.postgres! * 1000) / Math.max(1, delivered),
+        brokerCpuMs: (spent.ms.broker! * 1000) / Math.max(1, delivered),
       };
     } finally {
       await stopChild(worker);
@@ -251,13 +274,14 @@ async function viaHookrelay(
 
 /** One broker's figures from its bare run and hookrelay's. */
 function figures(
-  bare: { rate: number; cpuMs: number },
+  bare: { rate: number; cpuMs: number; brokerCpuMs: number },
   run: Awaited<ReturnType<typeof viaHookrelay>>,
   fixed: Awaited<ReturnType<typeof viaHookrelay>>,
 ): Omit<BrokerRun, "messages" | "endpoints" | "inFlight"> {
   return {
     bare: bare.rate,
     bareCpuMs: bare.cpuMs,
+    brokerBareCpuMs: bare.brokerCpuMs,
     hookrelay: run.rate,
     ratio: run.rate / bare.rate,
     ...run,
@@ -290,10 +314,14 @@ export async function runBrokers(ctx: BenchContext): Promise<BrokersRun> {
       await fresh();
       ctx.log(`  NATS JetStream: hookrelay, ${n} messages`);
       const url = `nats://${nats.user}@127.0.0.1:${nats.port}?subject=${SUBJECT}&stream=${STREAM}`;
-      const run = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w, "on");
+      const run = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w, "on", () =>
+        natsPids(nats),
+      );
       await fresh();
       ctx.log(`  NATS JetStream: hookrelay, adaptive in-flight limit off, ${n} messages`);
-      const fixed = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w, "off");
+      const fixed = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w, "off", () =>
+        natsPids(nats),
+      );
       out.nats = { ...shape, ...figures(bare, run, fixed) };
     } finally {
       await nats.stop();
@@ -307,15 +335,16 @@ export async function runBrokers(ctx: BenchContext): Promise<BrokersRun> {
       const admin = await (await rmq.client()).createChannel();
       await admin.assertQueue(QUEUE, { durable: true });
       await admin.purgeQueue(QUEUE);
+      const rabbitPids = () => processGroup(rmq.processGroup);
       ctx.log(`  RabbitMQ: bare client, ${n} messages`);
       const bare = await bareAmqp(rmq, ctx, n, e, w);
       await admin.purgeQueue(QUEUE);
       ctx.log(`  RabbitMQ: hookrelay, ${n} messages`);
       const url = `amqp://${rmq.user}@127.0.0.1:${rmq.port}/?routingKey=${QUEUE}`;
-      const run = await viaHookrelay(ctx, "amqp", url, rmq.password, n, e, w, "on");
+      const run = await viaHookrelay(ctx, "amqp", url, rmq.password, n, e, w, "on", rabbitPids);
       await admin.purgeQueue(QUEUE);
       ctx.log(`  RabbitMQ: hookrelay, adaptive in-flight limit off, ${n} messages`);
-      const fixed = await viaHookrelay(ctx, "amqp", url, rmq.password, n, e, w, "off");
+      const fixed = await viaHookrelay(ctx, "amqp", url, rmq.password, n, e, w, "off", rabbitPids);
       await admin.purgeQueue(QUEUE);
       out.amqp = { ...shape, ...figures(bare, run, fixed) };
     } finally {

@@ -41,6 +41,8 @@ export interface NatsServer {
    * endpoint's /connz; hookrelay's are named "hookrelay")
    */
   connections(name: string): Promise<number>;
+  /** the running server's pid (null while it is down) */
+  pid(): number | null;
   /** stops the server (its clients see it go) */
   down(): Promise<void>;
   /** starts it again on the same port and store */
@@ -162,6 +164,7 @@ export async function startNats(
       const body = (await res.json()) as { connections?: Array<{ name?: string }> };
       return (body.connections ?? []).filter((c) => c.name === name).length;
     },
+    pid: () => child?.pid ?? null,
     down,
     up,
     async stop() {

@@ -38,6 +38,8 @@ export interface RabbitMq {
   port: number;
   /** the amqps listener's port (null without `tls`) */
   tlsPort: number | null;
+  /** the node's process group (its server script's pid): the script, its Erlang VM, helpers */
+  processGroup: number;
   user: string;
   password: string;
   /** amqp://user:password@127.0.0.1:port (another password, or a path and query, if given) */
@@ -175,6 +177,7 @@ export async function startRabbitMq(options: { tls?: RabbitMqTls } = {}): Promis
   return {
     port,
     tlsPort,
+    processGroup: server.pid!,
     user,
     password,
     url,
