@@ -29,15 +29,18 @@ function processCpuMs(pid: number): number {
   return processStat(pid)?.cpuMs ?? 0;
 }
 
-/** The pid and every child of it (PostgreSQL's backends are children of the postmaster). */
-export function withChildren(pid: number): number[] {
-  const pids = [pid];
+/**
+ * Every process whose /proc/<pid>/stat field `field` (counted after the command, which may
+ * hold spaces: 0 state, 1 ppid, 2 pgrp) equals `value`.
+ */
+function processesWhere(field: number, value: number): number[] {
+  const pids: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === pid) pids.push(Number(entry));
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[field]) === value)
+        pids.push(Number(entry));
     } catch {
       // gone meanwhile
     }
@@ -45,23 +48,17 @@ export function withChildren(pid: number): number[] {
   return pids;
 }
 
+/** The pid and every child of it (PostgreSQL's backends are children of the postmaster). */
+export function withChildren(pid: number): number[] {
+  return [pid, ...processesWhere(1, pid)];
+}
+
 /**
  * The processes of a process group (a server script started in a group of its own and what
  * it runs: RabbitMQ's script, its Erlang VM and their helpers).
  */
 export function processGroup(pgid: number): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const pgrp = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
-      if (pgrp === pgid) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
+  return processesWhere(2, pgid);
 }
 
 /** The machine's CPU time by kind, in ticks (the "cpu" line of /proc/stat). */
