@@ -309,19 +309,16 @@ export async function runBrokers(ctx: BenchContext): Promise<BrokersRun> {
         await manager.streams.add({ name: STREAM, subjects: ["bench.>"] });
       };
       await fresh();
+      const natsBroker = () => natsPids(nats);
       ctx.log(`  NATS JetStream: bare client, ${n} messages`);
       const bare = await bareNats(nats, ctx, n, e, w);
       await fresh();
       ctx.log(`  NATS JetStream: hookrelay, ${n} messages`);
       const url = `nats://${nats.user}@127.0.0.1:${nats.port}?subject=${SUBJECT}&stream=${STREAM}`;
-      const run = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w, "on", () =>
-        natsPids(nats),
-      );
+      const run = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w, "on", natsBroker);
       await fresh();
       ctx.log(`  NATS JetStream: hookrelay, adaptive in-flight limit off, ${n} messages`);
-      const fixed = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w, "off", () =>
-        natsPids(nats),
-      );
+      const fixed = await viaHookrelay(ctx, "nats", url, nats.password, n, e, w, "off", natsBroker);
       out.nats = { ...shape, ...figures(bare, run, fixed) };
     } finally {
       await nats.stop();
